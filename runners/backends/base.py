@@ -1,0 +1,76 @@
+"""The contract every framework backend of the on-device runner fulfils.
+
+Runs on the device: Python 3.8+, stdlib + numpy + the framework only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+
+class BackendError(Exception):
+    """A failure with a machine-readable kind (see runner.ERROR_KINDS)."""
+
+    def __init__(self, kind: str, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.detail = detail
+
+
+class InputSpec:
+    """One model input as the runner feeds it."""
+
+    def __init__(self, name: str, shape: Sequence[int], dtype: str) -> None:
+        self.name = name
+        self.shape = [int(d) for d in shape]
+        self.dtype = dtype
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+
+
+class Backend:
+    """One inference framework.
+
+    Lifecycle: ``load`` once, then ``make_stream`` once per concurrent stream; each stream is a
+    zero-argument callable that runs one inference on fixed, pre-allocated inputs and returns the
+    outputs as a list of numpy arrays (only the last call's outputs are ever inspected).
+    """
+
+    name = ""
+    #: Importable module whose presence means the framework is installed.
+    module = ""
+    precisions = ("fp32",)
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def model_inputs(self) -> List[InputSpec]:
+        """Inputs as the framework sees them; dynamic dims are reported as -1."""
+        raise NotImplementedError
+
+    def output_names(self) -> List[str]:
+        raise NotImplementedError
+
+    def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release framework objects; optional."""
+
+
+def check_precision(backend: Backend, precision: str) -> None:
+    if precision not in backend.precisions:
+        raise BackendError(
+            "unsupported",
+            "%s does not support precision %s here (supported: %s)"
+            % (backend.name, precision, ", ".join(backend.precisions)),
+        )
+
+
+def optional_int(value: Optional[Any]) -> Optional[int]:
+    return None if value is None else int(value)

@@ -1,0 +1,72 @@
+"""ONNX Runtime (CPU execution provider)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List
+
+from .base import Backend, BackendError, InputSpec, check_precision
+
+_ORT_DTYPES = {
+    "tensor(float)": "float32",
+    "tensor(float16)": "float16",
+    "tensor(double)": "float64",
+    "tensor(int64)": "int64",
+    "tensor(int32)": "int32",
+    "tensor(int8)": "int8",
+    "tensor(uint8)": "uint8",
+    "tensor(bool)": "bool",
+}
+
+
+class OnnxRuntimeBackend(Backend):
+    name = "onnxruntime"
+    module = "onnxruntime"
+    precisions = ("fp32",)
+
+    def __init__(self) -> None:
+        import onnxruntime as ort
+
+        self._ort = ort
+        # No usage events leave the process (Windows-only in practice, but explicit).
+        if hasattr(ort, "disable_telemetry_events"):
+            ort.disable_telemetry_events()
+        self._session = None
+
+    def version(self) -> str:
+        return str(self._ort.__version__)
+
+    def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
+        check_precision(self, precision)
+        ort = self._ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = int(threads)
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.log_severity_level = 3
+        try:
+            self._session = ort.InferenceSession(
+                model_path, sess_options=so, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # ORT raises its own exception types per failure
+            text = str(exc)
+            kind = "unsupported" if "NOT_IMPLEMENTED" in text else "model_load"
+            raise BackendError(kind, "onnxruntime could not load the model", text) from exc
+
+    def model_inputs(self) -> List[InputSpec]:
+        specs = []
+        for node in self._session.get_inputs():
+            shape = [d if isinstance(d, int) else -1 for d in node.shape]
+            specs.append(InputSpec(node.name, shape, _ORT_DTYPES.get(node.type, node.type)))
+        return specs
+
+    def output_names(self) -> List[str]:
+        return [o.name for o in self._session.get_outputs()]
+
+    def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
+        run = self._session.run
+        names = self.output_names()
+        return lambda: run(names, feeds)
+
+    def close(self) -> None:
+        self._session = None

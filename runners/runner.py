@@ -1,0 +1,508 @@
+#!/usr/bin/env python3
+"""edgebench on-device runner: one JSON spec in, one JSON result out.
+
+Usage:
+    python3 runner.py SPEC.json        (or "-" to read the spec from stdin)
+    python3 runner.py --probe          (which frameworks this device can run)
+
+Self-contained on purpose: Python 3.8+, the standard library, numpy and the framework under test.
+It imports nothing from the host package, so the whole ``runners/`` folder can be copied to a
+phone or a board and run there. The result is the last line on stdout, prefixed with
+``RESULT_PREFIX``; anything the framework prints goes to stderr (stdout is redirected during
+the run so native logging cannot corrupt the result).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import threading
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from backends import KNOWN_FRAMEWORKS, BackendError, load_backend
+from backends.base import InputSpec
+
+SPEC_SCHEMA = "edgebench.spec/1"
+RESULT_SCHEMA = "edgebench.result/1"
+PROBE_SCHEMA = "edgebench.probe/1"
+RESULT_PREFIX = "EDGEBENCH_RESULT "
+ERROR_KINDS = (
+    "bad_spec",  # the spec itself is malformed
+    "not_installed",  # framework module missing on the device
+    "model_load",  # model file missing, corrupt or rejected
+    "unsupported",  # framework cannot run this model/precision
+    "pinning",  # requested cores could not be applied
+    "inference",  # the inference call raised
+    "internal",  # a bug in the runner
+)
+
+SPEC_DEFAULTS = {
+    "precision": "fp32",
+    "threads": 1,
+    "cores": None,
+    "warmup": 10,
+    "iterations": 100,
+    "min_time_s": 2.0,
+    "max_iterations": 100000,
+    "max_time_s": 120.0,
+    "concurrency": 1,
+    "inputs": None,
+    "seed": 0,
+    "options": {},
+}
+
+
+# --- process facts ---------------------------------------------------------------------------
+
+
+def read_proc_status() -> Dict[str, str]:
+    fields = {}
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+    except OSError:
+        pass
+    return fields
+
+
+def status_kb(fields: Dict[str, str], key: str) -> Optional[int]:
+    value = fields.get(key)
+    if not value:
+        return None
+    try:
+        return int(value.split()[0])
+    except ValueError:
+        return None
+
+
+def peak_rss_kb() -> Optional[int]:
+    hwm = status_kb(read_proc_status(), "VmHWM")
+    if hwm is not None:
+        return hwm
+    try:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    except (ImportError, OSError):
+        return None
+
+
+def parse_cpu_list(text: str) -> List[int]:
+    cpus: List[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            cpus.extend(range(int(lo), int(hi) + 1))
+        else:
+            cpus.append(int(part))
+    return cpus
+
+
+def effective_cores() -> Optional[List[int]]:
+    """The affinity the kernel actually applied, as reported in /proc/self/status."""
+    allowed = read_proc_status().get("Cpus_allowed_list")
+    if allowed:
+        return parse_cpu_list(allowed)
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return None
+
+
+def apply_affinity(cores: Optional[Sequence[int]]) -> None:
+    if not cores:
+        return
+    if not hasattr(os, "sched_setaffinity"):
+        raise BackendError("pinning", "this platform cannot pin threads to cores")
+    try:
+        os.sched_setaffinity(0, set(int(c) for c in cores))
+    except (OSError, ValueError) as exc:
+        raise BackendError("pinning", "could not pin to cores %s: %s" % (list(cores), exc)) from exc
+
+
+# --- inputs and outputs ----------------------------------------------------------------------
+
+
+def make_inputs(specs: List[InputSpec], seed: int) -> Dict[str, Any]:
+    """Seeded inputs; every framework on every device gets bit-identical tensors."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for spec in specs:
+        if any(d < 0 for d in spec.shape):
+            raise BackendError(
+                "bad_spec",
+                "input %r has dynamic dimensions %s; give a concrete shape"
+                % (spec.name, spec.shape),
+            )
+        dtype = np.dtype(spec.dtype)
+        if dtype.kind == "f":
+            value = rng.standard_normal(spec.shape, dtype=np.float32).astype(dtype)
+        elif dtype.kind == "b":
+            value = rng.integers(0, 2, spec.shape).astype(bool)
+        else:
+            value = rng.integers(0, 100, spec.shape).astype(dtype)
+        feeds[spec.name] = np.ascontiguousarray(value)
+    return feeds
+
+
+def summarize_outputs(names: List[str], outputs: List[Any], sample_size: int = 64) -> List[Dict]:
+    """Enough of each output to compare runs and frameworks without shipping whole tensors."""
+    import numpy as np
+
+    summary = []
+    for name, value in zip(names, outputs):
+        arr = np.asarray(value)
+        flat = arr.reshape(-1)
+        entry: Dict[str, Any] = {"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype)}
+        if flat.size and arr.dtype.kind in "fiub":
+            as_float = flat.astype(np.float64)
+            finite = np.isfinite(as_float)
+            entry["nonfinite"] = int(flat.size - int(finite.sum()))
+            vals = as_float[finite] if entry["nonfinite"] else as_float
+            if vals.size:
+                entry.update(
+                    mean=float(vals.mean()),
+                    std=float(vals.std()),
+                    min=float(vals.min()),
+                    max=float(vals.max()),
+                    l2=float(np.sqrt(np.square(vals).sum())),
+                )
+            entry["argmax"] = int(np.argmax(np.where(finite, as_float, -np.inf)))
+            entry["top5"] = [int(i) for i in np.argsort(-as_float, kind="stable")[:5]]
+            step = max(1, flat.size // sample_size)
+            entry["sample_stride"] = step
+            entry["sample"] = [float(v) for v in as_float[::step][:sample_size]]
+        summary.append(entry)
+    return summary
+
+
+# --- timing ----------------------------------------------------------------------------------
+
+
+def measure_sequential(
+    run: Callable[[], Any],
+    iterations: int,
+    min_time_ns: int,
+    max_iterations: int,
+    max_time_ns: int,
+) -> Dict[str, Any]:
+    """Time ``run`` until at least ``iterations`` samples AND ``min_time_ns`` have passed.
+
+    The timer brackets the inference call only; bookkeeping happens outside it.
+    """
+    clock = time.perf_counter_ns
+    samples: List[int] = []
+    append = samples.append
+    stop_reason = "max_iterations"
+    start = clock()
+    while len(samples) < max_iterations:
+        t0 = clock()
+        run()
+        t1 = clock()
+        append(t1 - t0)
+        elapsed = t1 - start
+        if len(samples) >= iterations and elapsed >= min_time_ns:
+            stop_reason = "target_reached"
+            break
+        if elapsed >= max_time_ns:
+            stop_reason = "max_time"
+            break
+    wall = clock() - start
+    return {"samples_ns": samples, "measure_wall_ns": wall, "stop_reason": stop_reason}
+
+
+def measure_concurrent(
+    streams: List[Callable[[], Any]],
+    iterations: int,
+    min_time_ns: int,
+    max_iterations: int,
+    max_time_ns: int,
+) -> Dict[str, Any]:
+    """Run every stream in its own thread; per-request latency plus aggregate throughput."""
+    clock = time.perf_counter_ns
+    barrier = threading.Barrier(len(streams) + 1)
+    stop = threading.Event()
+    lock = threading.Lock()
+    per_stream: List[List[int]] = [[] for _ in streams]
+    completion: List[int] = []  # stream index of every finished request, in order
+    state = {"start": 0, "reason": "max_iterations", "error": None}
+
+    def worker(index: int, run: Callable[[], Any]) -> None:
+        samples = per_stream[index]
+        barrier.wait()
+        start = state["start"]
+        try:
+            while not stop.is_set():
+                t0 = clock()
+                run()
+                t1 = clock()
+                samples.append(t1 - t0)
+                with lock:
+                    completion.append(index)
+                    done = len(completion)
+                elapsed = t1 - start
+                if done >= iterations and elapsed >= min_time_ns:
+                    state["reason"] = "target_reached"
+                    stop.set()
+                elif done >= max_iterations:
+                    stop.set()
+                elif elapsed >= max_time_ns:
+                    state["reason"] = "max_time"
+                    stop.set()
+        except Exception as exc:  # surfaced by the main thread as an inference error
+            state["error"] = exc
+            stop.set()
+
+    threads = [
+        threading.Thread(target=worker, args=(i, run), daemon=True) for i, run in enumerate(streams)
+    ]
+    for thread in threads:
+        thread.start()
+    state["start"] = clock()
+    barrier.wait()
+    for thread in threads:
+        thread.join()
+    wall = clock() - state["start"]
+    if state["error"] is not None:
+        raise state["error"]
+    cursors = [0] * len(streams)
+    samples = []
+    for index in completion:
+        samples.append(per_stream[index][cursors[index]])
+        cursors[index] += 1
+    return {
+        "samples_ns": samples,
+        "measure_wall_ns": wall,
+        "stop_reason": state["reason"],
+        "per_stream_counts": [len(s) for s in per_stream],
+    }
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+def normalize_spec(raw: Any) -> Dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise BackendError("bad_spec", "the spec must be a JSON object")
+    if raw.get("schema") != SPEC_SCHEMA:
+        raise BackendError(
+            "bad_spec", "spec schema %r is not %r" % (raw.get("schema"), SPEC_SCHEMA)
+        )
+    for key in ("model", "framework"):
+        if not isinstance(raw.get(key), str) or not raw.get(key):
+            raise BackendError("bad_spec", "spec field %r must be a non-empty string" % key)
+    spec = dict(SPEC_DEFAULTS)
+    spec.update(raw)
+    for key in ("threads", "warmup", "iterations", "max_iterations", "concurrency", "seed"):
+        if not isinstance(spec[key], int) or spec[key] < 0:
+            raise BackendError("bad_spec", "spec field %r must be a non-negative integer" % key)
+    if spec["threads"] < 1 or spec["concurrency"] < 1 or spec["max_iterations"] < 1:
+        raise BackendError("bad_spec", "threads, concurrency and max_iterations must be >= 1")
+    for key in ("min_time_s", "max_time_s"):
+        if not isinstance(spec[key], (int, float)) or spec[key] < 0:
+            raise BackendError("bad_spec", "spec field %r must be a non-negative number" % key)
+    return spec
+
+
+def resolve_inputs(spec: Dict[str, Any], model_inputs: List[InputSpec]) -> List[InputSpec]:
+    requested = spec.get("inputs")
+    if not requested:
+        return model_inputs
+    by_name = {item["name"]: item for item in requested}
+    resolved = []
+    for model_input in model_inputs:
+        item = by_name.get(model_input.name)
+        if item is None:
+            resolved.append(model_input)
+            continue
+        resolved.append(
+            InputSpec(model_input.name, item["shape"], item.get("dtype") or model_input.dtype)
+        )
+    unknown = sorted(set(by_name) - {i.name for i in model_inputs})
+    if unknown:
+        raise BackendError(
+            "bad_spec",
+            "inputs %s are not inputs of the model (it has %s)"
+            % (unknown, [i.name for i in model_inputs]),
+        )
+    return resolved
+
+
+def run_spec(spec: Dict[str, Any], result: Dict[str, Any]) -> None:
+    """Fill ``result`` in place, so a failure part-way still reports what was measured."""
+    apply_affinity(spec["cores"])
+    result["cores_effective"] = effective_cores()
+    backend = load_backend(spec["framework"])
+    result["framework_version"] = backend.version()
+    # After the framework import, before the model: the model's own footprint is peak - this.
+    result["rss_before_load_kb"] = status_kb(read_proc_status(), "VmRSS")
+    if not os.path.isfile(spec["model"]):
+        raise BackendError("model_load", "model file not found: %s" % spec["model"])
+
+    t0 = time.perf_counter_ns()
+    backend.load(spec["model"], spec["threads"], spec["precision"], spec["options"] or {})
+    result["load_ns"] = time.perf_counter_ns() - t0
+
+    inputs = resolve_inputs(spec, backend.model_inputs())
+    result["inputs"] = [i.as_dict() for i in inputs]
+    feeds = make_inputs(inputs, spec["seed"])
+    streams = [backend.make_stream(feeds) for _ in range(spec["concurrency"])]
+
+    try:
+        t0 = time.perf_counter_ns()
+        outputs = streams[0]()
+        result["first_inference_ns"] = time.perf_counter_ns() - t0
+        warmup: List[int] = []
+        for run in streams:
+            for _ in range(spec["warmup"]):
+                t0 = time.perf_counter_ns()
+                run()
+                warmup.append(time.perf_counter_ns() - t0)
+        result["warmup_samples_ns"] = warmup
+
+        min_ns = int(spec["min_time_s"] * 1e9)
+        max_ns = int(spec["max_time_s"] * 1e9)
+        if spec["concurrency"] == 1:
+            timing = measure_sequential(
+                streams[0], spec["iterations"], min_ns, spec["max_iterations"], max_ns
+            )
+        else:
+            timing = measure_concurrent(
+                streams, spec["iterations"], min_ns, spec["max_iterations"], max_ns
+            )
+        result.update(timing)
+        outputs = streams[0]()
+    except BackendError:
+        raise
+    except Exception as exc:
+        raise BackendError(
+            "inference", "inference failed: %s" % exc, traceback.format_exc()
+        ) from exc
+
+    result["outputs"] = summarize_outputs(backend.output_names(), list(outputs))
+    result["peak_rss_kb"] = peak_rss_kb()
+    result["status"] = "ok"
+    backend.close()
+
+
+def new_result(spec: Any) -> Dict[str, Any]:
+    spec = spec if isinstance(spec, dict) else {}
+    return {
+        "schema": RESULT_SCHEMA,
+        "status": "failed",
+        "error": None,
+        "framework": spec.get("framework"),
+        "framework_version": None,
+        "model": spec.get("model"),
+        "precision": spec.get("precision", "fp32"),
+        "threads": spec.get("threads"),
+        "concurrency": spec.get("concurrency", 1),
+        "cores_requested": spec.get("cores"),
+        "cores_effective": None,
+        "python": platform.python_version(),
+        "pid": os.getpid(),
+        "rss_before_load_kb": None,
+        "peak_rss_kb": None,
+        "load_ns": None,
+        "first_inference_ns": None,
+        "warmup_samples_ns": [],
+        "samples_ns": [],
+        "measure_wall_ns": None,
+        "stop_reason": None,
+        "inputs": None,
+        "outputs": None,
+    }
+
+
+def execute(raw_spec: Any) -> Dict[str, Any]:
+    result = new_result(raw_spec)
+    try:
+        spec = normalize_spec(raw_spec)
+        result.update(new_result(spec))
+        run_spec(spec, result)
+    except BackendError as exc:
+        result["status"] = "unsupported" if exc.kind == "unsupported" else "failed"
+        result["error"] = {"kind": exc.kind, "message": exc.message, "detail": exc.detail[-4000:]}
+    except Exception as exc:
+        result["status"] = "failed"
+        result["error"] = {
+            "kind": "internal",
+            "message": "runner error: %s: %s" % (type(exc).__name__, exc),
+            "detail": traceback.format_exc()[-4000:],
+        }
+    if result.get("peak_rss_kb") is None:
+        result["peak_rss_kb"] = peak_rss_kb()
+    return result
+
+
+def probe() -> Dict[str, Any]:
+    import importlib
+
+    frameworks = {}
+    for name in KNOWN_FRAMEWORKS:
+        try:
+            backend = load_backend(name)
+            frameworks[name] = {"available": True, "version": backend.version()}
+        except BackendError as exc:
+            frameworks[name] = {"available": False, "reason": exc.kind, "message": exc.message}
+        except Exception as exc:  # a framework that crashes on import is unavailable, not fatal
+            frameworks[name] = {"available": False, "reason": "import_error", "message": str(exc)}
+    try:
+        numpy_version = importlib.import_module("numpy").__version__
+    except ImportError:
+        numpy_version = None
+    return {
+        "schema": PROBE_SCHEMA,
+        "python": platform.python_version(),
+        "numpy": numpy_version,
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "affinity": effective_cores(),
+        "frameworks": frameworks,
+    }
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+        sys.stderr.write(__doc__ or "")
+        return 2
+    # Keep the real stdout for the result; send everything else (native logs too) to stderr.
+    result_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    if argv[0] == "--probe":
+        payload = probe()
+    else:
+        try:
+            if argv[0] == "-":
+                raw = json.load(sys.stdin)
+            else:
+                with open(argv[0]) as fh:
+                    raw = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raw = None
+            payload = new_result(None)
+            payload["error"] = {"kind": "bad_spec", "message": "cannot read spec: %s" % exc}
+        else:
+            payload = execute(raw)
+    sys.stderr.flush()
+    with os.fdopen(result_fd, "w") as out:
+        out.write(RESULT_PREFIX + json.dumps(payload, separators=(",", ":")) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

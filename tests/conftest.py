@@ -1,0 +1,110 @@
+"""Shared fixtures: an isolated cache/results area and small hand-made ONNX models."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+REPO = Path(__file__).resolve().parent.parent
+RUNNER = REPO / "runners" / "runner.py"
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache per test session so each built-in model is generated once."""
+    return tmp_path_factory.mktemp("edgebench-cache")
+
+
+@pytest.fixture
+def eb_env(shared_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Environment for running edgebench: private cache, results and HOME."""
+    results = tmp_path / "results"
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("EDGEBENCH_CACHE", str(shared_cache))
+    monkeypatch.setenv("EDGEBENCH_RESULTS", str(results))
+    env = dict(os.environ)
+    env.update(EDGEBENCH_CACHE=str(shared_cache), EDGEBENCH_RESULTS=str(results), HOME=str(home))
+    return env
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(eb_env: dict[str, str]):
+    """Run the real `edgebench` entry point in a subprocess."""
+
+    def run(args: Sequence[str], timeout: float = 300) -> CliResult:
+        proc = subprocess.run(
+            [sys.executable, "-m", "edgebench", *args],
+            capture_output=True,
+            text=True,
+            env=eb_env,
+            timeout=timeout,
+        )
+        return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+    return run
+
+
+def run_runner(spec: dict | str, timeout: float = 120) -> dict:
+    """Run runners/runner.py as a device would and return its parsed result."""
+    payload = spec if isinstance(spec, str) else json.dumps(spec)
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), "-"],
+        input=payload,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("EDGEBENCH_RESULT ")]
+    assert len(lines) == 1, proc.stdout
+    return json.loads(lines[0].split(" ", 1)[1])
+
+
+def save_conv_model(path: Path, dims: Sequence[int | str], channels: int = 8) -> Path:
+    """A one-conv model; string dims become symbolic (dynamic) dimensions."""
+    rng = np.random.default_rng(1)
+    weight = numpy_helper.from_array(
+        (rng.standard_normal((channels, 3, 3, 3)) * 0.2).astype(np.float32), "w"
+    )
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
+    graph = helper.make_graph(
+        [node],
+        "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(dims))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture
+def conv_model(tmp_path: Path) -> Path:
+    return save_conv_model(tmp_path / "conv.onnx", [1, 3, 32, 32])
+
+
+@pytest.fixture
+def corrupt_model(tmp_path: Path) -> Path:
+    path = tmp_path / "corrupt.onnx"
+    path.write_bytes(b"\x08\x07this is not a protobuf model \xff\xfe" * 8)
+    return path

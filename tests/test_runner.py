@@ -1,0 +1,147 @@
+"""The on-device runner, run as a subprocess exactly as a device runs it."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import RUNNER, run_runner
+
+
+def spec_for(model_path, **extra):
+    spec = {
+        "schema": "edgebench.spec/1",
+        "model": str(model_path),
+        "framework": "onnxruntime",
+        "threads": 1,
+        "warmup": 2,
+        "iterations": 25,
+        "min_time_s": 0.0,
+    }
+    spec.update(extra)
+    return spec
+
+
+def test_runner_measures_pins_and_reports_memory(conv_model):
+    result = run_runner(spec_for(conv_model, cores=[0]))
+    assert result["schema"] == "edgebench.result/1"
+    assert result["status"] == "ok", result["error"]
+    assert result["cores_effective"] == [0]
+    assert len(result["samples_ns"]) == 25
+    assert all(isinstance(s, int) and s > 0 for s in result["samples_ns"])
+    assert len(result["warmup_samples_ns"]) == 2
+    assert result["stop_reason"] == "target_reached"
+    assert result["peak_rss_kb"] > 0
+    assert result["peak_rss_kb"] >= result["rss_before_load_kb"] > 0
+    assert result["load_ns"] > 0 and result["first_inference_ns"] > 0
+    assert result["framework_version"]
+    (output,) = result["outputs"]
+    assert output["shape"] == [1, 8, 32, 32]
+    assert output["std"] > 0 and len(output["sample"]) > 0
+
+
+def test_affinity_follows_the_spec_on_every_cpu(conv_model):
+    for cpu in sorted(os.sched_getaffinity(0)):
+        result = run_runner(spec_for(conv_model, cores=[cpu], iterations=3))
+        assert result["cores_effective"] == [cpu]
+
+
+def test_same_seed_gives_same_outputs_and_a_new_seed_differs(conv_model):
+    a = run_runner(spec_for(conv_model, iterations=2, seed=7))
+    b = run_runner(spec_for(conv_model, iterations=2, seed=7))
+    c = run_runner(spec_for(conv_model, iterations=2, seed=8))
+    assert a["outputs"][0]["sample"] == b["outputs"][0]["sample"]
+    assert a["outputs"][0]["sample"] != c["outputs"][0]["sample"]
+
+
+def test_min_time_keeps_iterating_past_the_iteration_count(conv_model):
+    result = run_runner(spec_for(conv_model, iterations=1, min_time_s=0.3))
+    assert result["status"] == "ok"
+    assert result["measure_wall_ns"] >= 0.3e9
+    assert len(result["samples_ns"]) > 1
+
+
+def test_max_iterations_caps_the_loop(conv_model):
+    result = run_runner(spec_for(conv_model, iterations=50, max_iterations=7))
+    assert len(result["samples_ns"]) == 7
+    assert result["stop_reason"] == "max_iterations"
+
+
+def test_concurrent_streams_report_every_request(conv_model):
+    # A 0.3 s window: long enough that both streams are scheduled even on a loaded machine.
+    result = run_runner(spec_for(conv_model, concurrency=2, iterations=40, min_time_s=0.3))
+    assert result["status"] == "ok", result["error"]
+    counts = result["per_stream_counts"]
+    assert len(counts) == 2 and all(c > 0 for c in counts)
+    assert sum(counts) == len(result["samples_ns"]) >= 40
+    assert len(result["warmup_samples_ns"]) == 4  # warm-up runs on every stream
+
+
+@pytest.mark.parametrize(
+    ("change", "kind"),
+    [
+        ({"schema": "edgebench.spec/99"}, "bad_spec"),
+        ({"threads": 0}, "bad_spec"),
+        ({"framework": "tensorflow-js"}, "bad_spec"),
+        ({"model": "/nonexistent/model.onnx"}, "model_load"),
+        ({"cores": [4096]}, "pinning"),
+        ({"inputs": [{"name": "nope", "shape": [1, 3, 8, 8]}]}, "bad_spec"),
+    ],
+)
+def test_errors_are_structured(conv_model, change, kind):
+    result = run_runner(spec_for(conv_model, **change))
+    assert result["status"] == "failed"
+    assert result["error"]["kind"] == kind
+    assert result["error"]["message"]
+
+
+def test_corrupt_model_is_a_model_load_error(corrupt_model):
+    result = run_runner(spec_for(corrupt_model))
+    assert result["status"] == "failed"
+    assert result["error"]["kind"] == "model_load"
+    assert "onnxruntime could not load" in result["error"]["message"]
+
+
+def test_unreadable_spec_still_yields_one_result():
+    result = run_runner("{not json")
+    assert result["status"] == "failed" and result["error"]["kind"] == "bad_spec"
+
+
+def test_framework_noise_on_stdout_cannot_corrupt_the_result(conv_model, tmp_path):
+    # A native library printing on fd 1 is simulated by a sitecustomize that writes there.
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os\nos.write(1, b'noise from a native library\\n')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), "-"],
+        input=__import__("json").dumps(spec_for(conv_model, iterations=2)),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.stdout.splitlines()[-1].startswith("EDGEBENCH_RESULT ")
+
+
+def test_probe_lists_every_known_framework():
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), "--probe"], capture_output=True, text=True, timeout=120
+    )
+    payload = __import__("json").loads(proc.stdout.strip().split(" ", 1)[1])
+    assert payload["schema"] == "edgebench.probe/1"
+    assert set(payload["frameworks"]) == {"onnxruntime", "mnn", "ncnn", "tflite", "openvino"}
+    assert payload["frameworks"]["onnxruntime"]["available"] is True
+
+
+def test_runner_source_stays_python38_compatible():
+    # The runner ships to devices with old Pythons: no 3.9+ only syntax in its files.
+    import ast
+
+    for path in RUNNER.parent.rglob("*.py"):
+        tree = ast.parse(path.read_text(), feature_version=(3, 8))
+        assert tree is not None
+        for node in ast.walk(tree):
+            assert not isinstance(node, ast.Match), path
+        source = path.read_text()
+        assert "from edgebench" not in source and "import edgebench" not in source, path
