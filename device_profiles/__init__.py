@@ -1,0 +1,1 @@
+"""Device profiles (one TOML per chip or board), shipped as package data."""

@@ -1,0 +1,351 @@
+"""The `edgebench` command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .device import Device, LocalDevice
+from .errors import UserError
+from .execute import execute_cells
+from .matrix import METRICS, format_details, format_matrix
+from .modelref import parse_shape_overrides, resolve_models
+from .models import BUILTIN_MODELS
+from .paths import cache_dir, default_results_dir
+from .plan import Timing, build_cells, check_frameworks, resolve_inputs
+from .progress import LineProgress
+from .records import Record
+from .runners.backends import KNOWN_FRAMEWORKS
+from .store import ResultsStore, utc_now
+
+log = logging.getLogger("edgebench")
+
+
+def _split(values: tuple[str, ...] | str | None) -> list[str]:
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = (values,)
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def _positive_ints(values: tuple[str, ...], option: str) -> list[int]:
+    try:
+        numbers = [int(v) for v in _split(values)]
+    except ValueError as exc:
+        raise UserError(f"{option} takes whole numbers, e.g. {option} 1,4") from exc
+    if not numbers or any(n < 1 for n in numbers):
+        raise UserError(f"{option} must be 1 or more")
+    return numbers
+
+
+def resolve_devices(names: list[str]) -> list[Device]:
+    devices: list[Device] = []
+    for name in dict.fromkeys(names):
+        if name == "local":
+            devices.append(LocalDevice())
+        else:
+            raise UserError(f"device {name!r} is not defined; available devices: local")
+    return devices
+
+
+results_dir_option = click.option(
+    "--results-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where runs are stored [default: $EDGEBENCH_RESULTS or ~/.local/share/edgebench/runs].",
+)
+metric_option = click.option(
+    "--metric",
+    type=click.Choice(list(METRICS)),
+    default="p50",
+    show_default=True,
+    help="What the matrix shows.",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="edgebench")
+@click.option("-v", "--verbose", is_flag=True, help="Log what edgebench does.")
+def cli(verbose: bool) -> None:
+    """Compare on-device inference frameworks with numbers you can trust."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="edgebench: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+@cli.command()
+@click.option("--devices", multiple=True, help="Devices to measure on [default: local].")
+@click.option(
+    "--models", multiple=True, help="Built-in names or .onnx paths [default: all built-in]."
+)
+@click.option("--frameworks", multiple=True, help="Frameworks [default: every known one].")
+@click.option(
+    "--threads",
+    multiple=True,
+    default=("1",),
+    show_default=True,
+    help="Thread counts to sweep, e.g. 1,4.",
+)
+@click.option(
+    "--cores",
+    multiple=True,
+    default=("all",),
+    show_default=True,
+    help="Cores: all, 0, 0-3, 0,2 or a cluster name; repeat to sweep.",
+)
+@click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True)
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Untimed iterations first.",
+)
+@click.option(
+    "--iterations",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Minimum timed iterations.",
+)
+@click.option(
+    "--min-time",
+    type=click.FloatRange(min=0),
+    default=2.0,
+    show_default=True,
+    help="Minimum timed seconds per cell.",
+)
+@click.option(
+    "--max-time",
+    type=click.FloatRange(min=0.01),
+    default=120.0,
+    show_default=True,
+    help="Stop timing a cell after this many seconds.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Concurrent inference streams (throughput mode).",
+)
+@click.option(
+    "--shape",
+    multiple=True,
+    help="Input shape for dynamic models: 1,3,640,640 or name=1,3,640,640.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=600.0,
+    show_default=True,
+    help="Seconds before a cell is abandoned.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the input tensors.")
+@results_dir_option
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "jsonl"]),
+    default="table",
+    show_default=True,
+)
+@metric_option
+def run(
+    devices: tuple[str, ...],
+    models: tuple[str, ...],
+    frameworks: tuple[str, ...],
+    threads: tuple[str, ...],
+    cores: tuple[str, ...],
+    precision: str,
+    warmup: int,
+    iterations: int,
+    min_time: float,
+    max_time: float,
+    concurrency: int,
+    shape: tuple[str, ...],
+    timeout: float,
+    seed: int,
+    results_dir: Path | None,
+    output_format: str,
+    metric: str,
+) -> None:
+    """Measure every model x framework on every device and print the matrix."""
+    progress = LineProgress()
+    framework_names = check_frameworks(_split(frameworks) or list(KNOWN_FRAMEWORKS))
+    thread_counts = _positive_ints(threads, "--threads")
+    # Commas belong to the cpu-list syntax (0,2), so sweeping cores means repeating --cores.
+    core_selections = list(dict.fromkeys(c.strip() for c in cores if c.strip())) or ["all"]
+    shapes = parse_shape_overrides(shape)
+    timing = Timing(warmup, iterations, min_time, max_time, timeout)
+
+    model_refs = resolve_models(_split(models) or list(BUILTIN_MODELS), cache_dir())
+    model_inputs = resolve_inputs(model_refs, shapes)
+    device_list = resolve_devices(_split(devices) or ["local"])
+    for device in device_list:
+        facts = device.facts()
+        governors = ", ".join(facts.governors) or "unknown"
+        progress.message(
+            f"device {device.name}: {facts.cpu_model or 'unknown CPU'}, "
+            f"{len(facts.cpus)} cpus, governor {governors}, python {facts.python or '?'}"
+        )
+        if facts.governors and facts.governors != ["performance"]:
+            progress.message(
+                f"  warning: governor {governors} lets the clock vary between cells; "
+                "use `performance` for stable numbers"
+            )
+    cells = build_cells(
+        device_list,
+        model_refs,
+        framework_names,
+        inputs=model_inputs,
+        threads=thread_counts,
+        cores=core_selections,
+        concurrency=concurrency,
+        precision=precision,
+        timing=timing,
+    )
+    store = ResultsStore(results_dir or default_results_dir())
+    run_dir = store.create_run(
+        {
+            "edgebench_version": __version__,
+            "argv": sys.argv[1:],
+            "status": "running",
+            "options": {
+                "models": [m.source for m in model_refs],
+                "frameworks": framework_names,
+                "threads": thread_counts,
+                "cores": core_selections,
+                "precision": precision,
+                "concurrency": concurrency,
+                "seed": seed,
+                "timing": timing.__dict__,
+            },
+            "models": {
+                m.name: {"source": m.source, "sha256": m.sha256, "error": m.error}
+                for m in model_refs
+            },
+            "devices": {d.name: d.facts().as_dict() for d in device_list},
+        }
+    )
+    progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
+    try:
+        records = execute_cells(cells, run_dir, progress, seed=seed)
+    except KeyboardInterrupt:
+        run_dir.update_metadata(status="interrupted", finished_at=utc_now())
+        kept = len(run_dir.records())
+        raise UserError(f"interrupted: {kept} finished cells are kept in {run_dir.path}") from None
+    run_dir.update_metadata(status="complete", finished_at=utc_now())
+    _print_records(records, output_format, metric)
+    progress.message(f"stored: {run_dir.path}  (edgebench show {run_dir.run_id})")
+    if any(r.status in ("failed", "mismatch") for r in records):
+        sys.exit(1)
+
+
+def _print_records(records: list[Record], output_format: str, metric: str) -> None:
+    if output_format == "jsonl":
+        for record in records:
+            click.echo(json.dumps(record.to_dict(), separators=(",", ":")))
+        return
+    click.echo("")
+    click.echo(format_matrix(records, metric))
+    click.echo(format_details(records))
+
+
+@cli.command()
+@click.argument("run_ref", required=False)
+@results_dir_option
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "jsonl"]),
+    default="table",
+    show_default=True,
+)
+@metric_option
+def show(run_ref: str | None, results_dir: Path | None, output_format: str, metric: str) -> None:
+    """Print a stored run's matrix (RUN: id, id prefix, folder, or latest)."""
+    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    records = run_dir.records()
+    meta = run_dir.metadata()
+    if output_format == "table":
+        click.echo(
+            f"run {run_dir.run_id} ({meta.get('status', 'unknown')}, "
+            f"{len(records)} cells, edgebench {meta.get('edgebench_version', '?')})"
+        )
+    if not records:
+        click.echo("no finished cells in this run")
+        return
+    _print_records(records, output_format, metric)
+
+
+@cli.command(name="export")
+@click.argument("run_ref", required=False)
+@results_dir_option
+@click.option(
+    "--format",
+    "export_format",
+    type=click.Choice(["csv", "parquet"]),
+    default="csv",
+    show_default=True,
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Output file [default: RUN.csv / RUN.parquet in the current folder].",
+)
+def export_cmd(
+    run_ref: str | None, results_dir: Path | None, export_format: str, out: Path | None
+) -> None:
+    """Write a stored run as a flat table for pandas/spreadsheets."""
+    from .export import export_run
+
+    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    target = out or Path(f"{run_dir.run_id}.{export_format}")
+    rows = export_run(run_dir.records(), target, export_format)
+    click.echo(f"wrote {rows} rows to {target}")
+
+
+@cli.command(name="models")
+def models_cmd() -> None:
+    """List the built-in models: parameters, MACs, inputs."""
+    import onnx
+
+    from .models import builtin_model_path, summarize_model
+
+    rows = []
+    for name, model in BUILTIN_MODELS.items():
+        path = builtin_model_path(name, cache_dir() / "models")
+        summary = summarize_model(onnx.load(str(path)))
+        shapes = "; ".join(f"{i.name} {list(i.shape)} {i.dtype}" for i in summary.inputs)
+        macs = f"{summary.macs / 1e9:.2f} G" + ("" if summary.macs_complete else "+")
+        rows.append((name, f"{summary.params / 1e6:.2f} M", macs, shapes, model.description))
+    header = ("model", "params", "MACs", "inputs", "description")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=False)
+    except UserError as exc:
+        click.echo(f"edgebench: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("edgebench: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

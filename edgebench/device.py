@@ -1,0 +1,191 @@
+"""A device the host measures on: its transport, the runner it uses, and its facts."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import runners
+from .cores import detect_clusters, format_cpu_list, parse_cpu_list
+from .paths import cache_dir
+from .transports import CommandResult, LocalTransport, Transport
+
+log = logging.getLogger(__name__)
+
+RESULT_PREFIX = "EDGEBENCH_RESULT "
+PROBE_TIMEOUT_S = 120.0
+
+
+@dataclass
+class DeviceFacts:
+    """What the host learned about a device; recorded with every cell measured on it."""
+
+    hostname: str | None = None
+    os: str | None = None
+    kernel: str | None = None
+    machine: str | None = None
+    cpu_model: str | None = None
+    cpus: list[int] = field(default_factory=list)
+    max_freq_khz: dict[int, int] = field(default_factory=dict)
+    clusters: dict[str, list[int]] = field(default_factory=dict)
+    governors: list[str] = field(default_factory=list)
+    python: str | None = None
+    numpy: str | None = None
+    frameworks: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def framework_available(self, name: str) -> bool:
+        return bool(self.frameworks.get(name, {}).get("available"))
+
+
+@dataclass
+class RunnerOutcome:
+    """The runner's JSON result, or why there is none."""
+
+    result: dict[str, Any] | None
+    command: CommandResult
+    error: str | None = None
+
+
+def parse_runner_output(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            try:
+                payload = json.loads(line[len(RESULT_PREFIX) :])
+            except ValueError:
+                return None
+            return payload if isinstance(payload, dict) else None
+    return None
+
+
+def cpu_model_from_cpuinfo(text: str) -> str | None:
+    for key in ("model name", "Hardware", "Processor", "cpu model"):
+        for line in text.splitlines():
+            name, sep, value = line.partition(":")
+            if sep and name.strip() == key and value.strip():
+                return value.strip()
+    return None
+
+
+class Device:
+    """A named device reached through a transport and running the Python runner."""
+
+    def __init__(self, name: str, transport: Transport, python: str, runner_path: str) -> None:
+        self.name = name
+        self.transport = transport
+        self.python = python
+        self.runner_path = runner_path
+        self._facts: DeviceFacts | None = None
+
+    def runner_env(self) -> dict[str, str] | None:
+        return None
+
+    def _runner_argv(self, cores: list[int] | None, arg: str) -> list[str]:
+        argv = [self.python, self.runner_path, arg]
+        if cores:
+            # Pin from the first instruction; the runner re-applies and reads back the mask.
+            argv = ["taskset", "-c", format_cpu_list(cores), *argv]
+        return argv
+
+    def run_runner(
+        self, spec: dict[str, Any], cores: list[int] | None, timeout: float
+    ) -> RunnerOutcome:
+        command = self.transport.run(
+            self._runner_argv(cores, "-"),
+            timeout=timeout,
+            stdin=json.dumps(spec),
+            env=self.runner_env(),
+        )
+        if command.timed_out:
+            return RunnerOutcome(None, command, f"runner timed out after {timeout:.0f} s")
+        result = parse_runner_output(command.stdout)
+        if result is None:
+            rc = command.returncode
+            how = f"was killed by signal {-rc}" if rc is not None and rc < 0 else f"exited {rc}"
+            return RunnerOutcome(None, command, f"runner {how} without a result")
+        return RunnerOutcome(result, command)
+
+    def facts(self) -> DeviceFacts:
+        if self._facts is None:
+            self._facts = self._gather_facts()
+        return self._facts
+
+    def _probe(self) -> dict[str, Any]:
+        command = self.transport.run(
+            [self.python, self.runner_path, "--probe"],
+            timeout=PROBE_TIMEOUT_S,
+            env=self.runner_env(),
+        )
+        probe = parse_runner_output(command.stdout)
+        if probe is None:
+            tail = command.stderr.strip().splitlines()[-1:] or ["no output"]
+            log.warning("device %s: runner probe failed: %s", self.name, tail[0])
+            return {}
+        return probe
+
+    def _read(self, path: str) -> str | None:
+        return self.transport.read_text(path)
+
+    def _gather_facts(self) -> DeviceFacts:
+        facts = DeviceFacts()
+        probe = self._probe()
+        facts.python = probe.get("python")
+        facts.numpy = probe.get("numpy")
+        facts.machine = probe.get("machine")
+        facts.frameworks = probe.get("frameworks", {})
+        facts.hostname = (self._read("/proc/sys/kernel/hostname") or "").strip() or None
+        facts.kernel = (self._read("/proc/sys/kernel/osrelease") or "").strip() or None
+        facts.os = (self._read("/proc/sys/kernel/ostype") or "").strip() or None
+        facts.cpu_model = cpu_model_from_cpuinfo(self._read("/proc/cpuinfo") or "")
+        present = self._read("/sys/devices/system/cpu/online") or ""
+        try:
+            facts.cpus = parse_cpu_list(present.strip())
+        except ValueError:
+            facts.cpus = list(probe.get("affinity") or range(probe.get("cpu_count") or 1))
+        governors = set()
+        for cpu in facts.cpus:
+            base = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq"
+            freq = (self._read(f"{base}/cpuinfo_max_freq") or "").strip()
+            if freq.isdigit():
+                facts.max_freq_khz[cpu] = int(freq)
+            governor = (self._read(f"{base}/scaling_governor") or "").strip()
+            if governor:
+                governors.add(governor)
+        facts.governors = sorted(governors)
+        facts.clusters = detect_clusters(facts.max_freq_khz)
+        return facts
+
+
+class LocalDevice(Device):
+    """The host: the runner runs from the installed package with this interpreter."""
+
+    def __init__(self, name: str = "local") -> None:
+        runner = Path(runners.__file__).with_name("runner.py")
+        super().__init__(name, LocalTransport(), sys.executable, str(runner))
+        self._home = cache_dir() / "runner-home"
+
+    def runner_env(self) -> dict[str, str]:
+        # A private HOME: frameworks that drop ids or caches into $HOME write there, not into
+        # the user's home.
+        self._home.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env["HOME"] = str(self._home)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.setdefault("PYTHONHASHSEED", "0")
+        return env
+
+    def _gather_facts(self) -> DeviceFacts:
+        facts = super()._gather_facts()
+        facts.hostname = facts.hostname or platform.node()
+        facts.os = platform.system()
+        if not facts.cpus and hasattr(os, "sched_getaffinity"):
+            facts.cpus = sorted(os.sched_getaffinity(0))
+        return facts

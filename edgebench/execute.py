@@ -1,0 +1,130 @@
+"""Run planned cells one after another, storing each record the moment its cell ends."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from . import __version__
+from .plan import Cell
+from .records import Record
+from .stats import latency_stats, stats_warnings, throughput_ips
+from .store import RunDir, utc_now
+
+log = logging.getLogger(__name__)
+
+STDERR_TAIL_CHARS = 2000
+
+
+class Progress(Protocol):
+    def cell_started(self, index: int, total: int, cell: Cell) -> None: ...
+
+    def cell_finished(self, index: int, total: int, cell: Cell, record: Record) -> None: ...
+
+
+def _kb_to_mb(value: Any) -> float | None:
+    return None if value is None else round(float(value) / 1024.0, 3)
+
+
+def _ns_to_ms(value: Any) -> float | None:
+    return None if value is None else float(value) / 1e6
+
+
+def _base_record(run_id: str, cell: Cell, status: str) -> Record:
+    return Record(
+        run_id=run_id,
+        cell_id=cell.cell_id,
+        device=cell.device.name,
+        model=cell.model.name,
+        framework=cell.framework,
+        precision=cell.precision,
+        threads=cell.threads,
+        cores=cell.cores_selection,
+        status=status,
+        concurrency=cell.concurrency,
+        model_path=str(cell.model.path) if cell.model.path else None,
+        model_sha256=cell.model.sha256,
+        inputs=cell.inputs or None,
+        device_info=cell.device.facts().as_dict(),
+        edgebench_version=__version__,
+    )
+
+
+def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Record:
+    """Map the runner's raw result onto a record; statistics are recomputed here."""
+    error = result.get("error") or {}
+    status = result.get("status", "failed")
+    if error.get("kind") == "not_installed":
+        status = "skipped"
+    record = _base_record(run_id, cell, status)
+    samples = [int(s) for s in result.get("samples_ns") or []]
+    stats = latency_stats(samples) if status == "ok" else None
+    record.error = error.get("message")
+    record.error_kind = error.get("kind")
+    record.framework_version = result.get("framework_version")
+    record.cores_effective = result.get("cores_effective")
+    record.inputs = result.get("inputs") or record.inputs
+    record.samples_ns = samples
+    record.n_samples = len(samples)
+    record.warmup_samples_ns = [int(s) for s in result.get("warmup_samples_ns") or []]
+    record.stop_reason = result.get("stop_reason")
+    wall_ns = result.get("measure_wall_ns")
+    record.measure_wall_s = None if wall_ns is None else wall_ns / 1e9
+    record.latency_ms = stats.as_record() if stats else None
+    record.throughput_ips = throughput_ips(len(samples), wall_ns) if stats else None
+    record.peak_rss_mb = _kb_to_mb(result.get("peak_rss_kb"))
+    record.rss_before_load_mb = _kb_to_mb(result.get("rss_before_load_kb"))
+    record.load_ms = _ns_to_ms(result.get("load_ns"))
+    record.first_inference_ms = _ns_to_ms(result.get("first_inference_ns"))
+    record.outputs = result.get("outputs")
+    record.warnings = stats_warnings(stats)
+    effective = record.cores_effective
+    if cell.cores and effective is not None and sorted(effective) != sorted(cell.cores):
+        record.warnings.append(f"asked for cores {cell.cores} but the runner ran on {effective}")
+    if status != "ok" and error.get("detail"):
+        record.stderr_tail = str(error["detail"])[-STDERR_TAIL_CHARS:]
+    return record
+
+
+def run_cell(run_id: str, cell: Cell, seed: int = 0) -> Record:
+    started_at = utc_now()
+    t0 = time.monotonic()
+    if cell.model.error:
+        record = _base_record(run_id, cell, "failed")
+        record.error = cell.model.error
+        record.error_kind = "model_load"
+    elif cell.skip_reason:
+        record = _base_record(run_id, cell, "skipped")
+        record.error = cell.skip_reason
+        record.error_kind = "not_installed"
+    else:
+        outcome = cell.device.run_runner(cell.spec(seed), cell.cores, cell.timing.timeout_s)
+        if outcome.result is None:
+            record = _base_record(run_id, cell, "failed")
+            record.error = outcome.error
+            record.error_kind = "runner"
+            record.stderr_tail = outcome.command.stderr[-STDERR_TAIL_CHARS:] or None
+        else:
+            record = record_from_result(run_id, cell, outcome.result)
+            if record.status != "ok" and not record.stderr_tail:
+                record.stderr_tail = outcome.command.stderr[-STDERR_TAIL_CHARS:] or None
+    record.started_at = started_at
+    record.ended_at = utc_now()
+    record.duration_s = round(time.monotonic() - t0, 3)
+    return record
+
+
+def execute_cells(
+    cells: Sequence[Cell], run: RunDir, progress: Progress, seed: int = 0
+) -> list[Record]:
+    """Each record is appended to the run before the next cell starts."""
+    records = []
+    for index, cell in enumerate(cells, start=1):
+        progress.cell_started(index, len(cells), cell)
+        record = run_cell(run.run_id, cell, seed)
+        run.append(record)
+        records.append(record)
+        progress.cell_finished(index, len(cells), cell, record)
+    return records

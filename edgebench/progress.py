@@ -1,0 +1,51 @@
+"""Progress lines on stderr: one per cell, rewritten in place on a terminal."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from .plan import Cell
+from .records import Record
+
+
+def describe_cell(cell: Cell) -> str:
+    parts = [cell.device.name, cell.model.name, cell.framework, cell.precision]
+    parts += [f"{cell.threads}t", f"cores {cell.cores_selection}"]
+    if cell.concurrency != 1:
+        parts.append(f"{cell.concurrency} streams")
+    return " · ".join(parts)
+
+
+def describe_outcome(record: Record) -> str:
+    if record.status == "ok" and record.latency_ms:
+        lat = record.latency_ms
+        text = (
+            f"ok  p50 {lat['p50']:.2f} ms  p99 {lat['p99']:.2f} ms  "
+            f"({record.n_samples} samples, {record.duration_s:.1f} s)"
+        )
+        if record.warnings:
+            text += f"  [{len(record.warnings)} warning{'s' if len(record.warnings) > 1 else ''}]"
+        return text
+    return f"{record.status}: {record.error or 'no reason given'}"
+
+
+class LineProgress:
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def cell_started(self, index: int, total: int, cell: Cell) -> None:
+        if self.live:
+            self.stream.write(f"\r\x1b[K[{index}/{total}] {describe_cell(cell)} … ")
+            self.stream.flush()
+
+    def cell_finished(self, index: int, total: int, cell: Cell, record: Record) -> None:
+        prefix = "\r\x1b[K" if self.live else ""
+        line = f"{prefix}[{index}/{total}] {describe_cell(cell)}  {describe_outcome(record)}\n"
+        self.stream.write(line)
+        self.stream.flush()
+
+    def message(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()

@@ -1,0 +1,66 @@
+"""The one result record that flows from a finished cell to the store, matrix and reports.
+
+Field names listed in docs/results.md are stable; add fields, never rename them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+RECORD_SCHEMA = "edgebench.record/1"
+STATUSES = ("ok", "mismatch", "unsupported", "failed", "skipped")
+
+
+@dataclass
+class Record:
+    run_id: str
+    cell_id: str
+    device: str
+    model: str
+    framework: str
+    precision: str
+    threads: int
+    cores: str
+    status: str
+    error: str | None = None
+    error_kind: str | None = None
+    latency_ms: dict[str, float] | None = None
+    samples_ns: list[int] = field(default_factory=list)
+    throughput_ips: float | None = None
+    peak_rss_mb: float | None = None
+    schema: str = RECORD_SCHEMA
+    concurrency: int = 1
+    model_path: str | None = None
+    model_sha256: str | None = None
+    framework_version: str | None = None
+    cores_effective: list[int] | None = None
+    inputs: list[dict[str, Any]] | None = None
+    n_samples: int = 0
+    warmup_samples_ns: list[int] = field(default_factory=list)
+    stop_reason: str | None = None
+    measure_wall_s: float | None = None
+    rss_before_load_mb: float | None = None
+    load_ms: float | None = None
+    first_inference_ms: float | None = None
+    outputs: list[dict[str, Any]] | None = None
+    warnings: list[str] = field(default_factory=list)
+    device_info: dict[str, Any] = field(default_factory=dict)
+    edgebench_version: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    duration_s: float | None = None
+    stderr_tail: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"record status {self.status!r} is not one of {STATUSES}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        """Tolerant of fields added by newer versions (they are dropped)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
