@@ -174,3 +174,28 @@ def test_results_never_go_to_the_users_home(run_cli, eb_env, conv_model):
     home = Path(eb_env["HOME"])
     assert not (home / ".cache" / "Microsoft").exists()
     assert os.listdir(eb_env["EDGEBENCH_RESULTS"])
+
+
+def test_a_cell_over_its_timeout_is_killed_and_recorded(run_cli, conv_model):
+    result = run_cli(
+        [
+            "run",
+            "--models",
+            str(conv_model),
+            "--frameworks",
+            "onnxruntime",
+            "--format",
+            "jsonl",
+            "--timeout",
+            "1",
+            "--min-time",
+            "30",
+            "--warmup",
+            "0",
+        ]
+    )
+    assert result.returncode == 1
+    (record,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert record["status"] == "failed"
+    assert record["error"] == "runner timed out after 1 s"
+    assert record["duration_s"] < 20
