@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import click
+import onnx
 
 from . import __version__
 from .device import Device, LocalDevice
@@ -15,7 +16,7 @@ from .errors import UserError
 from .execute import execute_cells
 from .matrix import METRICS, format_details, format_matrix
 from .modelref import parse_shape_overrides, resolve_models
-from .models import BUILTIN_MODELS
+from .models import BUILTIN_MODELS, builtin_model_path, summarize_model
 from .paths import cache_dir, default_results_dir
 from .plan import Timing, build_cells, check_frameworks, resolve_inputs
 from .progress import LineProgress
@@ -318,9 +319,6 @@ def export_cmd(
 @cli.command(name="models")
 def models_cmd() -> None:
     """List the built-in models: parameters, MACs, inputs."""
-    import onnx
-
-    from .models import builtin_model_path, summarize_model
 
     rows = []
     for name, model in BUILTIN_MODELS.items():

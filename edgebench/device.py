@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import platform
+import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -78,6 +79,9 @@ def cpu_model_from_cpuinfo(text: str) -> str | None:
 class Device:
     """A named device reached through a transport and running the Python runner."""
 
+    #: Launch the runner under taskset so it is pinned from its first instruction.
+    use_taskset = True
+
     def __init__(self, name: str, transport: Transport, python: str, runner_path: str) -> None:
         self.name = name
         self.transport = transport
@@ -90,7 +94,7 @@ class Device:
 
     def _runner_argv(self, cores: list[int] | None, arg: str) -> list[str]:
         argv = [self.python, self.runner_path, arg]
-        if cores:
+        if cores and self.use_taskset:
             # Pin from the first instruction; the runner re-applies and reads back the mask.
             argv = ["taskset", "-c", format_cpu_list(cores), *argv]
         return argv
@@ -170,6 +174,8 @@ class LocalDevice(Device):
     def __init__(self, name: str = "local") -> None:
         runner = Path(runners.__file__).with_name("runner.py")
         super().__init__(name, LocalTransport(), sys.executable, str(runner))
+        # Without taskset the runner still pins itself with sched_setaffinity.
+        self.use_taskset = shutil.which("taskset") is not None
         self._home = cache_dir() / "runner-home"
 
     def runner_env(self) -> dict[str, str]:

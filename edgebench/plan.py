@@ -8,6 +8,7 @@ from typing import Any
 
 from .cores import resolve_cores
 from .device import Device
+from .errors import UserError
 from .modelref import ModelRef, ShapeOverride, input_shapes
 from .runners.backends import KNOWN_FRAMEWORKS, install_hint
 
@@ -71,8 +72,6 @@ class Cell:
 
 
 def check_frameworks(names: Sequence[str]) -> list[str]:
-    from .errors import UserError
-
     unknown = [n for n in names if n not in KNOWN_FRAMEWORKS]
     if unknown:
         raise UserError(
