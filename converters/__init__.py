@@ -1,5 +1,70 @@
-"""ONNX -> target-format converters (MNN, ncnn, TFLite, OpenVINO, TNN), one module per format.
+"""ONNX -> target-format converters behind one interface (``base.Converter``).
 
-Imported as ``edgebench.converters``. Empty until the converters issue lands: for now every
-framework other than ONNX Runtime is reported as not installed or without a backend.
+Imported as ``edgebench.converters``. One module per format; ``CONVERTERS`` maps the format
+name used on the command line to its class. Pre-converted artifacts given as models are
+recognised by ``artifact_format``.
 """
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from .artifact_cache import Artifact, ArtifactCache
+from .base import ConversionError, ConversionOptions, Converter
+
+# format -> (module in this package, class); imported on first use.
+CONVERTERS: dict[str, tuple[str, str]] = {
+    "mnn": ("mnn_converter", "MnnConverter"),
+    "openvino": ("openvino_converter", "OpenVinoConverter"),
+}
+
+# Runner framework -> the artifact format it executes (onnxruntime runs the ONNX file itself).
+FORMAT_OF_FRAMEWORK: dict[str, str] = {
+    "mnn": "mnn",
+    "ncnn": "ncnn",
+    "tflite": "tflite",
+    "openvino": "openvino",
+    "tnn": "tnn",
+}
+
+# Suffix of a pre-converted artifact's primary file -> (format, companion suffix or None).
+_ARTIFACT_SUFFIXES: dict[str, tuple[str, str | None]] = {
+    ".tflite": ("tflite", None),
+    ".mnn": ("mnn", None),
+    ".param": ("ncnn", ".bin"),
+    ".xml": ("openvino", ".bin"),
+    ".tnnproto": ("tnn", ".tnnmodel"),
+}
+
+
+def artifact_format(path: Path) -> tuple[str, Path | None] | None:
+    """(format, companion file) for a pre-converted artifact path, else None."""
+    entry = _ARTIFACT_SUFFIXES.get(path.suffix.lower())
+    if entry is None:
+        return None
+    fmt, companion = entry
+    return fmt, (path.with_suffix(companion) if companion else None)
+
+
+def get_converter(fmt: str) -> Converter:
+    if fmt not in CONVERTERS:
+        raise ConversionError(
+            "failed", f"unknown target format {fmt!r}; choose from {', '.join(CONVERTERS)}"
+        )
+    module_name, class_name = CONVERTERS[fmt]
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    return getattr(module, class_name)()
+
+
+__all__ = [
+    "CONVERTERS",
+    "FORMAT_OF_FRAMEWORK",
+    "Artifact",
+    "ArtifactCache",
+    "ConversionError",
+    "ConversionOptions",
+    "Converter",
+    "artifact_format",
+    "get_converter",
+]

@@ -11,17 +11,25 @@ import click
 import onnx
 
 from . import __version__
+from .converters import (
+    CONVERTERS,
+    ArtifactCache,
+    ConversionError,
+    ConversionOptions,
+    get_converter,
+)
 from .device import Device, LocalDevice
 from .errors import UserError
-from .execute import execute_cells
+from .execute import CheckSettings, execute_cells
 from .matrix import METRICS, format_details, format_matrix
-from .modelref import parse_shape_overrides, resolve_models
+from .modelref import input_shapes, parse_shape_overrides, resolve_models
 from .models import BUILTIN_MODELS, builtin_model_path, summarize_model
+from .outputcheck import DEFAULT_TOLERANCE
 from .paths import cache_dir, default_results_dir
-from .plan import Timing, build_cells, check_frameworks, resolve_inputs
+from .plan import DEFAULT_FRAMEWORKS, Timing, build_cells, check_frameworks, resolve_inputs
+from .prepare import prepare_cells
 from .progress import LineProgress
 from .records import Record
-from .runners.backends import KNOWN_FRAMEWORKS
 from .store import ResultsStore, utc_now
 
 log = logging.getLogger("edgebench")
@@ -151,6 +159,29 @@ def cli(verbose: bool) -> None:
     help="Seconds before a cell is abandoned.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the input tensors.")
+@click.option(
+    "--reference",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="ONNX model that pre-converted artifacts are checked against.",
+)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_TOLERANCE["fp32"],
+    show_default=True,
+    help="Max relative L2 error vs ONNX Runtime for fp32 cells.",
+)
+@click.option(
+    "--tolerance-fp16",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_TOLERANCE["fp16"],
+    show_default=True,
+    help="Max relative L2 error vs ONNX Runtime for fp16 cells.",
+)
+@click.option(
+    "--force-convert", is_flag=True, help="Reconvert even when the cache has the artifact."
+)
 @results_dir_option
 @click.option(
     "--format",
@@ -175,20 +206,24 @@ def run(
     shape: tuple[str, ...],
     timeout: float,
     seed: int,
+    reference: Path | None,
+    tolerance: float,
+    tolerance_fp16: float,
+    force_convert: bool,
     results_dir: Path | None,
     output_format: str,
     metric: str,
 ) -> None:
     """Measure every model x framework on every device and print the matrix."""
     progress = LineProgress()
-    framework_names = check_frameworks(_split(frameworks) or list(KNOWN_FRAMEWORKS))
+    framework_names = check_frameworks(_split(frameworks) or DEFAULT_FRAMEWORKS)
     thread_counts = _positive_ints(threads, "--threads")
     # Commas belong to the cpu-list syntax (0,2), so sweeping cores means repeating --cores.
     core_selections = list(dict.fromkeys(c.strip() for c in cores if c.strip())) or ["all"]
     shapes = parse_shape_overrides(shape)
     timing = Timing(warmup, iterations, min_time, max_time, timeout)
 
-    model_refs = resolve_models(_split(models) or list(BUILTIN_MODELS), cache_dir())
+    model_refs = resolve_models(_split(models) or list(BUILTIN_MODELS), cache_dir(), reference)
     model_inputs = resolve_inputs(model_refs, shapes)
     device_list = resolve_devices(_split(devices) or ["local"])
     for device in device_list:
@@ -213,6 +248,16 @@ def run(
         concurrency=concurrency,
         precision=precision,
         timing=timing,
+    )
+    conversions = prepare_cells(
+        cells,
+        ArtifactCache(cache_dir() / "artifacts"),
+        force=force_convert,
+        report=lambda line: progress.message(f"  {line}"),
+    )
+    progress.message(
+        f"conversions: {conversions} run, "
+        f"{sum(1 for c in cells if c.artifact is not None and c.artifact.cached)} cells from cache"
     )
     store = ResultsStore(results_dir or default_results_dir())
     run_dir = store.create_run(
@@ -239,7 +284,8 @@ def run(
     )
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
     try:
-        records = execute_cells(cells, run_dir, progress, seed=seed)
+        checks = CheckSettings(tolerance={"fp32": tolerance, "fp16": tolerance_fp16}, seed=seed)
+        records = execute_cells(cells, run_dir, progress, checks)
     except KeyboardInterrupt:
         run_dir.update_metadata(status="interrupted", finished_at=utc_now())
         kept = len(run_dir.records())
@@ -314,6 +360,48 @@ def export_cmd(
     target = out or Path(f"{run_dir.run_id}.{export_format}")
     rows = export_run(run_dir.records(), target, export_format)
     click.echo(f"wrote {rows} rows to {target}")
+
+
+@cli.command()
+@click.argument("model")
+@click.option(
+    "--to", "targets", default=",".join(CONVERTERS), show_default=True, help="Formats to produce."
+)
+@click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True)
+@click.option(
+    "--shape",
+    multiple=True,
+    help="Input shape for dynamic models: 1,3,640,640 or name=1,3,640,640.",
+)
+@click.option("--force", is_flag=True, help="Reconvert even when the cache has the artifact.")
+def convert(model: str, targets: str, precision: str, shape: tuple[str, ...], force: bool) -> None:
+    """Convert MODEL (built-in name or .onnx path) to other formats, through the cache."""
+    formats = _split(targets)
+    unknown = [f for f in formats if f not in CONVERTERS]
+    if unknown or not formats:
+        raise UserError(f"--to {targets}: choose from {', '.join(CONVERTERS)}")
+    (ref,) = resolve_models([model], cache_dir())
+    if ref.error:
+        raise UserError(ref.error)
+    if ref.format != "onnx":
+        raise UserError(f"{model} is already a {ref.format} model; convert takes an ONNX model")
+    inputs = input_shapes(ref, parse_shape_overrides(shape))
+    options = ConversionOptions(
+        precision=precision, input_shapes={i["name"]: list(i["shape"]) for i in inputs}
+    )
+    cache = ArtifactCache(cache_dir() / "artifacts")
+    failures = 0
+    for fmt in formats:
+        try:
+            artifact = cache.convert(get_converter(fmt), ref.path, ref.sha256, options, force=force)
+        except ConversionError as exc:
+            failures += 1
+            click.echo(f"{fmt}: {exc.kind}: {exc.message}")
+            continue
+        how = "cached" if artifact.cached else f"converted in {artifact.manifest['time_s']:.2f} s"
+        click.echo(f"{fmt}: {how} -> {artifact.path} ({', '.join(artifact.files)})")
+    if failures:
+        sys.exit(1)
 
 
 @cli.command(name="models")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import runners
+from .converters.isolation import prepare_private_home
 from .cores import detect_clusters, format_cpu_list, parse_cpu_list
 from .paths import cache_dir
 from .transports import CommandResult, LocalTransport, Transport
@@ -117,6 +118,17 @@ class Device:
             return RunnerOutcome(None, command, f"runner {how} without a result")
         return RunnerOutcome(result, command)
 
+    def output_path(self, cell_key: str) -> str:
+        """Where on the device the runner writes a cell's full outputs (.npz)."""
+        raise NotImplementedError
+
+    def fetch_outputs(self, device_path: str) -> Path | None:
+        """Bring a cell's outputs file to the host; None when it is not there."""
+        raise NotImplementedError
+
+    def discard_outputs(self, device_path: str) -> None:
+        """Remove the outputs file from the device (and any host copy)."""
+
     def facts(self) -> DeviceFacts:
         if self._facts is None:
             self._facts = self._gather_facts()
@@ -181,12 +193,24 @@ class LocalDevice(Device):
     def runner_env(self) -> dict[str, str]:
         # A private HOME: frameworks that drop ids or caches into $HOME write there, not into
         # the user's home.
-        self._home.mkdir(parents=True, exist_ok=True)
+        prepare_private_home(self._home)
         env = dict(os.environ)
         env["HOME"] = str(self._home)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.setdefault("PYTHONHASHSEED", "0")
         return env
+
+    def output_path(self, cell_key: str) -> str:
+        folder = self._home / "outputs"
+        folder.mkdir(parents=True, exist_ok=True)
+        return str(folder / f"{cell_key}.npz")
+
+    def fetch_outputs(self, device_path: str) -> Path | None:
+        path = Path(device_path)
+        return path if path.is_file() else None
+
+    def discard_outputs(self, device_path: str) -> None:
+        Path(device_path).unlink(missing_ok=True)
 
     def _gather_facts(self) -> DeviceFacts:
         facts = super()._gather_facts()

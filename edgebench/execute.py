@@ -5,9 +5,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
+from .outputcheck import (
+    DEFAULT_TOLERANCE,
+    OutputCheck,
+    ReferenceOutputs,
+    ReferenceUnavailable,
+    check_outputs,
+    load_saved_outputs,
+)
 from .plan import Cell
 from .records import Record
 from .stats import latency_stats, stats_warnings, throughput_ips
@@ -32,6 +42,22 @@ def _ns_to_ms(value: Any) -> float | None:
     return None if value is None else float(value) / 1e6
 
 
+def _artifact_info(cell: Cell) -> dict[str, Any] | None:
+    artifact = cell.artifact
+    if artifact is None:
+        return None
+    manifest = artifact.manifest
+    return {
+        "format": artifact.format,
+        "converter": manifest.get("converter"),
+        "converter_version": manifest.get("converter_version"),
+        "cached": artifact.cached,
+        "convert_s": manifest.get("time_s"),
+        "files": [{"name": f["name"], "sha256": f["sha256"]} for f in manifest.get("files", [])],
+        "path": str(artifact.path),
+    }
+
+
 def _base_record(run_id: str, cell: Cell, status: str) -> Record:
     return Record(
         run_id=run_id,
@@ -49,6 +75,7 @@ def _base_record(run_id: str, cell: Cell, status: str) -> Record:
         inputs=cell.inputs or None,
         device_info=cell.device.facts().as_dict(),
         edgebench_version=__version__,
+        artifact=_artifact_info(cell),
     )
 
 
@@ -88,28 +115,80 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
     return record
 
 
-def run_cell(run_id: str, cell: Cell, seed: int = 0) -> Record:
-    started_at = utc_now()
-    t0 = time.monotonic()
-    if cell.model.error:
-        record = _base_record(run_id, cell, "failed")
-        record.error = cell.model.error
-        record.error_kind = "model_load"
-    elif cell.skip_reason:
-        record = _base_record(run_id, cell, "skipped")
-        record.error = cell.skip_reason
-        record.error_kind = "not_installed"
-    else:
-        outcome = cell.device.run_runner(cell.spec(seed), cell.cores, cell.timing.timeout_s)
+@dataclass
+class CheckSettings:
+    """How outputs are checked against ONNX Runtime."""
+
+    tolerance: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TOLERANCE))
+    reference: ReferenceOutputs = field(default_factory=ReferenceOutputs)
+    seed: int = 0
+
+
+def _output_check(
+    cell: Cell, result_file: Path | None, checks: CheckSettings
+) -> OutputCheck | None:
+    reference = cell.model.reference
+    if reference is None or result_file is None:
+        return None
+    names, outputs = load_saved_outputs(result_file)
+    inputs = cell.inputs or []
+    ref_names, ref_outputs = checks.reference.outputs(reference, inputs, checks.seed)
+
+    tolerance = checks.tolerance.get(cell.precision, checks.tolerance["fp32"])
+    label = f"onnxruntime {checks.reference.version} on the host"
+    return check_outputs(names, outputs, ref_names, ref_outputs, tolerance, label)
+
+
+def _measure(run_id: str, cell: Cell, checks: CheckSettings) -> Record:
+    device = cell.device
+    outputs_at = device.output_path(f"{run_id}-{abs(hash(cell.cell_id)):x}")
+    spec = cell.spec(checks.seed, save_outputs=outputs_at)
+    outcome = device.run_runner(spec, cell.cores, cell.timing.timeout_s)
+    try:
         if outcome.result is None:
             record = _base_record(run_id, cell, "failed")
             record.error = outcome.error
             record.error_kind = "runner"
             record.stderr_tail = outcome.command.stderr[-STDERR_TAIL_CHARS:] or None
-        else:
-            record = record_from_result(run_id, cell, outcome.result)
-            if record.status != "ok" and not record.stderr_tail:
-                record.stderr_tail = outcome.command.stderr[-STDERR_TAIL_CHARS:] or None
+            return record
+        record = record_from_result(run_id, cell, outcome.result)
+        if record.status != "ok":
+            record.stderr_tail = record.stderr_tail or (
+                outcome.command.stderr[-STDERR_TAIL_CHARS:] or None
+            )
+            return record
+        try:
+            check = _output_check(cell, device.fetch_outputs(outputs_at), checks)
+        except ReferenceUnavailable as exc:
+            record.warnings.append(f"no output check: {exc}")
+            return record
+        if check is None:
+            record.warnings.append("no output check: no ONNX reference for this model")
+            return record
+        record.output_check = check.as_dict()
+        if not check.passed:
+            record.status = "mismatch"
+            record.error = (
+                check.problem
+                or f"outputs differ from ONNX Runtime: relative error {check.rel_error:.2e} "
+                f"> tolerance {check.tolerance:.0e} (max abs diff {check.max_abs_diff:.3g})"
+            )
+        return record
+    finally:
+        device.discard_outputs(outputs_at)
+
+
+def run_cell(run_id: str, cell: Cell, checks: CheckSettings | None = None) -> Record:
+    checks = checks or CheckSettings()
+    started_at = utc_now()
+    t0 = time.monotonic()
+    if cell.verdict is not None:
+        status, reason = cell.verdict
+        record = _base_record(run_id, cell, status)
+        record.error = reason
+        record.error_kind = {"skipped": "not_installed", "failed": "model_load"}.get(status, status)
+    else:
+        record = _measure(run_id, cell, checks)
     record.started_at = started_at
     record.ended_at = utc_now()
     record.duration_s = round(time.monotonic() - t0, 3)
@@ -117,13 +196,14 @@ def run_cell(run_id: str, cell: Cell, seed: int = 0) -> Record:
 
 
 def execute_cells(
-    cells: Sequence[Cell], run: RunDir, progress: Progress, seed: int = 0
+    cells: Sequence[Cell], run: RunDir, progress: Progress, checks: CheckSettings | None = None
 ) -> list[Record]:
     """Each record is appended to the run before the next cell starts."""
+    checks = checks or CheckSettings()
     records = []
     for index, cell in enumerate(cells, start=1):
         progress.cell_started(index, len(cells), cell)
-        record = run_cell(run.run_id, cell, seed)
+        record = run_cell(run.run_id, cell, checks)
         run.append(record)
         records.append(record)
         progress.cell_finished(index, len(cells), cell, record)

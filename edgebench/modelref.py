@@ -9,6 +9,7 @@ from pathlib import Path
 
 import onnx
 
+from .converters import artifact_format
 from .errors import UserError
 from .models import BUILTIN_MODELS, TensorSpec, builtin_model_path, summarize_model
 
@@ -23,6 +24,12 @@ class ModelRef:
     sha256: str | None = None
     inputs: list[TensorSpec] = field(default_factory=list)
     error: str | None = None
+    #: "onnx", or the format of a pre-converted artifact ("tflite", "mnn", "ncnn", ...).
+    format: str = "onnx"
+    #: The ONNX model whose ONNX Runtime outputs the output check compares against.
+    reference: Path | None = None
+    #: Files that travel with ``path`` (ncnn .bin, OpenVINO .bin, TNN .tnnmodel).
+    companions: list[Path] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,46 @@ def _is_static(spec: TensorSpec) -> bool:
     return all(isinstance(d, int) and d > 0 for d in spec.shape)
 
 
-def resolve_model(source: str, cache: Path) -> ModelRef:
+def _read_onnx(ref: ModelRef, path: Path, label: str) -> list[TensorSpec] | None:
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+        return list(summarize_model(proto).inputs)
+    except Exception as exc:  # protobuf raises DecodeError and friends
+        first = str(exc).strip().splitlines()[:1] or [type(exc).__name__]
+        ref.error = (
+            f"{label} {str(path)!r} is not a readable ONNX file ({first[0]}); "
+            "re-export it or check the download"
+        )
+        return None
+
+
+def _resolve_artifact(source: str, path: Path, fmt: str, companion: Path | None,
+                      reference: Path | None) -> ModelRef:
+    ref = ModelRef(path.stem, source, path, format=fmt)
+    if companion is not None:
+        if not companion.is_file():
+            ref.error = (
+                f"{fmt} model {source!r} needs {companion.name} beside it; copy both files"
+            )
+            return ref
+        ref.companions = [companion]
+    digest = hashlib.sha256()
+    for part in [path, *ref.companions]:
+        digest.update(sha256_file(part).encode())
+    ref.sha256 = digest.hexdigest()
+    if reference is not None:
+        if not reference.is_file():
+            ref.error = f"--reference {str(reference)!r}: not found"
+            return ref
+        inputs = _read_onnx(ref, reference, "--reference")
+        if inputs is None:
+            return ref
+        ref.inputs = inputs
+        ref.reference = reference
+    return ref
+
+
+def resolve_model(source: str, cache: Path, reference: Path | None = None) -> ModelRef:
     """Never raises for a bad model file: the error travels with the model to its cells."""
     if source in BUILTIN_MODELS:
         path = builtin_model_path(source, cache / "models")
@@ -82,23 +128,23 @@ def resolve_model(source: str, cache: Path) -> ModelRef:
                 error=f"model {source!r}: {reason} (built-in models: {known}; "
                 "or give the path of an .onnx file)",
             )
-    try:
-        proto = onnx.load(str(path), load_external_data=False)
-        summary = summarize_model(proto)
-    except Exception as exc:  # protobuf raises DecodeError and friends
-        first = str(exc).strip().splitlines()[:1] or [type(exc).__name__]
-        return ModelRef(
-            name,
-            source,
-            path,
-            error=f"model {source!r} is not a readable ONNX file ({first[0]}); "
-            "re-export it or check the download",
-        )
-    return ModelRef(name, source, path, sha256_file(path), list(summary.inputs))
+        artifact = artifact_format(path)
+        if artifact is not None:
+            return _resolve_artifact(source, path, artifact[0], artifact[1], reference)
+    ref = ModelRef(name, source, path)
+    inputs = _read_onnx(ref, path, "model")
+    if inputs is None:
+        return ref
+    ref.sha256 = sha256_file(path)
+    ref.inputs = inputs
+    ref.reference = path
+    return ref
 
 
-def resolve_models(sources: Sequence[str], cache: Path) -> list[ModelRef]:
-    refs = [resolve_model(s, cache) for s in sources]
+def resolve_models(
+    sources: Sequence[str], cache: Path, reference: Path | None = None
+) -> list[ModelRef]:
+    refs = [resolve_model(s, cache, reference) for s in sources]
     seen: dict[str, int] = {}
     for ref in refs:
         seen[ref.name] = seen.get(ref.name, 0) + 1
@@ -109,7 +155,11 @@ def resolve_models(sources: Sequence[str], cache: Path) -> list[ModelRef]:
 
 
 def input_shapes(ref: ModelRef, overrides: Sequence[ShapeOverride]) -> list[dict]:
-    """Concrete inputs for the runner; a dynamic dimension left open is a UserError."""
+    """Concrete inputs for the runner; a dynamic dimension left open is a UserError.
+
+    A pre-converted artifact without --reference has no ONNX inputs to read: the runner feeds
+    the artifact's own input shapes.
+    """
     named = {o.input_name: o.shape for o in overrides if o.input_name}
     unnamed = [o.shape for o in overrides if not o.input_name]
     dynamic = [spec for spec in ref.inputs if not _is_static(spec)]

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from .converters import CONVERTERS, FORMAT_OF_FRAMEWORK, Artifact
 from .cores import resolve_cores
 from .device import Device
 from .errors import UserError
 from .modelref import ModelRef, ShapeOverride, input_shapes
-from .runners.backends import KNOWN_FRAMEWORKS, install_hint
+from .runners.backends import KNOWN_FRAMEWORKS, NATIVE_ONLY, install_hint
 
 SPEC_SCHEMA = "edgebench.spec/1"
+#: What `edgebench run` measures when --frameworks is not given.
+DEFAULT_FRAMEWORKS = [f for f in KNOWN_FRAMEWORKS if f not in NATIVE_ONLY]
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,11 @@ class Cell:
     concurrency: int
     inputs: list[dict[str, Any]]
     timing: Timing
-    skip_reason: str | None = None
+    #: (status, reason) when the cell is decided without running it.
+    verdict: tuple[str, str] | None = None
+    #: The artifact format the framework needs, when the model must be converted first.
+    convert_to: str | None = None
+    artifact: Artifact | None = None
 
     @property
     def cell_id(self) -> str:
@@ -52,11 +60,18 @@ class Cell:
             ]
         )
 
-    def spec(self, seed: int = 0) -> dict[str, Any]:
+    @property
+    def run_path(self) -> Path | None:
+        """The file the runner loads: the converted artifact, or the model as given."""
+        if self.artifact is not None:
+            return self.artifact.primary
+        return self.model.path
+
+    def spec(self, seed: int = 0, save_outputs: str | None = None) -> dict[str, Any]:
         """The runner's JSON spec (runners/runner.py documents each field)."""
         return {
             "schema": SPEC_SCHEMA,
-            "model": str(self.model.path),
+            "model": str(self.run_path),
             "framework": self.framework,
             "precision": self.precision,
             "threads": self.threads,
@@ -68,6 +83,7 @@ class Cell:
             "concurrency": self.concurrency,
             "inputs": self.inputs,
             "seed": seed,
+            "save_outputs": save_outputs,
         }
 
 
@@ -91,6 +107,41 @@ def resolve_inputs(
     return {m.name: input_shapes(m, shapes) for m in models if m.error is None}
 
 
+def _availability(device: Device, framework: str) -> tuple[str, str] | None:
+    facts = device.facts()
+    if facts.framework_available(framework):
+        return None
+    info = facts.frameworks.get(framework, {})
+    reason = info.get("reason")
+    if reason in (None, "not_installed"):
+        return "skipped", f"{framework} not installed on {device.name} ({install_hint(framework)})"
+    if reason == "unsupported":
+        return "unsupported", f"{framework} on {device.name}: {info.get('message')}"
+    return "skipped", f"{framework} unavailable on {device.name}: {info.get('message')}"
+
+
+def _model_route(model: ModelRef, framework: str) -> tuple[str | None, tuple[str, str] | None]:
+    """(format to convert to, or a verdict) for running ``model`` with ``framework``."""
+    if model.format == "onnx":
+        if framework == "onnxruntime":
+            return None, None
+        fmt = FORMAT_OF_FRAMEWORK.get(framework)
+        if fmt is None or fmt not in CONVERTERS:
+            return None, ("unsupported", f"edgebench has no ONNX -> {framework} converter")
+        return fmt, None
+    if FORMAT_OF_FRAMEWORK.get(framework) == model.format:
+        return None, None
+    return None, (
+        "skipped",
+        f"{model.name} is a pre-converted {model.format} model; only "
+        f"{_framework_for_format(model.format)} runs it",
+    )
+
+
+def _framework_for_format(fmt: str) -> str:
+    return next((f for f, v in FORMAT_OF_FRAMEWORK.items() if v == fmt), fmt)
+
+
 def build_cells(
     devices: Sequence[Device],
     models: Sequence[ModelRef],
@@ -112,12 +163,10 @@ def build_cells(
         ]
         for model in models:
             for framework in frameworks:
-                skip = None
-                if not facts.framework_available(framework):
-                    skip = f"{framework} not installed on {device.name} ({install_hint(framework)})"
-                    info = facts.frameworks.get(framework, {})
-                    if info.get("reason") not in (None, "not_installed"):
-                        skip = f"{framework} unavailable on {device.name}: {info.get('message')}"
+                convert_to, verdict = _model_route(model, framework)
+                if model.error:
+                    verdict = ("failed", model.error)
+                verdict = verdict or _availability(device, framework)
                 for n_threads in threads:
                     for selection, cpu_ids in core_sets:
                         cells.append(
@@ -132,7 +181,8 @@ def build_cells(
                                 concurrency=concurrency,
                                 inputs=inputs.get(model.name, []),
                                 timing=timing,
-                                skip_reason=skip,
+                                verdict=verdict,
+                                convert_to=convert_to,
                             )
                         )
     return cells

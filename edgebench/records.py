@@ -51,6 +51,10 @@ class Record:
     ended_at: str | None = None
     duration_s: float | None = None
     stderr_tail: str | None = None
+    #: The converted file the cell ran: format, converter and version, cache hit, time, sha256.
+    artifact: dict[str, Any] | None = None
+    #: Outputs vs ONNX Runtime on the same input (outputcheck.OutputCheck.as_dict()).
+    output_check: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

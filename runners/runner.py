@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from backends import KNOWN_FRAMEWORKS, BackendError, load_backend
 from backends.base import InputSpec
+from backends.tensors import make_inputs, save_outputs, summarize_outputs
 
 SPEC_SCHEMA = "edgebench.spec/1"
 RESULT_SCHEMA = "edgebench.result/1"
@@ -55,6 +56,7 @@ SPEC_DEFAULTS = {
     "inputs": None,
     "seed": 0,
     "options": {},
+    "save_outputs": None,  # path of an .npz to write the full outputs to (for the output check)
 }
 
 
@@ -128,64 +130,6 @@ def apply_affinity(cores: Optional[Sequence[int]]) -> None:
         os.sched_setaffinity(0, set(int(c) for c in cores))
     except (OSError, ValueError) as exc:
         raise BackendError("pinning", "could not pin to cores %s: %s" % (list(cores), exc)) from exc
-
-
-# --- inputs and outputs ----------------------------------------------------------------------
-
-
-def make_inputs(specs: List[InputSpec], seed: int) -> Dict[str, Any]:
-    """Seeded inputs; every framework on every device gets bit-identical tensors."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for spec in specs:
-        if any(d < 0 for d in spec.shape):
-            raise BackendError(
-                "bad_spec",
-                "input %r has dynamic dimensions %s; give a concrete shape"
-                % (spec.name, spec.shape),
-            )
-        dtype = np.dtype(spec.dtype)
-        if dtype.kind == "f":
-            value = rng.standard_normal(spec.shape, dtype=np.float32).astype(dtype)
-        elif dtype.kind == "b":
-            value = rng.integers(0, 2, spec.shape).astype(bool)
-        else:
-            value = rng.integers(0, 100, spec.shape).astype(dtype)
-        feeds[spec.name] = np.ascontiguousarray(value)
-    return feeds
-
-
-def summarize_outputs(names: List[str], outputs: List[Any], sample_size: int = 64) -> List[Dict]:
-    """Enough of each output to compare runs and frameworks without shipping whole tensors."""
-    import numpy as np
-
-    summary = []
-    for name, value in zip(names, outputs):
-        arr = np.asarray(value)
-        flat = arr.reshape(-1)
-        entry: Dict[str, Any] = {"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype)}
-        if flat.size and arr.dtype.kind in "fiub":
-            as_float = flat.astype(np.float64)
-            finite = np.isfinite(as_float)
-            entry["nonfinite"] = int(flat.size - int(finite.sum()))
-            vals = as_float[finite] if entry["nonfinite"] else as_float
-            if vals.size:
-                entry.update(
-                    mean=float(vals.mean()),
-                    std=float(vals.std()),
-                    min=float(vals.min()),
-                    max=float(vals.max()),
-                    l2=float(np.sqrt(np.square(vals).sum())),
-                )
-            entry["argmax"] = int(np.argmax(np.where(finite, as_float, -np.inf)))
-            entry["top5"] = [int(i) for i in np.argsort(-as_float, kind="stable")[:5]]
-            step = max(1, flat.size // sample_size)
-            entry["sample_stride"] = step
-            entry["sample"] = [float(v) for v in as_float[::step][:sample_size]]
-        summary.append(entry)
-    return summary
 
 
 # --- timing ----------------------------------------------------------------------------------
@@ -351,8 +295,10 @@ def run_spec(spec: Dict[str, Any], result: Dict[str, Any]) -> None:
     if not os.path.isfile(spec["model"]):
         raise BackendError("model_load", "model file not found: %s" % spec["model"])
 
+    options = dict(spec["options"] or {})
+    options.setdefault("streams", spec["concurrency"])
     t0 = time.perf_counter_ns()
-    backend.load(spec["model"], spec["threads"], spec["precision"], spec["options"] or {})
+    backend.load(spec["model"], spec["threads"], spec["precision"], options)
     result["load_ns"] = time.perf_counter_ns() - t0
 
     inputs = resolve_inputs(spec, backend.model_inputs())
@@ -391,7 +337,11 @@ def run_spec(spec: Dict[str, Any], result: Dict[str, Any]) -> None:
             "inference", "inference failed: %s" % exc, traceback.format_exc()
         ) from exc
 
-    result["outputs"] = summarize_outputs(backend.output_names(), list(outputs))
+    names = backend.output_names()
+    result["outputs"] = summarize_outputs(names, list(outputs))
+    if spec.get("save_outputs"):
+        save_outputs(spec["save_outputs"], names, list(outputs))
+        result["outputs_file"] = spec["save_outputs"]
     result["peak_rss_kb"] = peak_rss_kb()
     result["status"] = "ok"
     backend.close()

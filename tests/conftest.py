@@ -20,21 +20,25 @@ RUNNER = REPO / "runners" / "runner.py"
 
 
 @pytest.fixture(scope="session")
-def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache per test session so each built-in model is generated once."""
-    return tmp_path_factory.mktemp("edgebench-cache")
+def shared_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Generated built-in models, shared by the whole session (each is generated once)."""
+    return tmp_path_factory.mktemp("edgebench-models")
 
 
-@pytest.fixture
-def eb_env(shared_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """Environment for running edgebench: private cache, results and HOME."""
-    results = tmp_path / "results"
-    home = tmp_path / "home"
+@pytest.fixture(autouse=True)
+def eb_env(shared_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Environment for running edgebench: a private cache (sharing only the generated models),
+    results dir and HOME, so no test sees another test's artifacts or runs."""
+    cache = tmp_path / "eb-cache"
+    cache.mkdir()
+    (cache / "models").symlink_to(shared_models, target_is_directory=True)
+    results = tmp_path / "eb-results"
+    home = tmp_path / "eb-home"
     home.mkdir()
-    monkeypatch.setenv("EDGEBENCH_CACHE", str(shared_cache))
+    monkeypatch.setenv("EDGEBENCH_CACHE", str(cache))
     monkeypatch.setenv("EDGEBENCH_RESULTS", str(results))
     env = dict(os.environ)
-    env.update(EDGEBENCH_CACHE=str(shared_cache), EDGEBENCH_RESULTS=str(results), HOME=str(home))
+    env.update(EDGEBENCH_CACHE=str(cache), EDGEBENCH_RESULTS=str(results), HOME=str(home))
     return env
 
 

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+
 from conftest import RUNNER, run_runner
 
 
@@ -130,8 +131,9 @@ def test_probe_lists_every_known_framework():
     )
     payload = __import__("json").loads(proc.stdout.strip().split(" ", 1)[1])
     assert payload["schema"] == "edgebench.probe/1"
-    assert set(payload["frameworks"]) == {"onnxruntime", "mnn", "ncnn", "tflite", "openvino"}
+    assert set(payload["frameworks"]) == {"onnxruntime", "mnn", "ncnn", "tflite", "openvino", "tnn"}
     assert payload["frameworks"]["onnxruntime"]["available"] is True
+    assert payload["frameworks"]["tnn"]["reason"] == "unsupported"
 
 
 def test_runner_source_stays_python38_compatible():

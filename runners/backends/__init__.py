@@ -14,6 +14,10 @@ from .base import Backend, BackendError
 # framework name -> (module in this package, class name, Python module that must be importable)
 BACKEND_MODULES: Dict[str, Tuple[str, str, str]] = {
     "onnxruntime": ("onnxruntime_backend", "OnnxRuntimeBackend", "onnxruntime"),
+    "mnn": ("mnn_backend", "MnnBackend", "MNN"),
+    "ncnn": ("ncnn_backend", "NcnnBackend", "ncnn"),
+    "tflite": ("tflite_backend", "TfliteBackend", "ai_edge_litert|tflite_runtime"),
+    "openvino": ("openvino_backend", "OpenVinoBackend", "openvino"),
 }
 
 # Frameworks edgebench knows about, in display order: (pip extra, importable modules).
@@ -23,6 +27,13 @@ KNOWN_FRAMEWORKS: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     "ncnn": ("ncnn", ("ncnn",)),
     "tflite": ("tflite", ("ai_edge_litert", "tflite_runtime")),
     "openvino": ("openvino", ("openvino",)),
+    "tnn": ("", ()),
+}
+
+# Frameworks with no Python runtime: they run only through a native benchmark binary.
+NATIVE_ONLY = {
+    "tnn": "TNN has no Python runtime; it runs through its native TNNTest binary on devices "
+    "that have one",
 }
 
 
@@ -38,6 +49,8 @@ def is_importable(framework: str) -> bool:
 
 def load_backend(framework: str) -> Backend:
     """Instantiate the backend for ``framework`` or raise BackendError with a clear kind."""
+    if framework in NATIVE_ONLY:
+        raise BackendError("unsupported", NATIVE_ONLY[framework])
     if framework not in BACKEND_MODULES:
         if framework not in KNOWN_FRAMEWORKS:
             raise BackendError("bad_spec", "unknown framework %r" % framework)
@@ -50,14 +63,19 @@ def load_backend(framework: str) -> Backend:
             "unsupported", "%s is installed but this runner has no backend for it yet" % framework
         )
     module_name, class_name, requirement = BACKEND_MODULES[framework]
-    try:
-        importlib.import_module(requirement)
-    except ImportError as exc:
+    errors = []
+    for candidate in requirement.split("|"):
+        try:
+            importlib.import_module(candidate)
+            break
+        except ImportError as exc:
+            errors.append(str(exc))
+    else:
         raise BackendError(
             "not_installed",
             "%s is not installed on this device (%s)" % (framework, install_hint(framework)),
-            str(exc),
-        ) from exc
+            "; ".join(errors),
+        )
     module = importlib.import_module("." + module_name, __name__)
     return getattr(module, class_name)()
 
@@ -65,6 +83,7 @@ def load_backend(framework: str) -> Backend:
 __all__ = [
     "BACKEND_MODULES",
     "KNOWN_FRAMEWORKS",
+    "NATIVE_ONLY",
     "Backend",
     "BackendError",
     "install_hint",

@@ -1,0 +1,74 @@
+"""The interface every ONNX -> target-format converter implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class ConversionError(Exception):
+    """A conversion that did not produce a usable artifact.
+
+    ``kind`` is one of: ``unsupported_op`` (the message names the op type and the node),
+    ``toolchain_missing`` (the message gives the install command), ``failed``.
+    """
+
+    def __init__(self, kind: str, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.log = log
+
+
+def unsupported_op(op_type: str, node_name: str, target: str) -> ConversionError:
+    """The one-line error for an operator a converter cannot translate."""
+    return ConversionError(
+        "unsupported_op",
+        f"{target} converter does not support operator {op_type} (node {node_name!r})",
+    )
+
+
+@dataclass(frozen=True)
+class ConversionOptions:
+    """What changes the converted bytes, and therefore belongs in the cache key."""
+
+    precision: str = "fp32"
+    # Concrete input shapes by input name (NCHW as in the ONNX model).
+    input_shapes: dict[str, list[int]] = field(default_factory=dict)
+
+    def key_fields(self) -> dict[str, object]:
+        return {
+            "precision": self.precision,
+            "input_shapes": {k: list(v) for k, v in sorted(self.input_shapes.items())},
+        }
+
+
+class Converter(ABC):
+    """ONNX file in, a folder of artifact files out."""
+
+    #: Artifact format name used on the command line (``--to``).
+    format = ""
+    #: Runner framework that executes the artifact (None: no runner backend, e.g. TNN).
+    framework: str | None = None
+    #: Precisions the target format can be produced in.
+    precisions: tuple[str, ...] = ("fp32",)
+    #: Output of the last successful conversion, kept in the artifact manifest.
+    last_log: str = ""
+
+    @abstractmethod
+    def version(self) -> str:
+        """Converter version; part of the cache key."""
+
+    @abstractmethod
+    def unavailable_reason(self) -> str | None:
+        """None when the converter can run here, else one line with the fix."""
+
+    @abstractmethod
+    def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
+        """Write the artifact into the empty ``out_dir``.
+
+        Returns the file names written (relative to ``out_dir``), primary file first
+        (e.g. ``model.param`` before ``model.bin``). Raises ConversionError.
+        Everything the converter prints belongs in the error's ``log``, never on stdout.
+        """

@@ -1,0 +1,86 @@
+"""Run an external converter as a subprocess that cannot touch the user's home or phone home."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Proxies pointing at a closed local port: a tool that tries the network fails fast instead of
+# reaching out. Conversion must work offline.
+NO_NETWORK = {
+    key: "http://127.0.0.1:9"
+    for key in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")
+}
+LOG_TAIL_CHARS = 20_000
+
+
+def prepare_private_home(home: Path) -> Path:
+    """A HOME for third-party tools, with every telemetry switch we know of turned off."""
+    home.mkdir(parents=True, exist_ok=True)
+    # OpenVINO's consent file: "0" means declined.
+    consent = home / "intel" / "openvino_telemetry"
+    consent.parent.mkdir(parents=True, exist_ok=True)
+    if not consent.exists():
+        consent.write_text("0")
+    return home
+
+
+def isolated_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.upper().endswith("_PROXY")}
+    env.update(NO_NETWORK)
+    env.update(
+        HOME=str(prepare_private_home(home)),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        PYTHONDONTWRITEBYTECODE="1",
+        NO_ALBUMENTATIONS_UPDATE="1",
+        DO_NOT_TRACK="1",
+    )
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    returncode: int | None
+    log: str
+    duration_s: float
+    timed_out: bool = False
+
+
+def run_tool(argv: Sequence[str], *, cwd: Path, env: dict[str, str], timeout: float) -> ToolRun:
+    """stdout and stderr merged into one log; the whole process group dies on timeout."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return ToolRun(None, out[-LOG_TAIL_CHARS:], time.monotonic() - started, True)
+    except BaseException:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        raise
+    return ToolRun(proc.returncode, out[-LOG_TAIL_CHARS:], time.monotonic() - started)
+
+
+def last_line(log: str) -> str:
+    lines = [ln.strip() for ln in log.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "no output"

@@ -1,0 +1,108 @@
+"""MNN through its Interpreter/Session API."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Dict, List
+
+from .base import Backend, BackendError, InputSpec, check_precision
+
+# MNN session precision names: fp32 keeps "normal"; fp16 asks for "low" (fp16 where the CPU has it).
+_PRECISION = {"fp32": "normal", "fp16": "low"}
+
+
+class MnnBackend(Backend):
+    name = "mnn"
+    module = "MNN"
+    precisions = ("fp32", "fp16")
+
+    def __init__(self) -> None:
+        import MNN
+
+        self._mnn = MNN
+        self._interpreter = None
+        self._config: Dict[str, Any] = {}
+        self._sessions: List[Any] = []
+
+    def version(self) -> str:
+        mnn = self._mnn
+        return str(mnn.version() if hasattr(mnn, "version") else getattr(mnn, "__version__", "?"))
+
+    def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
+        check_precision(self, precision)
+        mnn = self._mnn
+        try:
+            self._interpreter = mnn.Interpreter(model_path)
+        except Exception as exc:
+            raise BackendError("model_load", "MNN could not read the model", str(exc)) from exc
+        self._config = {
+            "numThread": int(threads),
+            "precision": _PRECISION[precision],
+            "backend": "CPU",
+        }
+        self._main = self._new_session()
+
+    def _new_session(self) -> Any:
+        session = self._interpreter.createSession(self._config)
+        if session is None:
+            raise BackendError("model_load", "MNN could not create a session for the model")
+        self._sessions.append(session)
+        return session
+
+    def model_inputs(self) -> List[InputSpec]:
+        specs = []
+        for name, tensor in self._interpreter.getSessionInputAll(self._main).items():
+            specs.append(InputSpec(name, [int(d) for d in tensor.getShape()], "float32"))
+        return specs
+
+    def output_names(self) -> List[str]:
+        return list(self._interpreter.getSessionOutputAll(self._main).keys())
+
+    def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
+        import numpy as np
+
+        mnn = self._mnn
+        interpreter = self._interpreter
+        session = self._main if not getattr(self, "_main_used", False) else self._new_session()
+        self._main_used = True
+        caffe = mnn.Tensor_DimensionType_Caffe
+        inputs = interpreter.getSessionInputAll(session)
+        staged = []
+        for name, value in feeds.items():
+            tensor = inputs[name]
+            if list(tensor.getShape()) != list(value.shape):
+                interpreter.resizeTensor(tensor, tuple(value.shape))
+        interpreter.resizeSession(session)
+        for name, value in feeds.items():
+            host = mnn.Tensor(
+                tuple(value.shape), mnn.Halide_Type_Float, value.astype(np.float32), caffe
+            )
+            staged.append((inputs[name], host))
+        outputs = interpreter.getSessionOutputAll(session)
+        fetch = []
+        for name in self.output_names():
+            device_tensor = outputs[name]
+            shape = tuple(device_tensor.getShape())
+            host = mnn.Tensor(shape, mnn.Halide_Type_Float, np.zeros(shape, np.float32), caffe)
+            fetch.append((device_tensor, host, shape))
+        run_session = interpreter.runSession
+
+        def run() -> List[Any]:
+            for device_tensor, host in staged:
+                device_tensor.copyFrom(host)
+            run_session(session)
+            results = []
+            for device_tensor, host, shape in fetch:
+                device_tensor.copyToHostTensor(host)
+                data = host.getNumpyData() if hasattr(host, "getNumpyData") else host.getData()
+                results.append(np.array(data, dtype=np.float32).reshape(shape))
+            return results
+
+        return run
+
+    def close(self) -> None:
+        for session in self._sessions:
+            with contextlib.suppress(Exception):
+                self._interpreter.releaseSession(session)
+        self._sessions = []
+        self._interpreter = None

@@ -1,0 +1,94 @@
+"""ncnn through its Python binding (Net + Extractor)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, List
+
+from .base import Backend, BackendError, InputSpec, check_precision
+from .io_map import IoMap, TensorMap
+
+
+class NcnnBackend(Backend):
+    name = "ncnn"
+    module = "ncnn"
+    precisions = ("fp32", "fp16")
+
+    def __init__(self) -> None:
+        import ncnn
+
+        self._ncnn = ncnn
+        self._net = None
+        self._io = None
+
+    def version(self) -> str:
+        return str(getattr(self._ncnn, "__version__", "?"))
+
+    def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
+        check_precision(self, precision)
+        weights = os.path.splitext(model_path)[0] + ".bin"
+        io = IoMap.beside(model_path)
+        if io is None:
+            raise BackendError(
+                "model_load",
+                "ncnn needs io.json beside %s (blob names and shapes); convert with edgebench"
+                % os.path.basename(model_path),
+            )
+        self._io = io
+        net = self._ncnn.Net()
+        fp16 = precision == "fp16"
+        # Explicit: ncnn's own defaults keep activations in fp16 on many CPUs, which would make
+        # an "fp32" cell silently half precision.
+        net.opt.use_fp16_storage = fp16
+        net.opt.use_fp16_arithmetic = fp16
+        net.opt.use_fp16_packed = fp16
+        net.opt.use_bf16_storage = False
+        net.opt.num_threads = int(threads)
+        if net.load_param(model_path) != 0:
+            raise BackendError("model_load", "ncnn could not parse %s" % model_path)
+        if os.path.isfile(weights) and net.load_model(weights) != 0:
+            raise BackendError("model_load", "ncnn could not load weights %s" % weights)
+        self._net = net
+
+    def model_inputs(self) -> List[InputSpec]:
+        return [InputSpec(t.onnx_name, t.onnx_shape, "float32") for t in self._io.inputs]
+
+    def output_names(self) -> List[str]:
+        return [t.onnx_name for t in self._io.outputs]
+
+    def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
+        import numpy as np
+
+        ncnn = self._ncnn
+        net = self._net
+        mats = []
+        for tensor in self._io.inputs:
+            value = _drop_batch(tensor, tensor.to_artifact(feeds[tensor.onnx_name]))
+            mats.append((tensor.name, ncnn.Mat(value.astype(np.float32))))
+        outputs: List[TensorMap] = list(self._io.outputs)
+
+        def run() -> List[Any]:
+            extractor = net.create_extractor()
+            for name, mat in mats:
+                extractor.input(name, mat)
+            results = []
+            for tensor in outputs:
+                status, mat = extractor.extract(tensor.name)
+                if status != 0:
+                    raise RuntimeError("ncnn could not extract blob %s" % tensor.name)
+                results.append(tensor.to_onnx(np.array(mat)))
+            return results
+
+        return run
+
+    def close(self) -> None:
+        if self._net is not None:
+            self._net.clear()
+        self._net = None
+
+
+def _drop_batch(tensor: TensorMap, value: Any) -> Any:
+    # ncnn Mats carry no batch axis: [1,C,H,W] is fed as [C,H,W].
+    if value.ndim >= 2 and value.shape[0] == 1 and value.ndim > 3:
+        return value.reshape(value.shape[1:])
+    return value

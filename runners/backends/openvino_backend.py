@@ -1,0 +1,68 @@
+"""OpenVINO Runtime on the CPU plugin."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List
+
+from .base import Backend, BackendError, InputSpec, check_precision
+
+_PRECISION_HINT = {"fp32": "f32", "fp16": "f16"}
+
+
+class OpenVinoBackend(Backend):
+    name = "openvino"
+    module = "openvino"
+    precisions = ("fp32", "fp16")
+
+    def __init__(self) -> None:
+        import openvino as ov
+
+        self._ov = ov
+        self._compiled = None
+
+    def version(self) -> str:
+        return str(self._ov.get_version()).split("-")[0]
+
+    def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
+        check_precision(self, precision)
+        core = self._ov.Core()
+        config = {
+            "INFERENCE_NUM_THREADS": int(threads),
+            # One stream per concurrent request stream; LATENCY would pick one stream itself.
+            "PERFORMANCE_HINT": "LATENCY" if int(options.get("streams", 1)) == 1 else "THROUGHPUT",
+            "NUM_STREAMS": int(options.get("streams", 1)),
+            "INFERENCE_PRECISION_HINT": _PRECISION_HINT[precision],
+        }
+        try:
+            model = core.read_model(model_path)
+            self._compiled = core.compile_model(model, "CPU", config)
+        except Exception as exc:
+            text = str(exc)
+            kind = "unsupported" if "not supported" in text.lower() else "model_load"
+            raise BackendError(kind, "OpenVINO could not compile the model", text) from exc
+
+    def model_inputs(self) -> List[InputSpec]:
+        specs = []
+        for port in self._compiled.inputs:
+            shape = [d.get_length() if d.is_static else -1 for d in port.get_partial_shape()]
+            dtype = port.get_element_type().to_dtype().name
+            specs.append(InputSpec(port.get_any_name(), shape, dtype))
+        return specs
+
+    def output_names(self) -> List[str]:
+        return [port.get_any_name() for port in self._compiled.outputs]
+
+    def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
+        request = self._compiled.create_infer_request()
+        ports = list(self._compiled.outputs)
+        for name, value in feeds.items():
+            request.set_tensor(name, self._ov.Tensor(value))
+
+        def run() -> List[Any]:
+            request.infer()
+            return [request.get_tensor(port).data.copy() for port in ports]
+
+        return run
+
+    def close(self) -> None:
+        self._compiled = None

@@ -1,0 +1,108 @@
+"""LiteRT (ai_edge_litert), falling back to the older tflite_runtime package."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List
+
+from .base import Backend, BackendError, InputSpec, check_precision
+from .io_map import IoMap, TensorMap
+
+
+def _interpreter_class() -> Any:
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        from tflite_runtime.interpreter import Interpreter
+    return Interpreter
+
+
+class TfliteBackend(Backend):
+    name = "tflite"
+    module = "ai_edge_litert"
+    # fp16 is a property of the converted file (fp16 weights); the interpreter API is the same.
+    precisions = ("fp32", "fp16")
+
+    def __init__(self) -> None:
+        self._cls = _interpreter_class()
+        self._path = ""
+        self._threads = 1
+        self._io = None
+        self._main = None
+
+    def version(self) -> str:
+        try:
+            import ai_edge_litert
+
+            return "ai_edge_litert " + str(getattr(ai_edge_litert, "__version__", "?"))
+        except ImportError:
+            import tflite_runtime
+
+            return "tflite_runtime " + str(getattr(tflite_runtime, "__version__", "?"))
+
+    def _interpreter(self) -> Any:
+        interpreter = self._cls(model_path=self._path, num_threads=self._threads)
+        interpreter.allocate_tensors()
+        return interpreter
+
+    def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
+        check_precision(self, precision)
+        self._path = model_path
+        self._threads = int(threads)
+        try:
+            self._main = self._interpreter()
+        except Exception as exc:
+            text = str(exc)
+            kind = (
+                "unsupported" if "Select TensorFlow op" in text or "Flex" in text else "model_load"
+            )
+            raise BackendError(kind, "LiteRT could not load the model", text) from exc
+        details_in = self._main.get_input_details()
+        details_out = self._main.get_output_details()
+        io = IoMap.beside(model_path)
+        if io is None:
+            io = IoMap(
+                [TensorMap({"name": d["name"], "shape": list(d["shape"])}) for d in details_in],
+                [TensorMap({"name": d["name"], "shape": list(d["shape"])}) for d in details_out],
+            )
+        self._io = io
+        self._in_index = _indices(details_in, io.inputs)
+        self._out_index = _indices(details_out, io.outputs)
+
+    def model_inputs(self) -> List[InputSpec]:
+        return [InputSpec(t.onnx_name, t.onnx_shape, "float32") for t in self._io.inputs]
+
+    def output_names(self) -> List[str]:
+        return [t.onnx_name for t in self._io.outputs]
+
+    def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
+        # An interpreter is not thread-safe: every extra stream gets its own.
+        interpreter = self._main if self._main is not None else self._interpreter()
+        self._main = None
+        staged = []
+        for tensor, index in zip(self._io.inputs, self._in_index):
+            staged.append((index, tensor.to_artifact(feeds[tensor.onnx_name])))
+        outputs = list(zip(self._io.outputs, self._out_index))
+        set_tensor = interpreter.set_tensor
+        get_tensor = interpreter.get_tensor
+        invoke = interpreter.invoke
+
+        def run() -> List[Any]:
+            for index, value in staged:
+                set_tensor(index, value)
+            invoke()
+            return [tensor.to_onnx(get_tensor(index)) for tensor, index in outputs]
+
+        return run
+
+
+def _indices(details: List[Dict[str, Any]], tensors: List[TensorMap]) -> List[int]:
+    by_name = {d["name"]: d["index"] for d in details}
+    indices = []
+    for position, tensor in enumerate(tensors):
+        if tensor.name in by_name:
+            indices.append(by_name[tensor.name])
+        elif position < len(details):
+            indices.append(details[position]["index"])
+        else:
+            raise BackendError("model_load", "LiteRT model has no tensor %r" % tensor.name)
+    return indices
