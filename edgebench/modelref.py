@@ -84,14 +84,13 @@ def _read_onnx(ref: ModelRef, path: Path, label: str) -> list[TensorSpec] | None
         return None
 
 
-def _resolve_artifact(source: str, path: Path, fmt: str, companion: Path | None,
-                      reference: Path | None) -> ModelRef:
+def _resolve_artifact(
+    source: str, path: Path, fmt: str, companion: Path | None, reference: Path | None
+) -> ModelRef:
     ref = ModelRef(path.stem, source, path, format=fmt)
     if companion is not None:
         if not companion.is_file():
-            ref.error = (
-                f"{fmt} model {source!r} needs {companion.name} beside it; copy both files"
-            )
+            ref.error = f"{fmt} model {source!r} needs {companion.name} beside it; copy both files"
             return ref
         ref.companions = [companion]
     digest = hashlib.sha256()
