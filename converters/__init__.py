@@ -17,6 +17,7 @@ from .base import ConversionError, ConversionOptions, Converter
 CONVERTERS: dict[str, tuple[str, str]] = {
     "mnn": ("mnn_converter", "MnnConverter"),
     "openvino": ("openvino_converter", "OpenVinoConverter"),
+    "tnn": ("tnn_converter", "TnnConverter"),
 }
 
 # Runner framework -> the artifact format it executes (onnxruntime runs the ONNX file itself).

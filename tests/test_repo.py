@@ -32,3 +32,23 @@ def test_documented_stable_fields_exist_on_records():
     assert len(documented) == 14
     names = set(Record.__dataclass_fields__)
     assert set(documented) <= names
+
+
+def test_every_package_folder_is_listed_for_the_wheel():
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    folders = {v: k for k, v in config["package-dir"].items()}
+    found = set()
+    for top in ("edgebench", "converters", "runners", "device_profiles"):
+        for init in (REPO / top).rglob("__init__.py"):
+            rel = init.parent.relative_to(REPO).as_posix()
+            parts = rel.split("/")
+            # Map the folder back to its package name through the closest package-dir entry.
+            for cut in range(len(parts), 0, -1):
+                base = "/".join(parts[:cut])
+                if base in folders:
+                    found.add(".".join([folders[base], *parts[cut:]]))
+                    break
+    assert found <= listed, f"missing from [tool.setuptools] packages: {sorted(found - listed)}"

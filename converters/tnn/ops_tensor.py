@@ -1,0 +1,169 @@
+"""Translators for ops that move data: reshapes, transposes, slicing, gathering, joining."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from edgebench.converters.tnn.context import Context, Layer, as_tnn_tensor, axis_index
+from edgebench.converters.tnn.onnx_graph import Node
+
+INT_MAX = 2**31 - 1
+INT_MIN = -(2**31)
+
+
+def _ints(values) -> str:
+    return "".join(f"{int(v)} " for v in values)
+
+
+def _counted(values) -> str:
+    values = list(values)
+    return f"{len(values)} " + _ints(values)
+
+
+def reshape(node: Node, ctx: Context) -> Layer:
+    shape = ctx.require_const(node, 1, "the shape").reshape(-1)
+    if node.attrs.get("allowzero", 0) and (shape == 0).any():
+        raise ctx.unsupported(node, "allowzero=1 with a zero in the shape")
+    # axis, num_axes, shape size, shape..., reshape_type (0: NCHW order)
+    params = f"0 {len(shape)} " + _counted(shape) + "0 "
+    return Layer("Reshape", node.name, node.inputs[:1], node.outputs[:1], params)
+
+
+def flatten(node: Node, ctx: Context) -> Layer:
+    axis = axis_index(node.attrs.get("axis", 1), ctx.rank(node.inputs[0]))
+    return Layer("Flatten", node.name, node.inputs[:1], node.outputs[:1], f"{axis} ")
+
+
+def transpose(node: Node, ctx: Context) -> Layer:
+    rank = ctx.rank(node.inputs[0])
+    perm = node.attrs.get("perm", list(reversed(range(rank))))
+    return Layer("Permute", node.name, node.inputs[:1], node.outputs[:1], _counted(perm))
+
+
+def concat(node: Node, ctx: Context) -> Layer:
+    axis = axis_index(node.attrs["axis"], ctx.rank(node.outputs[0]))
+    inputs = [name for name in node.inputs if name]
+    constants = [name for name in inputs if ctx.const(name) is not None]
+    if len(constants) == len(inputs):
+        raise ctx.unsupported(node, "all inputs are constants")
+    return Layer("Concat", node.name, inputs, node.outputs[:1], f"{axis} ", None, constants)
+
+
+def split(node: Node, ctx: Context) -> Layer:
+    shape = ctx.shape(node.inputs[0])
+    axis = axis_index(node.attrs.get("axis", 0), len(shape))
+    if ctx.opset < 13:
+        sizes = node.attrs.get("split")
+    elif len(node.inputs) > 1 and node.inputs[1]:
+        sizes = ctx.require_const(node, 1, "split").reshape(-1).tolist()
+    else:
+        sizes = None
+    if sizes is None:
+        count = len(node.outputs)
+        chunk = math.ceil(shape[axis] / count)
+        sizes = [chunk] * (count - 1) + [shape[axis] - chunk * (count - 1)]
+    params = f"{axis} " + _counted(sizes)
+    return Layer("SplitV", node.name, node.inputs[:1], list(node.outputs), params)
+
+
+def slice_(node: Node, ctx: Context) -> Layer:
+    shape = ctx.shape(node.inputs[0])
+    if ctx.opset < 10:
+        starts = node.attrs["starts"]
+        ends = node.attrs["ends"]
+        axes = node.attrs.get("axes", list(range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts = ctx.require_const(node, 1, "starts").reshape(-1).tolist()
+        ends = ctx.require_const(node, 2, "ends").reshape(-1).tolist()
+        axes_value = ctx.input_const(node, 3)
+        steps_value = ctx.input_const(node, 4)
+        axes = axes_value.reshape(-1).tolist() if axes_value is not None else range(len(starts))
+        steps = steps_value.reshape(-1).tolist() if steps_value is not None else [1] * len(starts)
+    begins, stops, norm_axes = [], [], []
+    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+        axis = axis_index(axis, len(shape))
+        dim = shape[axis]
+        start = start + dim if start < 0 else start
+        end = end + dim if end < 0 else end
+        if step > 0:
+            start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+            empty = end <= start
+        elif step < 0:
+            start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+            empty = end >= start
+            # TNN reads INT_MIN as "one before index 0"; a plain -1 would mean the last index.
+            end = INT_MIN if end == -1 else end
+        else:
+            raise ctx.unsupported(node, "a zero step")
+        if empty:
+            raise ctx.unsupported(node, "an empty slice")
+        begins.append(start)
+        stops.append(end)
+        norm_axes.append(axis)
+    params = _counted(begins) + _counted(stops) + _counted(norm_axes) + _counted(steps)
+    return Layer("StridedSliceV2", node.name, node.inputs[:1], node.outputs[:1], params)
+
+
+def gather(node: Node, ctx: Context) -> Layer:
+    data_name, indices_name = node.inputs
+    data, indices = ctx.const(data_name), ctx.const(indices_name)
+    if data is not None and indices is not None:
+        raise ctx.unsupported(node, "all inputs are constants")
+    shape = ctx.shape(data_name)
+    axis = axis_index(node.attrs.get("axis", 0), len(shape))
+    resource: list = []
+    if data is not None:
+        resource += [1, ctx.weight(data) if data.dtype.kind == "f" else as_tnn_tensor(data)]
+    else:
+        resource.append(0)
+    if indices is not None:
+        indices = np.where(indices < 0, indices + shape[axis], indices)
+        resource += [1, as_tnn_tensor(indices)]
+    else:
+        resource.append(0)
+    inputs = [name for name in node.inputs if ctx.const(name) is None]
+    params = f"{axis} {int(data is not None)} {int(indices is not None)} "
+    return Layer("Gather", node.name, inputs, node.outputs[:1], params, resource)
+
+
+def _axes(node: Node, ctx: Context) -> list[int] | None:
+    if ctx.opset < 13:
+        return node.attrs.get("axes")
+    value = ctx.input_const(node, 1)
+    if len(node.inputs) > 1 and node.inputs[1] and value is None:
+        raise ctx.unsupported(node, "axes must be a constant")
+    return None if value is None else value.reshape(-1).tolist()
+
+
+def squeeze(node: Node, ctx: Context) -> Layer:
+    shape = ctx.shape(node.inputs[0])
+    axes = _axes(node, ctx)
+    if axes is None:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    axes = [axis_index(a, len(shape)) for a in axes]
+    return Layer("Squeeze", node.name, node.inputs[:1], node.outputs[:1], _counted(axes))
+
+
+def unsqueeze(node: Node, ctx: Context) -> Layer:
+    axes = _axes(node, ctx)
+    if axes is None:
+        raise ctx.unsupported(node, "missing axes")
+    rank = ctx.rank(node.outputs[0])
+    axes = sorted(axis_index(a, rank) for a in axes)
+    return Layer("Unsqueeze", node.name, node.inputs[:1], node.outputs[:1], _counted(axes))
+
+
+TRANSLATORS = {
+    "Reshape": reshape,
+    "Flatten": flatten,
+    "Transpose": transpose,
+    "Concat": concat,
+    "Split": split,
+    "Slice": slice_,
+    "Gather": gather,
+    "Squeeze": squeeze,
+    "Unsqueeze": unsqueeze,
+}

@@ -1,0 +1,158 @@
+"""Layer param text -> named values, one parser per TNN layer type.
+
+Each parser reads tokens in the order of that type's ``InterpretProto`` in
+``source/tnn/interpreter/tnn/layer_interpreter/`` and uses the same defaults for missing
+trailing tokens. Names with ``_h``/``_w`` spell out the height/width order TNN prints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+_LEADING_INT = re.compile(r"\s*[+-]?\d+")
+
+
+def _atoi(token: str) -> int:
+    match = _LEADING_INT.match(token)
+    return int(match.group()) if match else 0
+
+
+class _Tokens:
+    def __init__(self, tokens: list[str]) -> None:
+        self.tokens = tokens
+        self.index = 0
+
+    def int(self, default: int = 0) -> int:
+        if self.index >= len(self.tokens):
+            return default
+        self.index += 1
+        return _atoi(self.tokens[self.index - 1])
+
+    def float(self, default: float = 0.0) -> float:
+        if self.index >= len(self.tokens):
+            return default
+        self.index += 1
+        return float(self.tokens[self.index - 1])
+
+    def ints(self, count: int) -> list[int]:
+        return [self.int() for _ in range(count)]
+
+    def counted(self) -> list[int]:
+        return self.ints(self.int())
+
+    def left(self) -> int:
+        return len(self.tokens) - self.index
+
+
+def _conv(t: _Tokens) -> dict[str, Any]:
+    return {
+        "group": t.int(),
+        "input_channel": t.int(),
+        "output_channel": t.int(),
+        "kernel_h": t.int(),
+        "kernel_w": t.int(),
+        "stride_h": t.int(),
+        "stride_w": t.int(),
+        "pad_h": t.int(),
+        "pad_w": t.int(),
+        "bias": t.int(),
+        "pad_type": t.int(),
+        "dilation_h": t.int(1),
+        "dilation_w": t.int(1),
+        "activation_type": t.int(),
+    }
+
+
+def _pooling(t: _Tokens) -> dict[str, Any]:
+    params = {
+        "pool_type": t.int(),
+        "kernel_h": t.int(),
+        "kernel_w": t.int(),
+        "stride_h": t.int(),
+        "stride_w": t.int(),
+        "pad_h": t.int(),
+        "pad_w": t.int(),
+        "kernel_index_h": t.int(-1),
+        "kernel_index_w": t.int(-1),
+        "pad_type": t.int(),
+        "ceil_mode": t.int(),
+        "is_adaptive_pool": t.int(),
+        "output_h": t.int(),
+        "output_w": t.int(),
+    }
+    if params["kernel_index_w"] == -1:
+        params["kernel_index_w"] = params["kernel_index_h"]
+    return params
+
+
+def _upsample(t: _Tokens) -> dict[str, Any]:
+    params = {"mode": t.int(), "scale_h": t.float(), "scale_w": t.float(), "align_corners": t.int()}
+    if t.left() >= 2:
+        params["height"] = t.int()
+        params["width"] = t.int()
+    return params
+
+
+def _reshape(t: _Tokens) -> dict[str, Any]:
+    params = {"axis": t.int(), "num_axes": t.int()}
+    size = t.int(-1)
+    if size < 0:
+        raise ValueError("Reshape layer without a shape")  # TNN rejects it the same way
+    params["shape"] = t.ints(size)
+    params["reshape_type"] = t.int()
+    return params
+
+
+def _strided_slice_v2(t: _Tokens) -> dict[str, Any]:
+    return {"begins": t.counted(), "ends": t.counted(), "axes": t.counted(), "strides": t.counted()}
+
+
+def _split_v(t: _Tokens) -> dict[str, Any]:
+    axis = t.int()
+    return {"axis": axis, "slices": t.counted()}
+
+
+_PARSERS: dict[str, Callable[[_Tokens], dict[str, Any]]] = {
+    "Convolution": _conv,
+    "Deconvolution": _conv,
+    "Pooling": _pooling,
+    "Upsample": _upsample,
+    "Reshape": _reshape,
+    "StridedSliceV2": _strided_slice_v2,
+    "SplitV": _split_v,
+    "Scale": lambda t: {"axis": t.int(), "num_axes": t.int(), "bias_term": t.int()},
+    "Clip": lambda t: {"min": t.float(), "max": t.float()},
+    "HardSwish": lambda t: {"alpha": t.float(1.0), "beta": t.float(0.0)},
+    "HardSigmoid": lambda t: {"alpha": t.float(1.0), "beta": t.float(0.0)},
+    "InnerProduct": lambda t: {
+        "num_output": t.int(),
+        "has_bias": t.int(),
+        "transpose": t.int(),
+        "axis": t.int(),
+    },
+    "MatMul": lambda t: {"weight_position": t.int(-1)},
+    "Flatten": lambda t: {"axis": t.int()},
+    "Permute": lambda t: {"orders": t.counted()},
+    "Concat": lambda t: {"axis": t.int(1)},
+    "Gather": lambda t: {
+        "axis": t.int(0),
+        "data_in_resource": t.int(0),
+        "indices_in_resource": t.int(1),
+    },
+    "Softmax": lambda t: {"axis": t.int(1)},
+    "SoftmaxCaffe": lambda t: {"axis": t.int(1)},
+    "LayerNorm": lambda t: {"reduce_dims_size": t.int(0), "eps": t.float(1e-5)},
+    "Squeeze": lambda t: {"axes": t.counted()},
+    "Unsqueeze": lambda t: {"axes": t.counted()},
+    "Const": lambda t: {"dims": t.counted()},
+}
+for _binary in ("Add", "Sub", "Mul", "Div", "Maximum", "Minimum"):
+    _PARSERS[_binary] = lambda t: {"weight_input_index": t.int(1)}
+
+
+def parse_params(layer_type: str, tokens: list[str]) -> dict[str, Any]:
+    """Named params for known types; types without params (ReLU, Sigmoid, ...) give {}."""
+    parser = _PARSERS.get(layer_type)
+    return parser(_Tokens(tokens)) if parser else {}

@@ -1,0 +1,44 @@
+"""ONNX -> TNN (.tnnproto + .tnnmodel), written in pure Python.
+
+TNN ships no installable converter, so edgebench writes TNN's format itself; see
+``docs/tnn.md``. The files run on a device through TNN's native TNNTest binary, which is
+why there is no runner backend (``framework = None``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+
+from edgebench.converters.base import ConversionError, ConversionOptions, Converter
+from edgebench.converters.tnn.writer import convert_model
+
+PROTO_FILE = "model.tnnproto"
+MODEL_FILE = "model.tnnmodel"
+
+
+class TnnConverter(Converter):
+    format = "tnn"
+    framework = None
+    precisions = ("fp32", "fp16")
+
+    def version(self) -> str:
+        # Bump whenever the bytes written for the same input change.
+        return "edgebench-tnn-1"
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
+        if options.precision not in self.precisions:
+            raise ConversionError("failed", f"TNN converter has no precision {options.precision!r}")
+        try:
+            model = onnx.load(str(onnx_path))
+        except Exception as exc:  # protobuf raises DecodeError, onnx its own types
+            raise ConversionError("failed", f"cannot read ONNX model {onnx_path}: {exc}") from exc
+        files = convert_model(model, options.input_shapes, options.precision)
+        out_dir = Path(out_dir)
+        (out_dir / PROTO_FILE).write_bytes(files.proto.encode("utf-8"))
+        (out_dir / MODEL_FILE).write_bytes(files.model)
+        return [PROTO_FILE, MODEL_FILE]
