@@ -16,6 +16,8 @@ from .base import ConversionError, ConversionOptions, Converter
 # format -> (module in this package, class); imported on first use.
 CONVERTERS: dict[str, tuple[str, str]] = {
     "mnn": ("mnn_converter", "MnnConverter"),
+    "ncnn": ("ncnn_converter", "NcnnConverter"),
+    "tflite": ("tflite_converter", "TfliteConverter"),
     "openvino": ("openvino_converter", "OpenVinoConverter"),
     "tnn": ("tnn_converter", "TnnConverter"),
 }

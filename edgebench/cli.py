@@ -404,6 +404,59 @@ def convert(model: str, targets: str, precision: str, shape: tuple[str, ...], fo
         sys.exit(1)
 
 
+@cli.group()
+def toolchains() -> None:
+    """Converter toolchains that live in their own environments (ncnn: pnnx, tflite: onnx2tf)."""
+
+
+@toolchains.command(name="list")
+def toolchains_list() -> None:
+    """State, version and size of each toolchain."""
+    from .converters.toolchains import TOOLCHAINS, install_command, toolchain_status
+
+    rows = []
+    for name, spec in TOOLCHAINS.items():
+        status = toolchain_status(name)
+        size = f"{status.size_bytes / 1e6:.0f} MB" if status.size_bytes else "-"
+        note = spec.description
+        if status.state == "missing":
+            note = f"install: {install_command(name)}"
+        elif status.state == "broken":
+            note = f"{(status.detail or '').splitlines()[0]}; repair: {install_command(name)}"
+        rows.append((name, status.state, status.version or "-", size, note))
+    header = ("toolchain", "state", "version", "size", "")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+@toolchains.command(name="install")
+@click.argument("names", nargs=-1)
+@click.option("--force", is_flag=True, help="Reinstall even when healthy.")
+def toolchains_install(names: tuple[str, ...], force: bool) -> None:
+    """Install toolchains: ncnn, tflite, or all (the default)."""
+    from .converters.toolchains import TOOLCHAINS, install_toolchain
+
+    wanted = _split(names) or ["all"]
+    if "all" in wanted:
+        wanted = list(TOOLCHAINS)
+    unknown = [n for n in wanted if n not in TOOLCHAINS]
+    if unknown:
+        raise UserError(
+            f"unknown toolchain {', '.join(unknown)}; choose from {', '.join(TOOLCHAINS)} or all"
+        )
+    broken = []
+    for name in wanted:
+        status = install_toolchain(
+            name, progress=lambda line: click.echo(line, err=True), force=force
+        )
+        if status.state != "installed":
+            broken.append(name)
+            click.echo(f"{name}: {status.state}: {(status.detail or '').strip()}", err=True)
+    if broken:
+        sys.exit(1)
+
+
 @cli.command(name="models")
 def models_cmd() -> None:
     """List the built-in models: parameters, MACs, inputs."""

@@ -183,10 +183,10 @@ def run_cell(run_id: str, cell: Cell, checks: CheckSettings | None = None) -> Re
     started_at = utc_now()
     t0 = time.monotonic()
     if cell.verdict is not None:
-        status, reason = cell.verdict
+        status, kind, reason = cell.verdict
         record = _base_record(run_id, cell, status)
         record.error = reason
-        record.error_kind = {"skipped": "not_installed", "failed": "model_load"}.get(status, status)
+        record.error_kind = kind
     else:
         record = _measure(run_id, cell, checks)
     record.started_at = started_at

@@ -30,8 +30,14 @@ METRICS: dict[str, Metric] = {
     "memory": Metric("peak RSS", "MB", lambda r: r.peak_rss_mb),
 }
 
+# Skipped cells say why in one or two words; other statuses speak for themselves.
+SKIP_LABELS = {
+    "not_installed": "not installed",
+    "toolchain_missing": "no toolchain",
+    "other_format": "-",
+}
 STATUS_LABELS = {
-    "skipped": "not installed",
+    "skipped": "skipped",
     "failed": "FAILED",
     "unsupported": "unsupported",
     "mismatch": "MISMATCH",
@@ -96,6 +102,8 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
                 record = cells.get(framework)
                 if record is None:
                     row.append("")
+                elif record.status == "skipped":
+                    row.append(SKIP_LABELS.get(record.error_kind or "", "skipped"))
                 elif record.status != "ok":
                     row.append(STATUS_LABELS.get(record.status, record.status))
                 else:

@@ -40,8 +40,8 @@ class Cell:
     concurrency: int
     inputs: list[dict[str, Any]]
     timing: Timing
-    #: (status, reason) when the cell is decided without running it.
-    verdict: tuple[str, str] | None = None
+    #: (status, error kind, reason) when the cell is decided without running it.
+    verdict: tuple[str, str, str] | None = None
     #: The artifact format the framework needs, when the model must be converted first.
     convert_to: str | None = None
     artifact: Artifact | None = None
@@ -107,32 +107,42 @@ def resolve_inputs(
     return {m.name: input_shapes(m, shapes) for m in models if m.error is None}
 
 
-def _availability(device: Device, framework: str) -> tuple[str, str] | None:
+def _availability(device: Device, framework: str) -> tuple[str, str, str] | None:
     facts = device.facts()
     if facts.framework_available(framework):
         return None
     info = facts.frameworks.get(framework, {})
     reason = info.get("reason")
     if reason in (None, "not_installed"):
-        return "skipped", f"{framework} not installed on {device.name} ({install_hint(framework)})"
+        hint = install_hint(framework)
+        return "skipped", "not_installed", f"{framework} not installed on {device.name} ({hint})"
     if reason == "unsupported":
-        return "unsupported", f"{framework} on {device.name}: {info.get('message')}"
-    return "skipped", f"{framework} unavailable on {device.name}: {info.get('message')}"
+        return "unsupported", "unsupported", f"{framework} on {device.name}: {info.get('message')}"
+    return (
+        "skipped",
+        "not_installed",
+        f"{framework} unavailable on {device.name}: {info.get('message')}",
+    )
 
 
-def _model_route(model: ModelRef, framework: str) -> tuple[str | None, tuple[str, str] | None]:
+def _model_route(model: ModelRef, framework: str) -> tuple[str | None, tuple[str, str, str] | None]:
     """(format to convert to, or a verdict) for running ``model`` with ``framework``."""
     if model.format == "onnx":
         if framework == "onnxruntime":
             return None, None
         fmt = FORMAT_OF_FRAMEWORK.get(framework)
         if fmt is None or fmt not in CONVERTERS:
-            return None, ("unsupported", f"edgebench has no ONNX -> {framework} converter")
+            return None, (
+                "unsupported",
+                "unsupported",
+                f"edgebench has no ONNX -> {framework} converter",
+            )
         return fmt, None
     if FORMAT_OF_FRAMEWORK.get(framework) == model.format:
         return None, None
     return None, (
         "skipped",
+        "other_format",
         f"{model.name} is a pre-converted {model.format} model; only "
         f"{_framework_for_format(model.format)} runs it",
     )
@@ -165,7 +175,7 @@ def build_cells(
             for framework in frameworks:
                 convert_to, verdict = _model_route(model, framework)
                 if model.error:
-                    verdict = ("failed", model.error)
+                    verdict = ("failed", "model_load", model.error)
                 verdict = verdict or _availability(device, framework)
                 for n_threads in threads:
                     for selection, cpu_ids in core_sets:

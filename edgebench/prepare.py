@@ -50,7 +50,7 @@ def prepare_cells(
                 )
             except ConversionError as exc:
                 status = _STATUS_OF_KIND.get(exc.kind, "failed")
-                done[key] = (status, exc.message)
+                done[key] = (status, exc.kind, exc.message)
                 report(f"{label}: {status}: {exc.message}")
             else:
                 done[key] = artifact

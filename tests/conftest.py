@@ -18,6 +18,14 @@ from onnx import TensorProto, helper, numpy_helper
 REPO = Path(__file__).resolve().parent.parent
 RUNNER = REPO / "runners" / "runner.py"
 
+# The converter toolchains (pnnx, onnx2tf: ~2.7 GB) are installed once and shared by every test
+# and every test run: in EDGEBENCH_TOOLCHAINS_DIR when set, else where `edgebench toolchains
+# install` puts them for this user. Per-test caches would reinstall them for each test.
+os.environ.setdefault(
+    "EDGEBENCH_TOOLCHAINS_DIR",
+    str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgebench" / "toolchains"),
+)
+
 
 @pytest.fixture(scope="session")
 def shared_models(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -64,7 +64,8 @@ class NcnnBackend(Backend):
         mats = []
         for tensor in self._io.inputs:
             value = _drop_batch(tensor, tensor.to_artifact(feeds[tensor.onnx_name]))
-            mats.append((tensor.name, ncnn.Mat(value.astype(np.float32))))
+            # ncnn.Mat wraps the numpy buffer without owning it: clone so the Mat owns its data.
+            mats.append((tensor.name, ncnn.Mat(np.ascontiguousarray(value, np.float32)).clone()))
         outputs: List[TensorMap] = list(self._io.outputs)
 
         def run() -> List[Any]:

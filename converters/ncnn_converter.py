@@ -1,0 +1,120 @@
+"""ONNX -> ncnn with pnnx's native binary, run from the ``ncnn`` toolchain venv.
+
+pnnx writes a dozen files next to its input (``*.pnnx.*``, ``*_pnnx.py``, ``*_ncnn.py``, ...);
+only ``model.ncnn.param`` / ``model.ncnn.bin`` are kept, as ``model.param`` / ``model.bin``.
+pnnx names the blobs ``in0, in1, ...`` and ``out0, out1, ...`` in ONNX input/output order;
+``io.json`` records that mapping for the runner.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .base import ConversionError, ConversionOptions, Converter, unsupported_op
+from .subprocess_tools import (
+    ModelIO,
+    TensorSpec,
+    check_run,
+    known_shape,
+    run_in_toolchain,
+    scratch_dir,
+    stage_model,
+    tensor_entry,
+    write_io_json,
+)
+from .toolchains import require_toolchain, toolchain_bin, toolchain_status, toolchain_unavailable
+
+TOOLCHAIN = "ncnn"
+FILES = ["model.param", "model.bin", "io.json"]
+# pnnx's inputshape type suffix by ONNX input dtype (float32 needs none).
+_TYPE_SUFFIX = {"float16": "f16", "float64": "f64", "int32": "i32", "int64": "i64", "int8": "i8"}
+_TODO = re.compile(r"^todo (\S+)", re.MULTILINE)
+_UNKNOWN_OP = re.compile(r"unexpected op_type (\S+)")
+
+
+class NcnnConverter(Converter):
+    format = "ncnn"
+    framework = "ncnn"
+    precisions = ("fp32", "fp16")
+    timeout_s = 600.0
+
+    def version(self) -> str:
+        return f"pnnx-{toolchain_status(TOOLCHAIN).version or 'missing'}"
+
+    def unavailable_reason(self) -> str | None:
+        return toolchain_unavailable(TOOLCHAIN)
+
+    def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
+        require_toolchain(TOOLCHAIN)
+        onnx_path, out_dir = Path(onnx_path).resolve(), Path(out_dir).resolve()
+        with scratch_dir(out_dir, "pnnx") as work:
+            staged = stage_model(onnx_path, work, options.input_shapes)
+            argv = [str(toolchain_bin(TOOLCHAIN, "pnnx")), staged.path.name]
+            if staged.io and staged.io.inputs:
+                argv.append("inputshape=" + ",".join(_shape_arg(s) for s in staged.io.inputs))
+            argv.append(f"fp16={int(options.precision == 'fp16')}")
+            run = run_in_toolchain(TOOLCHAIN, argv, cwd=work, timeout=self.timeout_s)
+            self.last_log = run.log
+            _raise_unsupported(run.log, staged.io, run.returncode != 0)
+            check_run(run, "pnnx", self.timeout_s)
+            param, weights = work / "model.ncnn.param", work / "model.ncnn.bin"
+            if not (param.is_file() and weights.is_file()) or staged.io is None:
+                raise ConversionError("failed", "pnnx wrote no ncnn model", run.log)
+            _check_param(param.read_text(), staged.io, run.log)
+            os.replace(param, out_dir / "model.param")
+            os.replace(weights, out_dir / "model.bin")
+        write_io_json(
+            out_dir / "io.json",
+            "ncnn",
+            [_entry(s, f"in{i}") for i, s in enumerate(staged.io.inputs)],
+            [_entry(s, f"out{i}") for i, s in enumerate(staged.io.outputs)],
+        )
+        return list(FILES)
+
+
+def _entry(spec: TensorSpec, blob: str) -> dict:
+    """ncnn blobs have no batch axis: ONNX [1,C,H,W] is the blob [C,H,W]."""
+    shape = spec.shape if known_shape(spec.shape) else None
+    if shape and len(shape) > 1 and shape[0] == 1:
+        shape = shape[1:]
+    return tensor_entry(spec, blob, shape, None)
+
+
+def _shape_arg(spec: TensorSpec) -> str:
+    dims = ",".join(str(d) for d in spec.shape)
+    return f"[{dims}]{_TYPE_SUFFIX.get(spec.dtype, '')}"
+
+
+def _raise_unsupported(log: str, io: ModelIO | None, crashed: bool) -> None:
+    """pnnx prints ``todo <Op>`` for an operator it cannot lower to ncnn and still exits 0."""
+    found = _TODO.search(log) or (_UNKNOWN_OP.search(log) if crashed else None)
+    if found:
+        op_type = found.group(1)
+        error = unsupported_op(op_type, io.node_of(op_type) if io else "?", "ncnn")
+        error.log = log
+        raise error
+
+
+def _check_param(text: str, io: ModelIO, log: str) -> None:
+    """Every layer must be an ncnn layer and every in<i>/out<i> blob must exist."""
+    blobs: set[str] = set()
+    for line in text.splitlines()[2:]:
+        fields = line.split()
+        if len(fields) < 4:
+            continue
+        layer_type, name = fields[0], fields[1]
+        if "." in layer_type or "::" in layer_type:  # pnnx/torch op left untranslated
+            error = unsupported_op(layer_type, name, "ncnn")
+            error.log = log
+            raise error
+        n_in, n_out = int(fields[2]), int(fields[3])
+        blobs.update(fields[4 : 4 + n_in + n_out])
+    expected = [f"in{i}" for i in range(len(io.inputs))]
+    expected += [f"out{i}" for i in range(len(io.outputs))]
+    missing = [b for b in expected if b not in blobs]
+    if missing:
+        raise ConversionError(
+            "failed", f"pnnx's ncnn param lacks the blobs {missing} for the model's inputs/outputs"
+        )

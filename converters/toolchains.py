@@ -1,0 +1,472 @@
+"""Private virtual environments for converters that cannot share the user's environment.
+
+pnnx (ncnn) declares torch as a dependency it does not need; onnx2tf (TFLite) pins its own
+TensorFlow, NumPy, ONNX and ONNX Runtime. Each lives in ``<root>/<name>/`` where root is
+``$EDGEBENCH_TOOLCHAINS_DIR`` or ``cache_dir()/toolchains``::
+
+    <name>/toolchain.json    state, version, pins, installed packages, size (written last)
+    <name>/venv-<stamp>/     the virtual environment toolchain.json points at
+    <name>/home/             private HOME for the converter subprocesses
+    <name>/install.log       pip's output of the last install
+
+An install builds a new ``venv-<stamp>`` beside the current one and switches to it by
+replacing toolchain.json atomically, so an interrupted install never leaves a half-built
+environment in use. A failed install records state "broken" with pip's error tail.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from edgebench.paths import cache_dir
+
+from .base import ConversionError
+
+try:
+    import fcntl
+except ImportError:  # Windows: installs are not serialised across processes
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+SCHEMA = "edgebench.toolchain/1"
+STATE_FILE = "toolchain.json"
+ROOT_ENV = "EDGEBENCH_TOOLCHAINS_DIR"
+INSTALL_TIMEOUT_S = 3600.0
+_DETAIL_LINES = 25
+_PIP_MILESTONES = ("Collecting ", "Installing collected", "Successfully installed", "ERROR")
+
+
+@dataclass(frozen=True)
+class ToolchainSpec:
+    name: str
+    description: str
+    #: pip requirement strings, installed in one ``pip install`` call.
+    requirements: tuple[str, ...]
+    #: Distribution whose version names the toolchain (``pnnx-20261020``).
+    main_package: str
+    #: ``pip install --no-deps``: the exact list above and nothing else.
+    no_deps: bool = False
+    #: Executables by name, relative to the venv; ``{site}`` is its site-packages.
+    executables: tuple[tuple[str, str], ...] = ()
+    #: Run after install: executable name and arguments; its output must contain smoke_expect.
+    smoke: tuple[str, ...] = ()
+    smoke_expect: str = ""
+
+
+# onnx2tf 1.29.24 pins its direct dependencies exactly; the rest are the versions its resolver
+# picked on 2026-11-30 (x86_64, Python 3.11), pinned so every install gets the same set.
+_ONNX2TF_REQUIREMENTS = (
+    "onnx2tf==1.29.24",
+    "tensorflow==2.19.0",
+    "tf-keras==2.19.0",
+    "keras==3.15.1",
+    "numpy==1.26.4",
+    "onnx==1.19.1",
+    "onnxruntime==1.23.0",
+    "onnxsim==0.4.36",
+    "onnxoptimizer==0.4.2",
+    "onnx-graphsurgeon==0.5.8",
+    "simple-onnx-processing-tools==1.1.32",
+    "sng4onnx==2.0.1",
+    "sne4onnx==2.0.1",
+    "ai-edge-litert==2.1.0",
+    "protobuf==4.25.5",
+    "ml-dtypes==0.5.1",
+    "h5py==3.11.0",
+    "flatbuffers==25.12.19",
+    "psutil==5.9.5",
+    "opencv-python==4.11.0.86",
+    "requests==2.32.5",
+)
+
+TOOLCHAINS: dict[str, ToolchainSpec] = {
+    spec.name: spec
+    for spec in (
+        ToolchainSpec(
+            name="ncnn",
+            description="pnnx: ONNX -> ncnn (native binary; torch not installed)",
+            requirements=("pnnx==20261020",),
+            main_package="pnnx",
+            no_deps=True,
+            executables=(("pnnx", "{site}/pnnx/pnnx"),),
+            smoke=("pnnx",),
+            smoke_expect="Usage: pnnx",
+        ),
+        ToolchainSpec(
+            name="tflite",
+            description="onnx2tf: ONNX -> TFLite (TensorFlow 2.19)",
+            requirements=_ONNX2TF_REQUIREMENTS,
+            main_package="onnx2tf",
+            executables=(("onnx2tf", "bin/onnx2tf"), ("onnxsim", "bin/onnxsim")),
+            smoke=("onnx2tf", "-V"),
+            smoke_expect="1.29.24",
+        ),
+    )
+}
+
+
+@dataclass
+class ToolchainStatus:
+    name: str
+    state: str  # "installed" | "missing" | "broken"
+    version: str | None
+    size_bytes: int | None
+    path: Path
+    detail: str | None
+
+
+class _InstallError(Exception):
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
+
+
+def _no_progress(_message: str) -> None:
+    pass
+
+
+def install_command(name: str) -> str:
+    return f"edgebench toolchains install {name}"
+
+
+def toolchains_root() -> Path:
+    override = os.environ.get(ROOT_ENV)
+    return Path(override) if override else cache_dir() / "toolchains"
+
+
+def _spec(name: str) -> ToolchainSpec:
+    try:
+        return TOOLCHAINS[name]
+    except KeyError:
+        raise ValueError(f"unknown toolchain {name!r}; known: {', '.join(TOOLCHAINS)}") from None
+
+
+def toolchain_dir(name: str) -> Path:
+    _spec(name)
+    return toolchains_root() / name
+
+
+def toolchain_home(name: str) -> Path:
+    """HOME for the converter subprocesses: whatever they write stays in here."""
+    return toolchain_dir(name) / "home"
+
+
+def _read_state(name: str) -> dict | None:
+    try:
+        state = json.loads((toolchain_dir(name) / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def _venv_dir(name: str, state: dict | None = None) -> Path:
+    state = _read_state(name) if state is None else state
+    venv = state.get("venv") if state else None
+    return toolchain_dir(name) / (venv if isinstance(venv, str) and venv else "venv")
+
+
+def _python_in(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def _site_packages(venv: Path) -> Path:
+    if os.name == "nt":
+        return venv / "Lib" / "site-packages"
+    found = sorted(venv.glob("lib/python3*/site-packages"))
+    return found[0] if found else venv / "lib" / "python3" / "site-packages"
+
+
+def _exe_in(spec: ToolchainSpec, venv: Path, exe: str) -> Path:
+    relative = dict(spec.executables).get(exe, f"bin/{exe}")
+    site = str(_site_packages(venv).relative_to(venv))
+    return venv / relative.format(site=site)
+
+
+def toolchain_python(name: str) -> Path:
+    return _python_in(_venv_dir(name))
+
+
+def toolchain_bin(name: str, exe: str) -> Path:
+    """An executable of the toolchain, e.g. ``toolchain_bin("ncnn", "pnnx")``."""
+    return _exe_in(_spec(name), _venv_dir(name), exe)
+
+
+def toolchain_bin_dir(name: str) -> Path:
+    """The venv's scripts folder, to put first on PATH for tools that call each other by name."""
+    return toolchain_python(name).parent
+
+
+def missing_toolchain_error(name: str) -> ConversionError:
+    return ConversionError(
+        "toolchain_missing",
+        f"the {name} converter needs its toolchain: {install_command(name)}",
+    )
+
+
+def toolchain_unavailable(name: str) -> str | None:
+    """None when toolchain ``name`` is installed and healthy, else the line with the fix."""
+    status = toolchain_status(name)
+    if status.state == "installed":
+        return None
+    if status.state == "missing":
+        return missing_toolchain_error(name).message
+    problem = (status.detail or "").strip().splitlines()[:1] or ["unusable"]
+    return f"the {name} converter's toolchain is broken ({problem[0]}): {install_command(name)}"
+
+
+def require_toolchain(name: str) -> None:
+    reason = toolchain_unavailable(name)
+    if reason:
+        raise ConversionError("toolchain_missing", reason)
+
+
+def _health_problem(spec: ToolchainSpec, state: dict) -> str | None:
+    if state.get("state") != "installed":
+        return state.get("detail") or "the last install did not finish"
+    if list(state.get("requirements", [])) != list(spec.requirements):
+        return "installed with other pinned versions than this edgebench expects"
+    venv = _venv_dir(spec.name, state)
+    python = _python_in(venv)
+    if not python.exists():
+        return f"its Python is missing: {python}"
+    for exe, _ in spec.executables:
+        path = _exe_in(spec, venv, exe)
+        if not path.exists():
+            return f"{exe} is missing: {path}"
+    return None
+
+
+def toolchain_status(name: str) -> ToolchainStatus:
+    spec = _spec(name)
+    folder = toolchain_dir(name)
+    state = _read_state(name)
+    if state is None:
+        return ToolchainStatus(name, "missing", None, None, folder, None)
+    problem = _health_problem(spec, state)
+    return ToolchainStatus(
+        name=name,
+        state="broken" if problem else "installed",
+        version=state.get("version"),
+        size_bytes=state.get("size"),
+        path=folder,
+        detail=problem,
+    )
+
+
+def install_toolchain(
+    name: str, progress: Callable[[str], None] = _no_progress, force: bool = False
+) -> ToolchainStatus:
+    """Install (or repair) toolchain ``name``; a no-op when it is installed and healthy.
+
+    Never raises for a failed pip run: the returned status is then "broken" with pip's error
+    tail in ``detail``, and running this again retries from scratch.
+    """
+    spec = _spec(name)
+    folder = toolchain_dir(name)
+    folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder.parent / f".{name}.lock"):
+        current = toolchain_status(name)
+        if current.state == "installed" and not force:
+            progress(f"{name}: already installed ({spec.main_package} {current.version})")
+            return current
+        venv = folder / f"venv-{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}"
+        started = time.monotonic()
+        try:
+            state = _build(spec, venv, progress)
+        except (_InstallError, OSError) as exc:  # OSError: e.g. the disk filled up
+            shutil.rmtree(venv, ignore_errors=True)
+            _remove_old_venvs(folder, keep=None)
+            detail = f"install failed: {exc}"
+            if getattr(exc, "output", ""):
+                detail += "\n" + _tail(exc.output)
+            _write_state(
+                folder,
+                {
+                    "schema": SCHEMA,
+                    "name": name,
+                    "state": "broken",
+                    "detail": detail,
+                    "failed_at": _now(),
+                },
+            )
+            log.warning("toolchain %s: %s", name, detail)
+            progress(f"{name}: install failed: {exc}")
+            return toolchain_status(name)
+        except BaseException:
+            shutil.rmtree(venv, ignore_errors=True)
+            raise
+        state["install_seconds"] = round(time.monotonic() - started, 1)
+        _write_state(folder, state)
+        _remove_old_venvs(folder, keep=venv.name)
+        (folder / "home").mkdir(exist_ok=True)
+        status = toolchain_status(name)
+        size_mb = (status.size_bytes or 0) / 1e6
+        progress(f"{name}: installed {spec.main_package} {status.version} ({size_mb:.0f} MB)")
+        return status
+
+
+def _build(spec: ToolchainSpec, venv: Path, progress: Callable[[str], None]) -> dict:
+    progress(f"{spec.name}: creating a virtual environment in {venv}")
+    install_log = venv.parent / "install.log"
+    install_log.write_text("")
+    _run("python -m venv", [sys.executable, "-m", "venv", str(venv)], install_log, _no_progress)
+    python = _python_in(venv)
+    pip = [str(python), "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
+    if spec.no_deps:
+        pip.append("--no-deps")
+    progress(f"{spec.name}: pip install {' '.join(spec.requirements)}")
+    _run("pip install", [*pip, *spec.requirements], install_log, progress)
+    for exe, _ in spec.executables:
+        if not _exe_in(spec, venv, exe).exists():
+            raise _InstallError(f"{exe} not found in the installed packages")
+    if spec.smoke:
+        exe, *args = spec.smoke
+        output = _check_output([str(_exe_in(spec, venv, exe)), *args])
+        if spec.smoke_expect not in output:
+            raise _InstallError(f"{exe} does not run", output)
+    packages = _installed_packages(python)
+    return {
+        "schema": SCHEMA,
+        "name": spec.name,
+        "state": "installed",
+        "venv": venv.name,
+        "version": packages.get(_normalize(spec.main_package)),
+        "requirements": list(spec.requirements),
+        "packages": packages,
+        "python": sys.version.split()[0],
+        "installed_at": _now(),
+        "size": _tree_size(venv),
+        "detail": None,
+    }
+
+
+def _tool_env() -> dict[str, str]:
+    """The user's environment (proxies, pip configuration) minus what would leak into a venv."""
+    env = dict(os.environ)
+    for key in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "PIP_USER"):
+        env.pop(key, None)
+    env["PIP_NO_INPUT"] = "1"
+    return env
+
+
+def _run(step: str, argv: list[str], log_path: Path, progress: Callable[[str], None]) -> None:
+    """Run an install step, its output appended to log_path; pip's milestones go to progress."""
+    lines: list[str] = []
+    with open(log_path, "a", encoding="utf-8") as log_file:
+        log_file.write(f"$ {' '.join(argv)}\n")
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            env=_tool_env(),
+        )
+        timer = threading.Timer(INSTALL_TIMEOUT_S, proc.kill)
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                log_file.write(line)
+                lines.append(line.rstrip())
+                if line.startswith(_PIP_MILESTONES):
+                    progress(line.rstrip()[:200])
+            returncode = proc.wait()
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    if returncode != 0:
+        raise _InstallError(f"{step} exited with status {returncode}", "\n".join(lines))
+
+
+def _check_output(argv: list[str]) -> str:
+    try:
+        proc = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env=_tool_env(),
+            timeout=300,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise _InstallError(f"{Path(argv[0]).name} does not run: {exc}") from exc
+    return proc.stdout + proc.stderr
+
+
+def _installed_packages(python: Path) -> dict[str, str]:
+    script = (
+        "import importlib.metadata as m, json\n"
+        "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
+    )
+    output = _check_output([str(python), "-I", "-c", script])
+    try:
+        found = json.loads(output.strip().splitlines()[-1])
+    except (ValueError, IndexError) as exc:
+        raise _InstallError("cannot list the installed packages", output) from exc
+    return {_normalize(k): v for k, v in sorted(found.items(), key=lambda kv: kv[0].lower())}
+
+
+def _normalize(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def _tree_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for file in files:
+            with suppress(OSError):
+                total += os.lstat(os.path.join(root, file)).st_size
+    return total
+
+
+def _remove_old_venvs(folder: Path, keep: str | None) -> None:
+    for child in folder.glob("venv-*"):
+        if child.name != keep and child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+
+
+def _write_state(folder: Path, state: dict) -> None:
+    tmp = folder / f".{STATE_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, folder / STATE_FILE)
+
+
+def _tail(text: str, lines: int = _DETAIL_LINES) -> str:
+    kept = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return "\n".join(kept[-lines:])
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One install per toolchain at a time, across processes."""
+    if fcntl is None:
+        yield
+        return
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
