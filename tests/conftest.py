@@ -21,10 +21,8 @@ RUNNER = REPO / "runners" / "runner.py"
 # The converter toolchains (pnnx, onnx2tf: ~2.7 GB) are installed once and shared by every test
 # and every test run: in EDGEBENCH_TOOLCHAINS_DIR when set, else where `edgebench toolchains
 # install` puts them for this user. Per-test caches would reinstall them for each test.
-os.environ.setdefault(
-    "EDGEBENCH_TOOLCHAINS_DIR",
-    str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgebench" / "toolchains"),
-)
+_USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+os.environ.setdefault("EDGEBENCH_TOOLCHAINS_DIR", str(_USER_CACHE / "edgebench" / "toolchains"))
 
 
 @pytest.fixture(scope="session")
