@@ -236,3 +236,54 @@ def test_convert_command_reports_each_format(run_cli, conv_model):
     assert again.stdout.startswith("mnn: cached")
     bad = run_cli(["convert", str(conv_model), "--to", "caffe"])
     assert bad.returncode == 2 and "choose from" in bad.stderr
+
+
+@pytest.mark.toolchains
+def test_run_through_the_isolated_toolchains_checks_ncnn_and_tflite(run_cli, conv_model):
+    from edgebench.converters.toolchains import install_toolchain
+
+    for name in ("ncnn", "tflite"):  # shared install; a no-op when already there
+        assert install_toolchain(name).state == "installed"
+    result = run_cli(
+        [
+            "run",
+            "--models",
+            str(conv_model),
+            "--frameworks",
+            "ncnn,tflite",
+            "--format",
+            "jsonl",
+            *QUICK,
+        ],
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr
+    records = {r["framework"]: r for r in map(json.loads, result.stdout.splitlines())}
+    for framework in ("ncnn", "tflite"):
+        record = records[framework]
+        assert record["status"] == "ok", record["error"]
+        assert record["output_check"]["passed"]
+        assert record["output_check"]["max_abs_diff"] < 1e-4
+        assert "io.json" in {f["name"] for f in record["artifact"]["files"]}
+
+
+def test_missing_toolchain_skips_only_its_cells(run_cli, conv_model, tmp_path, eb_env):
+    eb_env["EDGEBENCH_TOOLCHAINS_DIR"] = str(tmp_path / "no-toolchains")
+    result = run_cli(
+        [
+            "run",
+            "--models",
+            str(conv_model),
+            "--frameworks",
+            "ncnn,openvino",
+            "--format",
+            "jsonl",
+            *QUICK,
+        ]
+    )
+    assert result.returncode == 0, result.stderr
+    records = {r["framework"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert records["openvino"]["status"] == "ok"
+    ncnn = records["ncnn"]
+    assert ncnn["status"] == "skipped" and ncnn["error_kind"] == "toolchain_missing"
+    assert "edgebench toolchains install ncnn" in ncnn["error"]
