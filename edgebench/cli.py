@@ -18,9 +18,11 @@ from .converters import (
     ConversionOptions,
     get_converter,
 )
-from .device import Device, LocalDevice
+from .cores import format_cpu_list
+from .devices import LOCAL, probe_device, resolve_devices
 from .errors import UserError
 from .execute import CheckSettings, execute_cells
+from .lab import load_lab
 from .matrix import METRICS, format_details, format_matrix
 from .modelref import input_shapes, parse_shape_overrides, resolve_models
 from .models import BUILTIN_MODELS, builtin_model_path, summarize_model
@@ -28,9 +30,11 @@ from .outputcheck import DEFAULT_TOLERANCE
 from .paths import cache_dir, default_results_dir
 from .plan import DEFAULT_FRAMEWORKS, Timing, build_cells, check_frameworks, resolve_inputs
 from .prepare import prepare_cells
+from .profiles import compare_clusters
 from .progress import LineProgress
 from .records import Record
 from .store import ResultsStore, utc_now
+from .transports.base import TransportError
 
 log = logging.getLogger("edgebench")
 
@@ -53,14 +57,13 @@ def _positive_ints(values: tuple[str, ...], option: str) -> list[int]:
     return numbers
 
 
-def resolve_devices(names: list[str]) -> list[Device]:
-    devices: list[Device] = []
-    for name in dict.fromkeys(names):
-        if name == "local":
-            devices.append(LocalDevice())
-        else:
-            raise UserError(f"device {name!r} is not defined; available devices: local")
-    return devices
+lab_option = click.option(
+    "--lab",
+    "lab_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Lab inventory TOML [default: $EDGEBENCH_LAB, then ~/.config/edgebench/lab.toml].",
+)
 
 
 results_dir_option = click.option(
@@ -92,6 +95,7 @@ def cli(verbose: bool) -> None:
 
 @cli.command()
 @click.option("--devices", multiple=True, help="Devices to measure on [default: local].")
+@lab_option
 @click.option(
     "--models", multiple=True, help="Built-in names or .onnx paths [default: all built-in]."
 )
@@ -193,6 +197,7 @@ def cli(verbose: bool) -> None:
 @metric_option
 def run(
     devices: tuple[str, ...],
+    lab_path: Path | None,
     models: tuple[str, ...],
     frameworks: tuple[str, ...],
     threads: tuple[str, ...],
@@ -225,8 +230,13 @@ def run(
 
     model_refs = resolve_models(_split(models) or list(BUILTIN_MODELS), cache_dir(), reference)
     model_inputs = resolve_inputs(model_refs, shapes)
-    device_list = resolve_devices(_split(devices) or ["local"])
+    device_list = resolve_devices(_split(devices) or ["local"], load_lab(lab_path))
     for device in device_list:
+        progress.message(f"device {device.name}: connecting ({device.transport.describe()})")
+        device.unreachable = probe_device(device)
+        if device.unreachable:
+            progress.message(f"  unreachable: {device.unreachable}; its cells are marked failed")
+            continue
         facts = device.facts()
         governors = ", ".join(facts.governors) or "unknown"
         progress.message(
@@ -279,7 +289,10 @@ def run(
                 m.name: {"source": m.source, "sha256": m.sha256, "error": m.error}
                 for m in model_refs
             },
-            "devices": {d.name: d.facts().as_dict() for d in device_list},
+            "devices": {
+                d.name: {"unreachable": d.unreachable} if d.unreachable else d.facts().as_dict()
+                for d in device_list
+            },
         }
     )
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
@@ -400,6 +413,72 @@ def convert(model: str, targets: str, precision: str, shape: tuple[str, ...], fo
             continue
         how = "cached" if artifact.cached else f"converted in {artifact.manifest['time_s']:.2f} s"
         click.echo(f"{fmt}: {how} -> {artifact.path} ({', '.join(artifact.files)})")
+    if failures:
+        sys.exit(1)
+
+
+@cli.command(name="devices")
+@lab_option
+@click.option("--devices", "names", multiple=True, help="Only these devices [default: all].")
+def devices_cmd(lab_path: Path | None, names: tuple[str, ...]) -> None:
+    """The lab's devices with live status and what was probed on each."""
+    lab = load_lab(lab_path)
+    wanted = _split(names) or [LOCAL, *lab.devices]
+    click.echo(f"lab: {lab.path or 'none found (only the local device)'}")
+    for device in resolve_devices(wanted, lab):
+        problem = probe_device(device)
+        click.echo(f"\n{device.name}  [{device.transport.describe()}]  ", nl=False)
+        if problem:
+            click.echo("OFFLINE")
+            click.echo(f"  {problem}")
+            continue
+        click.echo("online")
+        for line in describe_facts(device):
+            click.echo(f"  {line}")
+
+
+def describe_facts(device) -> list[str]:
+    facts = device.facts()
+    freq = facts.max_freq_khz
+    clusters = ", ".join(
+        f"{name} {format_cpu_list(cpus)}"
+        + (f" @{freq[cpus[0]] / 1000:.0f} MHz" if cpus and cpus[0] in freq else "")
+        for name, cpus in facts.clusters.items()
+    )
+    available = [n for n, info in facts.frameworks.items() if info.get("available")]
+    lines = [
+        f"model: {facts.model or '?'}   soc: {facts.soc or '?'}   os: "
+        f"{facts.os_version or facts.os or '?'}   kernel: {facts.kernel or '?'}",
+        f"cpu: {facts.cpu_model or '?'}, cpus {format_cpu_list(facts.cpus) or '?'}; "
+        f"clusters detected: {clusters or 'one (all cores equal)'}",
+        f"governor: {', '.join(facts.governors) or 'unknown'}",
+        f"python: {facts.python or 'not usable: ' + (facts.probe_error or '?')}; "
+        f"frameworks: {', '.join(available) or 'none'}",
+    ]
+    if device.profile is not None:
+        lines.append(f"profile: {device.profile_name}")
+        differences = compare_clusters(
+            device.profile, facts.clusters, max_freq_khz=facts.max_freq_khz
+        )
+        lines += [f"  differs from profile: {d}" for d in differences] or [
+            "  clusters match the profile"
+        ]
+    return lines
+
+
+@cli.command()
+@lab_option
+@click.option("--devices", "names", multiple=True, required=True, help="Devices to clean.")
+def clean(lab_path: Path | None, names: tuple[str, ...]) -> None:
+    """Remove the runner, models and outputs edgebench put on devices."""
+    lab = load_lab(lab_path)
+    failures = 0
+    for device in resolve_devices(_split(names), lab):
+        try:
+            click.echo(f"{device.name}: {device.clean()}")
+        except TransportError as exc:
+            failures += 1
+            click.echo(f"{device.name}: not cleaned: {exc}", err=True)
     if failures:
         sys.exit(1)
 

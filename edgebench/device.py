@@ -14,7 +14,7 @@ from typing import Any
 
 from . import runners
 from .converters.isolation import prepare_private_home
-from .cores import detect_clusters, format_cpu_list, parse_cpu_list
+from .cores import detect_clusters, parse_cpu_list
 from .paths import cache_dir
 from .transports import CommandResult, LocalTransport, Transport
 
@@ -40,6 +40,12 @@ class DeviceFacts:
     python: str | None = None
     numpy: str | None = None
     frameworks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    model: str | None = None  # product model (getprop ro.product.model, device tree, DMI)
+    soc: str | None = None  # ro.soc.model / ro.board.platform / device-tree compatible
+    os_version: str | None = None  # Android release or /etc/os-release PRETTY_NAME
+    profile: str | None = None
+    profile_differences: list[str] = field(default_factory=list)
+    probe_error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,6 +94,12 @@ class Device:
         self.transport = transport
         self.python = python
         self.runner_path = runner_path
+        #: Cluster names from the device profile (they take precedence over detected ones).
+        self.profile_clusters: dict[str, list[int]] = {}
+        self.profile_name: str | None = None
+        self.profile: Any = None  # profiles.DeviceProfile, when the lab names one
+        #: Why the device could not be reached, when it could not (its cells fail with this).
+        self.unreachable: str | None = None
         self._facts: DeviceFacts | None = None
 
     def runner_env(self) -> dict[str, str] | None:
@@ -97,8 +109,15 @@ class Device:
         argv = [self.python, self.runner_path, arg]
         if cores and self.use_taskset:
             # Pin from the first instruction; the runner re-applies and reads back the mask.
-            argv = ["taskset", "-c", format_cpu_list(cores), *argv]
+            argv = ["taskset", taskset_mask(cores), *argv]
         return argv
+
+    def ensure_runner(self) -> None:
+        """Make sure the runner is on the device (a no-op on the host)."""
+
+    def stage_model(self, files: list[Path]) -> str:
+        """Put a model's files on the device; returns the device path of the first one."""
+        return str(files[0])
 
     def run_runner(
         self, spec: dict[str, Any], cores: list[int] | None, timeout: float
@@ -109,14 +128,7 @@ class Device:
             stdin=json.dumps(spec),
             env=self.runner_env(),
         )
-        if command.timed_out:
-            return RunnerOutcome(None, command, f"runner timed out after {timeout:.0f} s")
-        result = parse_runner_output(command.stdout)
-        if result is None:
-            rc = command.returncode
-            how = f"was killed by signal {-rc}" if rc is not None and rc < 0 else f"exited {rc}"
-            return RunnerOutcome(None, command, f"runner {how} without a result")
-        return RunnerOutcome(result, command)
+        return outcome_of(command, timeout)
 
     def output_path(self, cell_key: str) -> str:
         """Where on the device the runner writes a cell's full outputs (.npz)."""
@@ -129,12 +141,17 @@ class Device:
     def discard_outputs(self, device_path: str) -> None:
         """Remove the outputs file from the device (and any host copy)."""
 
+    def clean(self) -> str:
+        """Remove what edgebench put on the device; returns what was removed."""
+        return "nothing to clean on the host"
+
     def facts(self) -> DeviceFacts:
         if self._facts is None:
             self._facts = self._gather_facts()
         return self._facts
 
     def _probe(self) -> dict[str, Any]:
+        self.ensure_runner()
         command = self.transport.run(
             [self.python, self.runner_path, "--probe"],
             timeout=PROBE_TIMEOUT_S,
@@ -142,42 +159,101 @@ class Device:
         )
         probe = parse_runner_output(command.stdout)
         if probe is None:
-            tail = command.stderr.strip().splitlines()[-1:] or ["no output"]
-            log.warning("device %s: runner probe failed: %s", self.name, tail[0])
-            return {}
+            tail = (command.stderr or command.stdout).strip().splitlines()[-1:] or ["no output"]
+            return {"error": f"{self.python} could not run the runner: {tail[0][:200]}"}
         return probe
 
-    def _read(self, path: str) -> str | None:
-        return self.transport.read_text(path)
+    def _extra_facts(self, facts: DeviceFacts) -> None:
+        """Transport-specific facts (Android properties, ...)."""
 
     def _gather_facts(self) -> DeviceFacts:
         facts = DeviceFacts()
         probe = self._probe()
+        facts.probe_error = probe.get("error")
         facts.python = probe.get("python")
         facts.numpy = probe.get("numpy")
         facts.machine = probe.get("machine")
         facts.frameworks = probe.get("frameworks", {})
-        facts.hostname = (self._read("/proc/sys/kernel/hostname") or "").strip() or None
-        facts.kernel = (self._read("/proc/sys/kernel/osrelease") or "").strip() or None
-        facts.os = (self._read("/proc/sys/kernel/ostype") or "").strip() or None
-        facts.cpu_model = cpu_model_from_cpuinfo(self._read("/proc/cpuinfo") or "")
-        present = self._read("/sys/devices/system/cpu/online") or ""
+        base = [
+            "/proc/sys/kernel/hostname",
+            "/proc/sys/kernel/osrelease",
+            "/proc/sys/kernel/ostype",
+            "/proc/cpuinfo",
+            "/sys/devices/system/cpu/online",
+            "/etc/os-release",
+            "/proc/device-tree/model",
+            "/sys/class/dmi/id/product_name",
+        ]
+        first = self.transport.read_many(base)
+        facts.hostname = (first["/proc/sys/kernel/hostname"] or "").strip() or None
+        facts.kernel = (first["/proc/sys/kernel/osrelease"] or "").strip() or None
+        facts.os = (first["/proc/sys/kernel/ostype"] or "").strip() or None
+        facts.cpu_model = cpu_model_from_cpuinfo(first["/proc/cpuinfo"] or "")
+        facts.os_version = _pretty_name(first["/etc/os-release"] or "")
+        facts.model = (
+            (first["/proc/device-tree/model"] or "").strip("\x00 \n")
+            or (first["/sys/class/dmi/id/product_name"] or "").strip()
+            or None
+        )
         try:
-            facts.cpus = parse_cpu_list(present.strip())
+            facts.cpus = parse_cpu_list((first["/sys/devices/system/cpu/online"] or "").strip())
         except ValueError:
             facts.cpus = list(probe.get("affinity") or range(probe.get("cpu_count") or 1))
+        per_cpu = []
+        for cpu in facts.cpus:
+            folder = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq"
+            per_cpu += [f"{folder}/cpuinfo_max_freq", f"{folder}/scaling_governor"]
+        second = self.transport.read_many(per_cpu)
         governors = set()
         for cpu in facts.cpus:
-            base = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq"
-            freq = (self._read(f"{base}/cpuinfo_max_freq") or "").strip()
+            folder = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq"
+            freq = (second[f"{folder}/cpuinfo_max_freq"] or "").strip()
             if freq.isdigit():
                 facts.max_freq_khz[cpu] = int(freq)
-            governor = (self._read(f"{base}/scaling_governor") or "").strip()
+            governor = (second[f"{folder}/scaling_governor"] or "").strip()
             if governor:
                 governors.add(governor)
         facts.governors = sorted(governors)
         facts.clusters = detect_clusters(facts.max_freq_khz)
+        self._extra_facts(facts)
+        facts.profile = self.profile_name
         return facts
+
+    def core_names(self) -> dict[str, list[int]]:
+        """Cluster names usable with --cores: the profile's, else the detected ones."""
+        return dict(self.profile_clusters) or dict(self.facts().clusters)
+
+
+def taskset_mask(cores: list[int]) -> str:
+    """Hex affinity mask: taskset in util-linux and Android's toybox both take it."""
+    mask = 0
+    for cpu in cores:
+        mask |= 1 << cpu
+    return f"{mask:x}"
+
+
+def outcome_of(command: CommandResult, timeout: float) -> RunnerOutcome:
+    if command.timed_out:
+        return RunnerOutcome(None, command, f"runner timed out after {timeout:.0f} s")
+    result = parse_runner_output(command.stdout)
+    if result is None:
+        rc = command.returncode
+        if rc is not None and rc < 0:
+            how = f"was killed by signal {-rc}"
+        elif rc is not None and rc > 128:
+            how = f"was killed by signal {rc - 128}"
+        else:
+            how = f"exited {rc}"
+        return RunnerOutcome(None, command, f"runner {how} without a result")
+    return RunnerOutcome(result, command)
+
+
+def _pretty_name(os_release: str) -> str | None:
+    for line in os_release.splitlines():
+        key, _, value = line.partition("=")
+        if key == "PRETTY_NAME":
+            return value.strip().strip('"') or None
+    return None
 
 
 class LocalDevice(Device):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from .plan import Cell
 from .records import Record
 from .stats import latency_stats, stats_warnings, throughput_ips
 from .store import RunDir, utc_now
+from .transports.base import TransportError
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +75,7 @@ def _base_record(run_id: str, cell: Cell, status: str) -> Record:
         model_path=str(cell.model.path) if cell.model.path else None,
         model_sha256=cell.model.sha256,
         inputs=cell.inputs or None,
-        device_info=cell.device.facts().as_dict(),
+        device_info={} if cell.device.unreachable else cell.device.facts().as_dict(),
         edgebench_version=__version__,
         artifact=_artifact_info(cell),
     )
@@ -139,11 +141,25 @@ def _output_check(
     return check_outputs(names, outputs, ref_names, ref_outputs, tolerance, label)
 
 
+def _model_files(cell: Cell) -> list[Path]:
+    if cell.artifact is not None:
+        return [cell.artifact.path / name for name in cell.artifact.files]
+    assert cell.model.path is not None
+    return [cell.model.path, *cell.model.companions]
+
+
 def _measure(run_id: str, cell: Cell, checks: CheckSettings) -> Record:
     device = cell.device
     outputs_at = device.output_path(f"{run_id}-{abs(hash(cell.cell_id)):x}")
-    spec = cell.spec(checks.seed, save_outputs=outputs_at)
-    outcome = device.run_runner(spec, cell.cores, cell.timing.timeout_s)
+    try:
+        spec = cell.spec(checks.seed, save_outputs=outputs_at)
+        spec["model"] = device.stage_model(_model_files(cell))
+        outcome = device.run_runner(spec, cell.cores, cell.timing.timeout_s)
+    except TransportError as exc:
+        record = _base_record(run_id, cell, "failed")
+        record.error = str(exc)
+        record.error_kind = "transport"
+        return record
     try:
         if outcome.result is None:
             record = _base_record(run_id, cell, "failed")
@@ -159,7 +175,7 @@ def _measure(run_id: str, cell: Cell, checks: CheckSettings) -> Record:
             return record
         try:
             check = _output_check(cell, device.fetch_outputs(outputs_at), checks)
-        except ReferenceUnavailable as exc:
+        except (ReferenceUnavailable, TransportError) as exc:
             record.warnings.append(f"no output check: {exc}")
             return record
         if check is None:
@@ -175,7 +191,8 @@ def _measure(run_id: str, cell: Cell, checks: CheckSettings) -> Record:
             )
         return record
     finally:
-        device.discard_outputs(outputs_at)
+        with contextlib.suppress(TransportError):
+            device.discard_outputs(outputs_at)
 
 
 def run_cell(run_id: str, cell: Cell, checks: CheckSettings | None = None) -> Record:

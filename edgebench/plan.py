@@ -167,9 +167,14 @@ def build_cells(
     """Every combination, in device > model > framework > threads > cores order."""
     cells = []
     for device in devices:
-        facts = device.facts()
+        if device.unreachable:
+            cells += _unreachable_cells(
+                device, models, frameworks, inputs, threads, cores, concurrency, precision, timing
+            )
+            continue
+        cpus = device.facts().cpus
         core_sets = [
-            (sel, resolve_cores(sel, facts.cpus, facts.clusters, device.name)) for sel in cores
+            (sel, resolve_cores(sel, cpus, device.core_names(), device.name)) for sel in cores
         ]
         for model in models:
             for framework in frameworks:
@@ -196,3 +201,37 @@ def build_cells(
                             )
                         )
     return cells
+
+
+def _unreachable_cells(
+    device: Device,
+    models: Sequence[ModelRef],
+    frameworks: Sequence[str],
+    inputs: dict[str, list[dict[str, Any]]],
+    threads: Sequence[int],
+    cores: Sequence[str],
+    concurrency: int,
+    precision: str,
+    timing: Timing,
+) -> list[Cell]:
+    """The cells a device would have had, each failed with the reason it was not reached."""
+    verdict = ("failed", "transport", device.unreachable or "device unreachable")
+    return [
+        Cell(
+            device=device,
+            model=model,
+            framework=framework,
+            precision=precision,
+            threads=n_threads,
+            cores_selection=selection,
+            cores=None,
+            concurrency=concurrency,
+            inputs=inputs.get(model.name, []),
+            timing=timing,
+            verdict=verdict,
+        )
+        for model in models
+        for framework in frameworks
+        for n_threads in threads
+        for selection in cores
+    ]

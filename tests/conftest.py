@@ -118,3 +118,9 @@ def corrupt_model(tmp_path: Path) -> Path:
     path = tmp_path / "corrupt.onnx"
     path.write_bytes(b"\x08\x07this is not a protobuf model \xff\xfe" * 8)
     return path
+
+
+# Fixtures that start real peers on loopback, shared by every test module: pytest finds them
+# by their registered names (adb_server, emulated_phone, sshd, shared_sshd).
+from adb_fixtures import adb_server_fixture, emulated_phone_fixture  # noqa: E402, F401
+from ssh_fixtures import shared_sshd, sshd  # noqa: E402, F401

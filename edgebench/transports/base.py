@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+#: Called with each chunk of stdout as it arrives (for long native runs and live progress).
+OutputCallback = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -14,6 +19,15 @@ class CommandResult:
     stderr: str
     timed_out: bool = False
     duration_s: float = 0.0
+
+
+class TransportError(Exception):
+    """The device could not be reached or stopped answering; the message says which and why."""
+
+
+def quote_argv(argv: Sequence[str]) -> str:
+    """One shell command line in which every argument stays one argument, whatever it holds."""
+    return " ".join(shlex.quote(str(a)) for a in argv)
 
 
 class Transport(ABC):
@@ -29,12 +43,53 @@ class Transport(ABC):
         timeout: float,
         stdin: str | None = None,
         env: dict[str, str] | None = None,
+        on_output: OutputCallback | None = None,
     ) -> CommandResult:
-        """Run ``argv`` on the device (no shell), wait at most ``timeout`` seconds."""
+        """Run ``argv`` on the device, every argument quoted; wait at most ``timeout`` s."""
+
+    def shell(self, script: str, *, timeout: float) -> CommandResult:
+        """Run a shell snippet written by edgebench itself (callers quote what they embed)."""
+        return self.run(["sh", "-c", script], timeout=timeout)
 
     @abstractmethod
     def read_text(self, path: str) -> str | None:
         """A small file's text, or None when it is missing or unreadable."""
+
+    def read_many(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """Several small files; remote transports do it in one round trip."""
+        return {p: self.read_text(p) for p in paths}
+
+    @abstractmethod
+    def push(self, local: Path, remote: str) -> None:
+        """Copy a host file to the device, creating parent folders."""
+
+    @abstractmethod
+    def pull(self, remote: str, local: Path) -> bool:
+        """Copy a device file to the host; False when it does not exist."""
+
+    def sha256(self, paths: Sequence[str], timeout: float = 120.0) -> dict[str, str]:
+        """sha256 of the device files that exist (one command for all of them)."""
+        if not paths:
+            return {}
+        result = self.shell(f"sha256sum {quote_argv(paths)} 2>/dev/null; true", timeout=timeout)
+        digests = {}
+        for line in result.stdout.splitlines():
+            digest, _, name = line.partition("  ")
+            if len(digest) == 64 and name:
+                digests[name] = digest
+        return digests
+
+    def exists(self, path: str, timeout: float = 30.0) -> bool:
+        return self.run(["test", "-e", path], timeout=timeout).returncode == 0
+
+    def remove(self, path: str, timeout: float = 60.0) -> None:
+        self.run(["rm", "-rf", "--", path], timeout=timeout)
+
+    def mkdir(self, path: str, timeout: float = 30.0) -> None:
+        self.run(["mkdir", "-p", "--", path], timeout=timeout)
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most transports hold nothing
+        """Release the connection; optional."""
 
     def describe(self) -> str:
         return self.kind

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
-from .base import CommandResult, Transport
+from .base import CommandResult, OutputCallback, Transport
 
 
 class LocalTransport(Transport):
@@ -21,6 +24,7 @@ class LocalTransport(Transport):
         timeout: float,
         stdin: str | None = None,
         env: dict[str, str] | None = None,
+        on_output: OutputCallback | None = None,
     ) -> CommandResult:
         started = time.monotonic()
         # Own session so a timeout kills the runner and every thread/child it started.
@@ -30,15 +34,19 @@ class LocalTransport(Transport):
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            errors="replace",
             env=env,
             start_new_session=True,
         )
         try:
-            out, err = proc.communicate(stdin, timeout=timeout)
+            if on_output is None:
+                out, err = proc.communicate(stdin, timeout=timeout)
+            else:
+                out, err = _communicate_streaming(proc, stdin, timeout, on_output)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
-            return CommandResult(None, out, err, True, time.monotonic() - started)
+            return CommandResult(None, out or "", err or "", True, time.monotonic() - started)
         except BaseException:
             # Ctrl-C or similar: never leave an orphaned runner measuring on the device.
             if proc.poll() is None:
@@ -53,3 +61,47 @@ class LocalTransport(Transport):
                 return fh.read()
         except OSError:
             return None
+
+    def push(self, local: Path, remote: str) -> None:
+        target = Path(remote)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.resolve() != local.resolve():
+            shutil.copyfile(local, target)
+
+    def pull(self, remote: str, local: Path) -> bool:
+        source = Path(remote)
+        if not source.is_file():
+            return False
+        local.parent.mkdir(parents=True, exist_ok=True)
+        if source.resolve() != local.resolve():
+            shutil.copyfile(source, local)
+        return True
+
+
+def _communicate_streaming(
+    proc: subprocess.Popen, stdin: str | None, timeout: float, on_output: OutputCallback
+) -> tuple[str, str]:
+    """Like communicate(), but hands stdout lines to ``on_output`` as they arrive."""
+    out_parts: list[str] = []
+    err_parts: list[str] = []
+
+    def pump_out() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out_parts.append(line)
+            on_output(line)
+
+    def pump_err() -> None:
+        assert proc.stderr is not None
+        err_parts.append(proc.stderr.read())
+
+    readers = [threading.Thread(target=f, daemon=True) for f in (pump_out, pump_err)]
+    for reader in readers:
+        reader.start()
+    if stdin is not None and proc.stdin is not None:
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+    proc.wait(timeout=timeout)  # TimeoutExpired propagates; the caller kills the group
+    for reader in readers:
+        reader.join(timeout=5)
+    return "".join(out_parts), "".join(err_parts)

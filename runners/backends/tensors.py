@@ -70,7 +70,12 @@ def summarize_outputs(names: List[str], outputs: List[Any], sample_size: int = 6
 
 def save_outputs(path: str, names: List[str], outputs: List[Any]) -> None:
     """Full outputs as an .npz (keys are output names) for the host's output check."""
+    import os
+
     import numpy as np
 
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
     arrays = {"output_%d" % i: np.asarray(v) for i, v in enumerate(outputs)}
     np.savez(path, __names__=np.array(names), **arrays)

@@ -1,0 +1,178 @@
+"""Devices reached over ADB or SSH: the runner and models deployed into a work dir."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import posixpath
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import runners
+from .device import Device, DeviceFacts, RunnerOutcome, outcome_of, taskset_mask
+from .transports.base import Transport, TransportError, quote_argv
+
+log = logging.getLogger(__name__)
+
+RUNNER_DIR = Path(runners.__file__).parent
+
+
+@dataclass
+class DeployReport:
+    sent: int = 0
+    unchanged: int = 0
+    bytes_sent: int = 0
+
+
+def local_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def runner_files() -> list[Path]:
+    """What the device needs to run the Python runner: runner.py and its backends."""
+    files = [RUNNER_DIR / "runner.py"]
+    files += sorted((RUNNER_DIR / "backends").glob("*.py"))
+    return files
+
+
+class RemoteDevice(Device):
+    """A phone or board: everything edgebench sends lives under ``work_dir``."""
+
+    def __init__(
+        self, name: str, transport: Transport, *, work_dir: str, python: str = "python3"
+    ) -> None:
+        super().__init__(name, transport, python, "")
+        self._work_dir_spec = work_dir.rstrip("/") or "/"
+        self._work_dir: str | None = None
+        self.deployed = DeployReport()
+        self._runner_ready = False
+        self._staging = Path(tempfile.mkdtemp(prefix=f"edgebench-{name}-"))
+
+    @property
+    def work_dir(self) -> str:
+        """The work dir as an absolute device path; "~/" is the login home there."""
+        if self._work_dir is None:
+            spec = self._work_dir_spec
+            if spec == "~" or spec.startswith("~/"):
+                home = self.transport.shell('printf %s "$HOME"', timeout=30).stdout.strip()
+                if not home:
+                    raise TransportError(f"device {self.name}: could not resolve ~ on the device")
+                spec = home + spec[1:]
+            self._work_dir = spec
+        return self._work_dir
+
+    @property
+    def runner_path(self) -> str:
+        return self.path("runner", "runner.py")
+
+    @runner_path.setter
+    def runner_path(self, _value: str) -> None:
+        """Derived from the work dir; the base class's assignment is ignored."""
+
+    def path(self, *parts: str) -> str:
+        return posixpath.join(self.work_dir, *parts)
+
+    # --- deployment -----------------------------------------------------------------------
+
+    def deploy(self, pairs: Sequence[tuple[Path, str]]) -> DeployReport:
+        """Push files whose device copy is missing or differs (sha256 checked on the device)."""
+        report = DeployReport()
+        remote_hashes = self.transport.sha256([remote for _, remote in pairs])
+        for local, remote in pairs:
+            if remote_hashes.get(remote) == local_sha256(local):
+                report.unchanged += 1
+                continue
+            self.transport.push(local, remote)
+            report.sent += 1
+            report.bytes_sent += local.stat().st_size
+        self.deployed.sent += report.sent
+        self.deployed.unchanged += report.unchanged
+        self.deployed.bytes_sent += report.bytes_sent
+        return report
+
+    def ensure_runner(self) -> None:
+        if self._runner_ready:
+            return
+        pairs = [
+            (f, self.path("runner", f.relative_to(RUNNER_DIR).as_posix())) for f in runner_files()
+        ]
+        self.deploy(pairs)
+        self._runner_ready = True
+
+    def stage_model(self, files: list[Path]) -> str:
+        """Models go under models/<hash of their files>/, so names never collide."""
+        digest = hashlib.sha256("".join(local_sha256(f) for f in files).encode()).hexdigest()
+        folder = self.path("models", digest[:20])
+        self.deploy([(f, posixpath.join(folder, f.name)) for f in files])
+        return posixpath.join(folder, files[0].name)
+
+    def clean(self) -> str:
+        self.transport.remove(self.work_dir)
+        self._runner_ready = False
+        return f"removed {self.work_dir}"
+
+    # --- running --------------------------------------------------------------------------
+
+    def run_runner(
+        self, spec: dict[str, Any], cores: list[int] | None, timeout: float
+    ) -> RunnerOutcome:
+        self.ensure_runner()
+        spec_name = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+        local_spec = self._staging / f"{spec_name}.json"
+        local_spec.write_text(json.dumps(spec))
+        remote_spec = self.path("specs", local_spec.name)
+        self.transport.push(local_spec, remote_spec)
+        local_spec.unlink()
+        argv = [self.python, self.runner_path, remote_spec]
+        if cores and self.use_taskset:
+            argv = ["taskset", taskset_mask(cores), *argv]
+        pid_file = self.path("run.pid")
+        # The shell records its PID and exec()s the runner, so a timed-out runner can be
+        # killed on the device: dropping the connection does not stop it there.
+        script = (
+            f"cd {quote_argv([self.work_dir])} && echo $$ > {quote_argv([pid_file])} "
+            f"&& exec {quote_argv(argv)}"
+        )
+        command = self.transport.shell(script, timeout=timeout)
+        if command.timed_out:
+            self.transport.shell(
+                f"kill -9 $(cat {quote_argv([pid_file])}) 2>/dev/null; true", timeout=30
+            )
+        self.transport.remove(remote_spec)
+        return outcome_of(command, timeout)
+
+    def output_path(self, cell_key: str) -> str:
+        return self.path("outputs", f"{cell_key}.npz")
+
+    def fetch_outputs(self, device_path: str) -> Path | None:
+        local = self._staging / posixpath.basename(device_path)
+        return local if self.transport.pull(device_path, local) else None
+
+    def discard_outputs(self, device_path: str) -> None:
+        (self._staging / posixpath.basename(device_path)).unlink(missing_ok=True)
+        self.transport.remove(device_path)
+
+    # --- facts ----------------------------------------------------------------------------
+
+    def _extra_facts(self, facts: DeviceFacts) -> None:
+        if self.transport.kind != "adb":
+            return
+        props = self.transport.shell(
+            "getprop ro.product.model; getprop ro.build.version.release; "
+            "getprop ro.soc.model; getprop ro.board.platform",
+            timeout=30,
+        ).stdout.splitlines()
+        props += [""] * (4 - len(props))
+        model, release, soc, platform_name = (p.strip() for p in props[:4])
+        facts.model = model or facts.model
+        facts.os = "Android" if release else facts.os
+        facts.os_version = f"Android {release}" if release else facts.os_version
+        facts.soc = soc or platform_name or facts.soc

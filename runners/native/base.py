@@ -1,0 +1,337 @@
+"""What every native-tool adapter shares: the cell and result types, the adapter interface,
+shell quoting and the line cleaning and number parsing the output parsers rely on.
+
+These adapters run on the host. They build the command line a device runs (over adb or ssh)
+and parse what the tool printed; nothing here runs on the device.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import ClassVar
+
+PRECISIONS = ("fp32", "fp16")
+
+#: A number as C/C++ tools print it: ``12``, ``12.5``, ``.5``, ``3.51239e+06``, ``1E-3``,
+#: and the ``nan`` / ``-nan`` / ``inf`` that iostreams print for empty statistics.
+NUMBER = r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|(?i:nan|inf(?:inity)?))"
+_NUMBER_RE = re.compile(NUMBER, re.ASCII)
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]", re.ASCII)
+# `logcat -v threadtime` (the default since Android 7), optionally with `-v year`:
+#   11-30 09:12:01.123  1234  1234 I tflite  : message
+_LOGCAT_THREADTIME_RE = re.compile(
+    r"^(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+\d+\s+\d+\s+[VDIWEFAS]\s+[^:]*?\s*:\s?",
+    re.ASCII,
+)
+# `logcat -v time`:  11-30 09:12:01.123 I/tflite  ( 1234): message
+_LOGCAT_TIME_RE = re.compile(
+    r"^(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+[VDIWEFAS]/[^:(]*(?:\(\s*\d+\))?\s*:\s?",
+    re.ASCII,
+)
+# `logcat -v brief` (`I/tflite  ( 1234): message`) and TNN's own `I/tnn: message` prefix.
+_LOGCAT_BRIEF_RE = re.compile(r"^[VDIWEFAS]/[\w.$ -]*(?:\(\s*\d+\))?\s*:\s?", re.ASCII)
+# TFLITE_LOG severities.
+_SEVERITY_RE = re.compile(r"^(?:INFO|WARN|WARNING|ERROR|VERBOSE|DEBUG|FATAL):\s?", re.ASCII)
+
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z", re.ASCII)
+
+
+class NativeParseError(ValueError):
+    """The tool's output lacks the line a result needs (or is not the tool's output at all).
+
+    The message names the tool and the missing line.
+    """
+
+    def __init__(self, tool: str, missing: str, detail: str = "") -> None:
+        message = f"{tool}: no {missing} in the output"
+        if detail:
+            message += f" ({detail})"
+        super().__init__(message)
+        self.tool = tool
+        self.missing = missing
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class NativeCell:
+    """One benchmark cell as a native tool runs it on the device.
+
+    ``model_path`` is the primary model file on the device (``.tflite``, ``.param``, ``.mnn``,
+    ``.tnnproto``, ``.xml``); ``model_dir`` is the device folder holding all artifact files and
+    the working directory of the run. ``input_shapes`` are ONNX-style (NCHW) shapes by input
+    name, in the model's input order; each adapter converts them to its tool's convention.
+    """
+
+    model_path: str
+    model_dir: str
+    threads: int
+    warmup: int
+    iterations: int
+    cores: list[int] | None = None
+    precision: str = "fp32"
+    input_shapes: dict[str, list[int]] = field(default_factory=dict)
+    output_file: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("threads", "warmup", "iterations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"NativeCell.{name} must be an int, got {value!r}")
+        if self.threads < 1:
+            raise ValueError(f"NativeCell.threads must be >= 1, got {self.threads}")
+        if self.warmup < 0:
+            raise ValueError(f"NativeCell.warmup must be >= 0, got {self.warmup}")
+        if self.iterations < 1:
+            raise ValueError(f"NativeCell.iterations must be >= 1, got {self.iterations}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"NativeCell.precision must be one of {PRECISIONS}, got {self.precision!r}"
+            )
+        if not self.model_path or not self.model_dir:
+            raise ValueError("NativeCell.model_path and model_dir must not be empty")
+        if self.cores is not None:
+            taskset_mask(self.cores)  # validates
+
+
+@dataclass
+class NativeResult:
+    """What a native tool printed about one run, converted to milliseconds.
+
+    A field is ``None`` when the tool did not print it; nothing is derived that the tool did not
+    state (no percentiles from min/max/avg, no samples from aggregates). ``stats_available``
+    names the fields that are set, in the order ``count, min, max, avg, median, p5, p95, std,
+    samples, first, init, throughput, memory``. ``raw_lines`` are the cleaned lines the numbers
+    were read from.
+    """
+
+    tool: str
+    tool_version: str | None = None
+    samples_ms: list[float] | None = None
+    count: int | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    avg_ms: float | None = None
+    median_ms: float | None = None
+    p5_ms: float | None = None
+    p95_ms: float | None = None
+    std_ms: float | None = None
+    first_ms: float | None = None
+    init_ms: float | None = None
+    throughput_ips: float | None = None
+    memory_mb: float | None = None
+    stats_available: tuple[str, ...] = ()
+    raw_lines: list[str] = field(default_factory=list)
+
+    _STAT_FIELDS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("count", "count"),
+        ("min", "min_ms"),
+        ("max", "max_ms"),
+        ("avg", "avg_ms"),
+        ("median", "median_ms"),
+        ("p5", "p5_ms"),
+        ("p95", "p95_ms"),
+        ("std", "std_ms"),
+        ("samples", "samples_ms"),
+        ("first", "first_ms"),
+        ("init", "init_ms"),
+        ("throughput", "throughput_ips"),
+        ("memory", "memory_mb"),
+    )
+
+    def finish(self) -> NativeResult:
+        """Set ``stats_available`` from the fields that hold a value; returns ``self``."""
+        self.stats_available = tuple(
+            name for name, attr in self._STAT_FIELDS if getattr(self, attr) is not None
+        )
+        return self
+
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, (list, tuple)):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+
+def taskset_mask(cores: Sequence[int]) -> str:
+    """The hexadecimal affinity mask ``taskset`` takes for ``cores``: [4, 5, 6, 7] -> "f0"."""
+    if isinstance(cores, (str, bytes)) or not cores:
+        raise ValueError(f"taskset needs at least one core, got {cores!r}")
+    mask = 0
+    for core in cores:
+        if isinstance(core, bool) or not isinstance(core, int) or core < 0 or core > 4095:
+            raise ValueError(f"invalid core index {core!r}")
+        mask |= 1 << core
+    return format(mask, "x")
+
+
+def parse_number(text: str) -> float:
+    """Parse one number as C/C++ tools print it (plain or scientific notation).
+
+    Raises ``ValueError`` for anything else. ``nan`` and ``inf`` parse to the float values;
+    use :func:`finite_or_none` to drop them.
+    """
+    stripped = text.strip()
+    if not _NUMBER_RE.fullmatch(stripped):
+        raise ValueError(f"not a number: {text!r}")
+    return float(stripped)
+
+
+def finite_or_none(text: str | None, scale: float = 1.0, divide_by: float = 1.0) -> float | None:
+    """``parse_number(text) * scale / divide_by``, or ``None`` when absent, malformed, NaN or
+    infinite. (Divide to convert µs to ms: 88213 / 1000 is 88.213, 88213 * 1e-3 is not.)"""
+    if text is None:
+        return None
+    try:
+        value = parse_number(text) * scale / divide_by
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def int_or_none(text: str | None) -> int | None:
+    """A non-negative decimal integer of at most 18 digits, else ``None`` (never raises)."""
+    if text is None:
+        return None
+    stripped = text.strip()
+    if not stripped.isascii() or not stripped.isdigit() or len(stripped) > 18:
+        return None
+    return int(stripped)
+
+
+def clean_line(line: str) -> str:
+    """One output line without ANSI escapes, carriage returns, a logcat prefix
+    (threadtime, time, brief or ``I/tag:``) and a ``INFO:``-style severity prefix."""
+    text = _ANSI_RE.sub("", line).replace("\r", "").strip()
+    for pattern in (_LOGCAT_THREADTIME_RE, _LOGCAT_TIME_RE, _LOGCAT_BRIEF_RE):
+        stripped = pattern.sub("", text, count=1)
+        if stripped != text:
+            text = stripped.lstrip()
+            break
+    return _SEVERITY_RE.sub("", text, count=1).strip()
+
+
+def clean_lines(text: str) -> list[str]:
+    """:func:`clean_line` applied to every line of ``text``."""
+    return [clean_line(line) for line in text.splitlines()]
+
+
+def streams(stdout: str, stderr: str = "", logcat: str = "") -> list[list[str]]:
+    """The cleaned lines of each non-empty stream, in the order stdout, stderr, logcat.
+
+    Parsers look for a result in one stream at a time, so lines from different streams are never
+    mixed up (the order of lines across streams is lost when they are captured separately).
+    """
+    return [clean_lines(text) for text in (stdout, stderr, logcat) if text]
+
+
+def basename(path: str) -> str:
+    """The last component of a device path (POSIX separators; a trailing slash is ignored)."""
+    return posixpath.basename(path.rstrip("/")) or path
+
+
+def label_matches(label: str, model_path: str) -> bool:
+    """Whether a tool's result label names ``model_path`` (same path or same file name)."""
+    label = label.strip()
+    return label == model_path or basename(label) == basename(model_path)
+
+
+class NativeAdapter:
+    """Builds one native tool's command line for a cell and parses its output.
+
+    ``framework`` is the edgebench framework name, ``binary`` the tool's default file name and
+    ``tool`` the name used in results and error messages. ``env`` adds environment assignments
+    (e.g. ``LD_LIBRARY_PATH``) in front of the command in :meth:`shell_command`.
+    """
+
+    framework: ClassVar[str] = ""
+    binary: ClassVar[str] = ""
+    tool: ClassVar[str] = ""
+    #: logcat tag the tool logs its result under on Android (None: it prints to stdout/stderr).
+    logcat_tag: ClassVar[str | None] = None
+    #: False when the tool has no switch for the cell's precision (see the adapter's docs).
+    controls_precision: ClassVar[bool] = True
+
+    def __init__(self, *, env: Mapping[str, str] | None = None) -> None:
+        self.env: dict[str, str] = dict(env or {})
+        for name in self.env:
+            if not _ENV_NAME_RE.match(name):
+                raise ValueError(f"invalid environment variable name {name!r}")
+
+    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+        """The tool's argv for ``cell`` (without taskset, unquoted)."""
+        raise NotImplementedError
+
+    def shell_command(self, binary_path: str, cell: NativeCell) -> str:
+        """The full shell line a device runs: ``cd <model_dir> && [VAR=value ...] [taskset
+        <mask>] <argv...>``, every word quoted with :func:`shlex.quote`."""
+        words = ["cd", shlex.quote(cell.model_dir), "&&"]
+        words += [f"{name}={shlex.quote(value)}" for name, value in self.env.items()]
+        if cell.cores is not None:
+            words += ["taskset", shlex.quote(taskset_mask(cell.cores))]
+        words += [shlex.quote(arg) for arg in self.command(binary_path, cell)]
+        return " ".join(words)
+
+    def needs_logcat(self) -> bool:
+        """Whether the result line must be read from logcat after the run."""
+        return False
+
+    def logcat_command(self) -> str | None:
+        """Shell command that dumps the tool's logcat lines (run after the tool), or None."""
+        if not self.needs_logcat() or self.logcat_tag is None:
+            return None
+        return f"logcat -d -v threadtime -s {shlex.quote(self.logcat_tag)}"
+
+    def clear_logcat_command(self) -> str | None:
+        """Shell command that empties logcat (run before the tool), or None."""
+        return "logcat -c" if self.needs_logcat() else None
+
+    def parse(
+        self, stdout: str, stderr: str = "", logcat: str = "", *, model_path: str | None = None
+    ) -> NativeResult:
+        """Parse the tool's output. ``model_path`` picks the result line of that model when the
+        tool can report several. Raises :class:`NativeParseError` naming the tool and the missing
+        line when the essential timing line is absent."""
+        raise NotImplementedError
+
+    def _select(
+        self,
+        candidates: Iterable[tuple[str, object]],
+        model_path: str | None,
+        missing: str,
+    ) -> object:
+        """Pick the result whose label names ``model_path`` (the last such one); without a
+        ``model_path`` there must be exactly one label."""
+        items = list(candidates)
+        if model_path is not None:
+            matching = [item for label, item in items if label_matches(label, model_path)]
+            if not matching:
+                raise NativeParseError(self.tool, missing, f"none for model {model_path!r}")
+            return matching[-1]
+        labels = {label.strip() for label, _ in items}
+        if len(labels) > 1:
+            raise NativeParseError(
+                self.tool,
+                missing,
+                f"results for {len(labels)} models ({', '.join(sorted(labels))}); "
+                "pass model_path to choose one",
+            )
+        return items[-1][1]
+
+
+def shape_arg(dims: Sequence[int], *, what: str) -> list[int]:
+    """Validate a static shape: positive ints only (native tools take no dynamic dims)."""
+    out = []
+    for dim in dims:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"{what}: shape {list(dims)} has a non-positive or dynamic dim")
+        out.append(dim)
+    return out

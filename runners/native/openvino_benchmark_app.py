@@ -1,0 +1,204 @@
+"""OpenVINO ``benchmark_app`` (C++ sample or the Python tool of the ``openvino`` wheel).
+
+Command::
+
+    benchmark_app -m model.xml -d CPU -hint none -nthreads N -nstreams 1 -api sync -niter I
+                  -infer_precision f32|f16 [-shape name[dims],...] [-iop name:f32,...]
+                  [-report_type no_counters -report_folder DIR -json_stats]
+
+benchmark_app refuses ``-nthreads``/``-nstreams`` unless ``-hint none``. ``-infer_precision``
+is always given (``set_infer_precision=False`` drops it for builds before 2022.3): on ARM CPUs
+OpenVINO's default inference precision is f16, so an fp32 cell must ask for f32. ``-shape``
+repeats the cell's (ONNX-style) input shapes; ``-iop name:f32`` keeps 4-D inputs in f32, which
+benchmark_app would otherwise treat as u8 images (adding a u8->f32 conversion to the graph).
+
+There is no warm-up option: benchmark_app runs one untimed first inference (reported as
+``first_ms``) and then ``-niter`` timed ones, so ``cell.warmup`` is not used.
+
+Output (stdout, ``[ INFO ]`` prefix)::
+
+    [ INFO ] Build ................................. 2026.4.1-22982-e213a147257-releases/2026/4
+    [ INFO ] Compile model took 13.14 ms
+    [ INFO ] First inference took 0.91 ms
+    [ INFO ] Count:            50 iterations
+    [ INFO ] Duration:         315.6 ms
+    [ INFO ] Latency:
+    [ INFO ]    Median:        6.05 ms
+    [ INFO ]    Average:       6.31 ms
+    [ INFO ]    Min:           5.80 ms
+    [ INFO ]    Max:           9.02 ms
+    [ INFO ] Throughput:   158.43 FPS
+
+Recent builds print latencies in ``us`` when the average is under 1 ms (converted here);
+``-latency_percentile P`` replaces ``Median`` by ``P percentile`` (5 and 95 are kept as p5/p95,
+others ignored); builds before 2022 print a single ``Latency: X ms`` line, the median. The
+statistics after "Latency for each data shape group" (``-pcseq``) are ignored. The version is
+the first ``Build ....`` line (the runtime's). ``init_ms`` is the "Compile model took" (older:
+"Load network took") time. The ``-json_stats`` report (``DIR/benchmark_report.json``; DIR must
+exist) rounds latencies to 0.01 ms, so the text output is what is parsed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from .base import (
+    NUMBER,
+    NativeAdapter,
+    NativeCell,
+    NativeParseError,
+    NativeResult,
+    finite_or_none,
+    int_or_none,
+    shape_arg,
+    streams,
+)
+
+_UNIT = r"(?P<unit>ms|us|\u00b5s|\u03bcs|s)\b"
+_PREFIX_RE = re.compile(r"^\[\s*(?:INFO|WARNING|ERROR|DEBUG)\s*\]\s?", re.ASCII)
+_COUNT_RE = re.compile(r"^Count:\s*(\d+)\s*iterations", re.ASCII)
+_STAT_RE = re.compile(
+    rf"^(?P<key>Median|Average|Min|Max|\d+ percentile|Latency):\s*(?P<value>{NUMBER})\s*{_UNIT}",
+    re.ASCII,
+)
+_THROUGHPUT_RE = re.compile(rf"^Throughput:\s*(?P<value>{NUMBER})\s*FPS", re.ASCII)
+_BUILD_RE = re.compile(r"^Build\s*\.+\s*(\S+)", re.ASCII)
+_FIRST_RE = re.compile(rf"^First inference took\s*(?P<value>{NUMBER})\s*{_UNIT}", re.ASCII)
+_INIT_RE = re.compile(
+    rf"^(?:Compile model|Load network) took\s*(?P<value>{NUMBER})\s*{_UNIT}", re.ASCII
+)
+_GROUPS_RE = re.compile(r"^Latency for each data shape group", re.ASCII)
+
+# unit -> (scale, divisor) to milliseconds
+_TO_MS = {
+    "ms": (1.0, 1.0),
+    "us": (1.0, 1e3),
+    "\u00b5s": (1.0, 1e3),
+    "\u03bcs": (1.0, 1e3),
+    "s": (1e3, 1.0),
+}
+
+
+def _ms(match: re.Match[str]) -> float | None:
+    scale, divisor = _TO_MS[match.group("unit")]
+    return finite_or_none(match.group("value"), scale, divisor)
+
+
+class OpenvinoBenchmarkAppAdapter(NativeAdapter):
+    framework = "openvino"
+    binary = "benchmark_app"
+    tool = "benchmark_app"
+
+    PRECISION_FLAGS: ClassVar[dict[str, str]] = {"fp32": "f32", "fp16": "f16"}
+
+    def __init__(
+        self,
+        *,
+        device: str = "CPU",
+        set_infer_precision: bool = True,
+        report_folder: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(env=env)
+        self.device = device
+        self.set_infer_precision = set_infer_precision
+        self.report_folder = report_folder
+
+    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+        argv = [
+            binary_path,
+            "-m",
+            cell.model_path,
+            "-d",
+            self.device,
+            "-hint",
+            "none",
+            "-nthreads",
+            str(cell.threads),
+            "-nstreams",
+            "1",
+            "-api",
+            "sync",
+            "-niter",
+            str(cell.iterations),
+        ]
+        if self.set_infer_precision:
+            argv += ["-infer_precision", self.PRECISION_FLAGS[cell.precision]]
+        if cell.input_shapes:
+            shapes = []
+            for name, dims in cell.input_shapes.items():
+                dims = shape_arg(dims, what=f"OpenVINO input {name!r}")
+                shapes.append(f"{name}[{','.join(str(d) for d in dims)}]")
+            argv += ["-shape", ",".join(shapes)]
+            images = [name for name, dims in cell.input_shapes.items() if len(dims) == 4]
+            if images:
+                argv += ["-iop", ",".join(f"{name}:f32" for name in images)]
+        if self.report_folder is not None:
+            argv += ["-report_type", "no_counters", "-report_folder", self.report_folder]
+            argv.append("-json_stats")
+        return argv
+
+    def parse(
+        self, stdout: str, stderr: str = "", logcat: str = "", *, model_path: str | None = None
+    ) -> NativeResult:
+        missing = "'Latency' statistics ('Median:'/'Average:' ... ms) after 'Count:'"
+        for raw in streams(stdout, stderr, logcat):
+            lines = [_PREFIX_RE.sub("", line, count=1).strip() for line in raw]
+            result = self._parse_stream(lines)
+            if result is not None:
+                return result
+        raise NativeParseError(self.tool, missing)
+
+    def _parse_stream(self, lines: list[str]) -> NativeResult | None:
+        counts = [i for i, s in enumerate(lines) if _COUNT_RE.match(s)]
+        start = counts[-1] if counts else 0
+        result = NativeResult(tool=self.tool)
+        found_latency = False
+        seen: set[str] = set()
+        for line in lines[start:]:
+            if _GROUPS_RE.match(line):
+                break
+            match = _STAT_RE.match(line)
+            if match and match.group("key") not in seen:
+                key = match.group("key")
+                seen.add(key)
+                value = _ms(match)
+                if key in ("Median", "Latency"):
+                    if result.median_ms is None:
+                        result.median_ms = value
+                elif key == "Average":
+                    result.avg_ms = value
+                elif key == "Min":
+                    result.min_ms = value
+                elif key == "Max":
+                    result.max_ms = value
+                elif key == "5 percentile":
+                    result.p5_ms = value
+                elif key == "95 percentile":
+                    result.p95_ms = value
+                else:
+                    continue
+                found_latency = found_latency or value is not None
+                result.raw_lines.append(line)
+                continue
+            match = _THROUGHPUT_RE.match(line)
+            if match and result.throughput_ips is None:
+                result.throughput_ips = finite_or_none(match.group("value"))
+                result.raw_lines.append(line)
+        if not found_latency:
+            return None
+        if counts:
+            result.count = int_or_none(_COUNT_RE.match(lines[start]).group(1))  # type: ignore[union-attr]
+            result.raw_lines.insert(0, lines[start])
+        for line in lines:
+            if result.tool_version is None and (match := _BUILD_RE.match(line)):
+                result.tool_version = match.group(1)
+                result.raw_lines.append(line)
+            elif result.first_ms is None and (match := _FIRST_RE.match(line)):
+                result.first_ms = _ms(match)
+                result.raw_lines.append(line)
+            elif result.init_ms is None and (match := _INIT_RE.match(line)):
+                result.init_ms = _ms(match)
+                result.raw_lines.append(line)
+        return result.finish()

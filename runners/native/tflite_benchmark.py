@@ -1,0 +1,183 @@
+"""LiteRT / TensorFlow Lite ``benchmark_model``.
+
+Command::
+
+    benchmark_model --graph=M --num_threads=N --warmup_runs=W --num_runs=R
+                    --min_secs=0 --warmup_min_secs=0 [--use_xnnpack=true]
+                    [--allow_fp16=true [--xnnpack_force_fp16=true]]
+
+``--num_runs``/``--warmup_runs`` are minimums: by default the tool keeps running until
+``min_secs`` (1 s) / ``warmup_min_secs`` (0.5 s) have passed, so the adapter sets both to 0 to
+get exactly the cell's counts (``exact_runs=False`` leaves the tool's defaults). Runs still stop
+at ``max_secs`` (150 s); the parsed ``count`` is what the tool reports.
+
+Output (to stderr, or logcat on Android; lines may carry ``INFO: `` or a logcat prefix)::
+
+    Running benchmark for at least 1 iterations and at least 0.5 seconds but terminate if ...
+    count=2 first=339304 curr=266325 min=266325 max=339304 avg=302814 std=36489
+    Running benchmark for at least 50 iterations and at least 1 seconds but terminate if ...
+    count=50 first=79449 curr=81350 min=77385 max=88213 avg=79732 std=1929 [p5= median= p95=]
+    Inference timings in us: Init: 17187, First inference: 3512391, Warmup (avg): 3.51239e+06, ...
+    Memory footprint delta from the start of the tool (MB): init=39.4531 overall=40.8281
+
+Statistics are in microseconds (``avg`` and ``std`` in C++ default float formatting, so possibly
+scientific notation). There are two ``count=`` lines, warm-up first: the result is the first
+``count=`` line after the *last* ``Running benchmark for`` line (the timed runs), or the last
+``count=`` line when the tool printed no such line. Op profiling (``--enable_op_profiling``)
+adds more ``count=`` lines (``Timings (microseconds): count=...``) after the timed one; they are
+ignored. When every run took the same time the tool prints ``count=N curr=T(all same)``, which
+gives min = max = avg = T and std = 0.
+
+``first_ms`` is the first warm-up inference ("First inference"), ``init_ms`` the interpreter
+initialisation ("Init"). ``memory_mb`` is the ``overall`` value of the "Memory footprint delta"
+line: the growth of the process's peak resident set size (getrusage max RSS) from the tool's
+start to the end of the timed runs, in MB. It includes the tool's own allocations and is only
+approximate (the tool says so itself).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import (
+    NUMBER,
+    NativeAdapter,
+    NativeCell,
+    NativeParseError,
+    NativeResult,
+    finite_or_none,
+    int_or_none,
+    streams,
+)
+
+_MARKER_RE = re.compile(r"Running benchmark for (?:at least )?\d+ iterations", re.ASCII)
+_COUNT_RE = re.compile(r"(?:^|[\s:])count=(\d+)\b", re.ASCII)
+_PAIR_RE = re.compile(rf"\b([A-Za-z0-9_]+)=({NUMBER})", re.ASCII)
+_TIMINGS_RE = re.compile(r"Inference timings in us:", re.ASCII)
+_TIMING_FIELD_RE = re.compile(rf"([A-Za-z][A-Za-z ()]*?)\s*:\s*({NUMBER})", re.ASCII)
+_MEMORY_RE = re.compile(
+    rf"Memory footprint delta from the start of the tool \(MB\):.*?\boverall=({NUMBER})", re.ASCII
+)
+_INIT_SESSION_RE = re.compile(rf"Initialized session in ({NUMBER})\s*ms", re.ASCII)
+
+_US = 1000.0  # microseconds per millisecond
+
+
+class TfliteBenchmarkAdapter(NativeAdapter):
+    framework = "tflite"
+    binary = "benchmark_model"
+    tool = "benchmark_model"
+
+    def __init__(
+        self,
+        *,
+        use_xnnpack: bool | None = True,
+        exact_runs: bool = True,
+        xnnpack_force_fp16: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(env=env)
+        self.use_xnnpack = use_xnnpack
+        self.exact_runs = exact_runs
+        self.xnnpack_force_fp16 = xnnpack_force_fp16
+
+    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+        argv = [
+            binary_path,
+            f"--graph={cell.model_path}",
+            f"--num_threads={cell.threads}",
+            f"--warmup_runs={cell.warmup}",
+            f"--num_runs={cell.iterations}",
+        ]
+        if self.exact_runs:
+            argv += ["--min_secs=0", "--warmup_min_secs=0"]
+        if self.use_xnnpack is not None:
+            argv.append(f"--use_xnnpack={'true' if self.use_xnnpack else 'false'}")
+        if cell.precision == "fp16":
+            argv.append("--allow_fp16=true")
+            if self.use_xnnpack and self.xnnpack_force_fp16:
+                argv.append("--xnnpack_force_fp16=true")
+        return argv
+
+    def parse(
+        self, stdout: str, stderr: str = "", logcat: str = "", *, model_path: str | None = None
+    ) -> NativeResult:
+        for lines in streams(stdout, stderr, logcat):
+            result = self._parse_stream(lines)
+            if result is not None:
+                return result
+        raise NativeParseError(
+            self.tool,
+            "'count=... min=... max=... avg=...' line after 'Running benchmark for ...'",
+        )
+
+    def _parse_stream(self, lines: list[str]) -> NativeResult | None:
+        count_idx = _timed_count_line(lines)
+        timings_idx = next((i for i, s in enumerate(lines) if _TIMINGS_RE.search(s)), None)
+        if count_idx is None and timings_idx is None:
+            return None
+        result = NativeResult(tool=self.tool)
+        if count_idx is not None:
+            line = lines[count_idx]
+            result.raw_lines.append(line)
+            start = _COUNT_RE.search(line)
+            if start is None:  # pragma: no cover - _timed_count_line only returns matches
+                return None
+            result.count = int_or_none(start.group(1))
+            values = {key: text for key, text in _PAIR_RE.findall(line[start.start() :])}
+            if result.count == 0:
+                raise NativeParseError(self.tool, "timed runs", "the tool reported count=0")
+            _fill_stats(result, values, all_same="(all same)" in line or "first" not in values)
+        if timings_idx is not None:
+            line = lines[timings_idx]
+            result.raw_lines.append(line)
+            timing = {
+                key.strip(): text
+                for key, text in _TIMING_FIELD_RE.findall(line.split("Inference timings in us:")[1])
+            }
+            result.init_ms = finite_or_none(timing.get("Init"), divide_by=_US)
+            # "First inference" is the first warm-up run; with no warm-up the tool prints 0
+            # and a NaN warm-up average.
+            if finite_or_none(timing.get("Warmup (avg)")) is not None:
+                result.first_ms = finite_or_none(timing.get("First inference"), divide_by=_US)
+            if result.avg_ms is None:
+                result.avg_ms = finite_or_none(timing.get("Inference (avg)"), divide_by=_US)
+        if result.init_ms is None:
+            for line in lines:
+                match = _INIT_SESSION_RE.search(line)
+                if match:
+                    result.init_ms = finite_or_none(match.group(1))
+                    result.raw_lines.append(line)
+                    break
+        for line in lines:
+            match = _MEMORY_RE.search(line)
+            if match:
+                result.memory_mb = finite_or_none(match.group(1))
+                result.raw_lines.append(line)
+        if result.avg_ms is None and result.min_ms is None:
+            return None
+        return result.finish()
+
+
+def _timed_count_line(lines: list[str]) -> int | None:
+    """Index of the timed-run ``count=`` line (see the module docs)."""
+    markers = [i for i, s in enumerate(lines) if _MARKER_RE.search(s)]
+    start = markers[-1] + 1 if markers else 0
+    counts = [i for i in range(start, len(lines)) if _COUNT_RE.search(lines[i])]
+    if not counts:
+        return None
+    return counts[0] if markers else counts[-1]
+
+
+def _fill_stats(result: NativeResult, values: dict[str, str], *, all_same: bool) -> None:
+    def us(key: str) -> float | None:
+        return finite_or_none(values.get(key), divide_by=_US)
+
+    result.min_ms, result.max_ms, result.avg_ms = us("min"), us("max"), us("avg")
+    result.std_ms = us("std")
+    result.p5_ms, result.median_ms, result.p95_ms = us("p5"), us("median"), us("p95")
+    curr = us("curr")
+    if all_same and curr is not None and result.min_ms is None and result.avg_ms is None:
+        # `count=N curr=T(all same)` (or `count=1 curr=T`): every run took T.
+        result.min_ms = result.max_ms = result.avg_ms = curr
+        result.std_ms = 0.0

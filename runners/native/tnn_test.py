@@ -1,0 +1,234 @@
+"""TNN ``TNNTest``.
+
+Command::
+
+    TNNTest -mt TNN -mp model.tnnproto -dt ARM -th N -wc W -ic I [-pr HIGH|LOW]
+            [-is name[n,c,h,w]] [-op out.txt]
+
+``-dt`` is the adapter's ``device_type`` (ARM for Android/ARM Linux, X86 for x86_64, NAIVE for
+the reference kernels). Precision fp32 -> ``-pr HIGH``, fp16 -> ``-pr LOW`` (``NORMAL`` and the
+default ``AUTO`` may pick fp16 on ARM). ``-is`` takes exactly one ``name[dims]`` in test/test.cc
+(TNNTest parses a single entry), so it is passed only for single-input models; multi-input
+models run with the input shapes stored in the ``.tnnproto``. ``input_shape_syntax="colon"``
+writes the ``in_0:1,3,512,512;in_1:...;`` form that doc/en/user/test_en.md describes, for builds
+that parse it (all inputs). ``-op`` (the cell's ``output_file``) makes TNNTest
+write the outputs of the last timed run; read it with :func:`parse_tnn_output_file`.
+
+Result line (TNN test/timer.cc)::
+
+    I/tnn: Print [File test/timer.cc][Line 59] tinyresnet.opt.tnnproto - X86   TNN Benchmark \
+time cost: min =  3.718   ms  |  max =  5.653   ms  |  avg =  4.725   ms
+
+On Linux it goes to stdout (``I/tnn: `` prefix; older builds printed it twice, through
+``E/tnn:`` on stderr and a plain printf). On Android it is logged to logcat under the tag
+``tnn`` (newer builds also print it to stdout), so construct the adapter with ``android=True``:
+run :meth:`clear_logcat_command` before and :meth:`logcat_command` after the tool and pass the
+dump as ``logcat``. The label is the model file name, followed by `` - <device type>`` in newer
+builds. Times are milliseconds; only min, max and avg are printed; the iteration count is not.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import ClassVar
+
+import numpy as np
+
+from .base import (
+    NUMBER,
+    NativeAdapter,
+    NativeCell,
+    NativeParseError,
+    NativeResult,
+    finite_or_none,
+    int_or_none,
+    parse_number,
+    shape_arg,
+    streams,
+)
+
+_RESULT_RE = re.compile(
+    rf"^(?P<head>.*?)TNN Benchmark time cost:\s*min\s*=\s*(?P<min>{NUMBER})\s*ms\s*\|\s*"
+    rf"max\s*=\s*(?P<max>{NUMBER})\s*ms\s*\|\s*avg\s*=\s*(?P<avg>{NUMBER})\s*ms",
+    re.ASCII,
+)
+_LOCATION_RE = re.compile(r"^.*?\[File [^\]]*\]\[Line \d+\]\s*", re.ASCII)
+_DEVICE_SUFFIX_RE = re.compile(r"\s+-\s+[A-Z][A-Z0-9_]*\s*$", re.ASCII)
+# `<name> mat_type: 32 dims: 2 1 10` (current) or `<name> 2 1 10` (older builds).
+_HEADER_TYPED_RE = re.compile(
+    r"^(?P<name>.*?)\s+mat_type:\s*(?P<type>-?\d+)\s+dims:\s*(?P<dims>.*)$", re.ASCII
+)
+
+#: TNN MatType codes that are written as integers (NC_INT32 = 0x21).
+_INT_MAT_TYPES = {0x21}
+
+
+def _label(head: str) -> str:
+    """The model label in front of "TNN Benchmark time cost": after the log location
+    (``Print [File ...][Line N]``), without the `` - <device>`` suffix."""
+    head = _LOCATION_RE.sub("", head, count=1)
+    return _DEVICE_SUFFIX_RE.sub("", head).strip()
+
+
+class TnnTestAdapter(NativeAdapter):
+    framework = "tnn"
+    binary = "TNNTest"
+    tool = "TNNTest"
+    logcat_tag = "tnn"
+
+    PRECISION_FLAGS: ClassVar[dict[str, str]] = {"fp32": "HIGH", "fp16": "LOW"}
+
+    def __init__(
+        self,
+        *,
+        device_type: str = "ARM",
+        android: bool = False,
+        input_shape_syntax: str = "bracket",
+        env: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(env=env)
+        if input_shape_syntax not in ("bracket", "colon"):
+            raise ValueError(
+                f"input_shape_syntax must be 'bracket' or 'colon', got {input_shape_syntax!r}"
+            )
+        self.device_type = device_type
+        self.android = android
+        self.input_shape_syntax = input_shape_syntax
+
+    def needs_logcat(self) -> bool:
+        return self.android
+
+    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+        argv = [
+            binary_path,
+            "-mt",
+            "TNN",
+            "-mp",
+            cell.model_path,
+            "-dt",
+            self.device_type,
+            "-th",
+            str(cell.threads),
+            "-wc",
+            str(cell.warmup),
+            "-ic",
+            str(cell.iterations),
+            "-pr",
+            self.PRECISION_FLAGS[cell.precision],
+        ]
+        shapes = {
+            name: ",".join(str(d) for d in shape_arg(dims, what=f"TNN input {name!r}"))
+            for name, dims in cell.input_shapes.items()
+        }
+        if self.input_shape_syntax == "colon" and shapes:
+            argv += ["-is", "".join(f"{name}:{dims};" for name, dims in shapes.items())]
+        elif len(shapes) == 1:
+            ((name, dims),) = shapes.items()
+            argv += ["-is", f"{name}[{dims}]"]
+        if cell.output_file:
+            argv += ["-op", cell.output_file]
+        return argv
+
+    def parse(
+        self, stdout: str, stderr: str = "", logcat: str = "", *, model_path: str | None = None
+    ) -> NativeResult:
+        missing = "'TNN Benchmark time cost: min = ... ms | max = ... ms | avg = ... ms' line"
+        for lines in streams(stdout, stderr, logcat):
+            candidates = []
+            for line in lines:
+                match = _RESULT_RE.match(line)
+                if match:
+                    candidates.append((_label(match.group("head")), (match, line)))
+            if not candidates:
+                continue
+            if model_path is None:
+                # Both the logcat/printf copies of one result carry the same label; keep the last.
+                candidates = candidates[-1:]
+            match, line = self._select(candidates, model_path, missing)  # type: ignore[misc]
+            result = NativeResult(
+                tool=self.tool,
+                min_ms=finite_or_none(match.group("min")),
+                max_ms=finite_or_none(match.group("max")),
+                avg_ms=finite_or_none(match.group("avg")),
+                raw_lines=[line],
+            )
+            if result.avg_ms is None and result.min_ms is None:
+                raise NativeParseError(self.tool, missing, "no finite timings")
+            return result.finish()
+        raise NativeParseError(self.tool, missing)
+
+
+def parse_tnn_output_file(text: str) -> dict[str, np.ndarray]:
+    """Read the file ``TNNTest -op`` writes: the number of outputs, one header per output
+    (``name mat_type: T dims: K d1 .. dK``, or ``name K d1 .. dK`` in older builds), then the
+    values of every output in header order, one per line (``%.6f``; integers for NC_INT32).
+
+    Returns ``{name: array}`` in file order (TNN writes outputs sorted by name), float32 arrays
+    (int32 for NC_INT32) shaped by the header dims. Raises :class:`NativeParseError`.
+    """
+    tool = "TNNTest"
+    lines = [line.strip() for line in text.splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        raise NativeParseError(tool, "output count line", "the -op file is empty")
+    n_outputs = int_or_none(lines[0])
+    if n_outputs is None or n_outputs < 1 or n_outputs > len(lines) - 1:
+        raise NativeParseError(tool, "output count line", f"first line {lines[0][:40]!r}")
+    headers = []
+    for line in lines[1 : 1 + n_outputs]:
+        header = _parse_header(line)
+        if header is None:
+            raise NativeParseError(tool, "output header line", f"got {line[:80]!r}")
+        if any(header[0] == seen[0] for seen in headers):
+            raise NativeParseError(tool, "output header line", f"duplicate output {header[0]!r}")
+        headers.append(header)
+    values = lines[1 + n_outputs :]
+    total = sum(math.prod(dims) for _, dims, _ in headers)
+    if total != len(values):
+        raise NativeParseError(
+            tool, "output values", f"headers describe {total} values, the file has {len(values)}"
+        )
+    outputs: dict[str, np.ndarray] = {}
+    offset = 0
+    for name, dims, mat_type in headers:
+        size = math.prod(dims)
+        try:
+            parsed = [parse_number(item) for item in values[offset : offset + size]]
+        except ValueError as exc:
+            raise NativeParseError(tool, "output values", str(exc)) from None
+        offset += size
+        if mat_type in _INT_MAT_TYPES:
+            if not all(v.is_integer() and abs(v) < 2**31 for v in parsed):
+                raise NativeParseError(tool, "output values", f"non-int32 value in {name!r}")
+            array = np.asarray(parsed, dtype=np.float64).astype(np.int32)
+        else:
+            with np.errstate(over="ignore"):
+                array = np.asarray(parsed, dtype=np.float64).astype(np.float32)
+        outputs[name] = array.reshape(dims)
+    return outputs
+
+
+def _parse_header(line: str) -> tuple[str, list[int], int | None] | None:
+    typed = _HEADER_TYPED_RE.match(line)
+    if typed:
+        name, mat_type = typed.group("name"), int_or_none(typed.group("type"))
+        tokens = typed.group("dims").split()
+        if not tokens:
+            return None
+        rank = int_or_none(tokens[0])
+        dims = [int_or_none(t) for t in tokens[1:]]
+        if rank is None or rank != len(dims) or any(d is None for d in dims):
+            return None
+        return name, [d for d in dims if d is not None], mat_type
+    tokens = line.split()
+    # Older header: name tokens, then the rank K, then K dims. The shortest name that leaves a
+    # consistent "K d1 .. dK" tail wins ("out 2 1 10" is "out" with dims [1, 10]).
+    for j in range(1, len(tokens)):
+        rank = int_or_none(tokens[j])
+        if rank is not None and rank == len(tokens) - 1 - j:
+            dims = [int_or_none(t) for t in tokens[j + 1 :]]
+            if any(d is None for d in dims):
+                return None
+            return " ".join(tokens[:j]), [d for d in dims if d is not None], None
+    return None

@@ -1,0 +1,144 @@
+"""A real OpenSSH server on 127.0.0.1 for the tests, started and stopped by PID."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SSHD = "/usr/sbin/sshd"
+
+
+@dataclass
+class SshServer:
+    host: str
+    port: int
+    user: str
+    client_key: Path
+    known_hosts: Path  # holds this server's host key
+    host_public_key: str
+    process: subprocess.Popen
+    config: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)],
+        check=True,
+        capture_output=True,
+    )
+
+
+def _wait_listening(port: int, process: subprocess.Popen, limit_s: float = 10.0) -> None:
+    """Bounded wait for the port to accept, failing fast if sshd exited."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            err = process.stderr.read().decode() if process.stderr else ""
+            raise RuntimeError(f"sshd exited with {process.returncode}: {err}")
+        with socket.socket() as sock:
+            sock.settimeout(0.2)
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"sshd did not listen on {port} within {limit_s} s")
+
+
+def start_sshd(folder: Path) -> SshServer:
+    if not Path(SSHD).exists():
+        pytest.skip("openssh-server is not installed (.ci/run installs it)")
+    folder.mkdir(parents=True, exist_ok=True)
+    Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+    host_key = folder / "host_key"
+    client_key = folder / "client_key"
+    _keygen(host_key)
+    _keygen(client_key)
+    authorized = folder / "authorized_keys"
+    shutil.copy(client_key.with_suffix(".pub"), authorized)
+    port = free_port()
+    config = folder / "sshd_config"
+    config.write_text(
+        "\n".join(
+            [
+                "ListenAddress 127.0.0.1",
+                f"Port {port}",
+                f"HostKey {host_key}",
+                f"PidFile {folder / 'sshd.pid'}",
+                f"AuthorizedKeysFile {authorized}",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "PubkeyAuthentication yes",
+                "UsePAM no",
+                "StrictModes no",
+                "PermitRootLogin prohibit-password",
+                "Subsystem sftp internal-sftp",
+                "LogLevel ERROR",
+                "",
+            ]
+        )
+    )
+    process = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_listening(port, process)
+    except BaseException:
+        process.kill()
+        process.wait(timeout=10)
+        raise
+    host_public = host_key.with_suffix(".pub").read_text().split()
+    known_hosts = folder / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{port} {host_public[0]} {host_public[1]}\n")
+    return SshServer(
+        host="127.0.0.1",
+        port=port,
+        user=getpass.getuser(),
+        client_key=client_key,
+        known_hosts=known_hosts,
+        host_public_key=" ".join(host_public[:2]),
+        process=process,
+        config=config,
+    )
+
+
+@pytest.fixture
+def sshd(tmp_path: Path):
+    server = start_sshd(tmp_path / "sshd")
+    yield server
+    server.stop()
+    assert server.process.poll() is not None
+
+
+@pytest.fixture(scope="module")
+def shared_sshd(tmp_path_factory: pytest.TempPathFactory):
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+__all__ = ["SshServer", "free_port", "os", "shared_sshd", "sshd", "start_sshd"]

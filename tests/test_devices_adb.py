@@ -1,0 +1,111 @@
+"""Phones over ADB: the real adb server, our ADB device emulator, the Python runner."""
+
+import json
+import sys
+from pathlib import Path
+
+from edgebench.remote import RemoteDevice
+from edgebench.transports.adb import AdbTarget, AdbTransport
+from edgebench.transports.base import TransportError
+
+QUICK = ["--warmup", "1", "--iterations", "5", "--min-time", "0"]
+
+
+def write_phone_lab(path: Path, phone, extra_lines: list[str] | None = None) -> Path:
+    lines = [
+        "[devices.emu-phone]",
+        'transport = "adb"',
+        f'serial = "{phone.serial}"',
+        f"adb_port = {phone.adb_port}",
+        f'python = "{sys.executable}"',
+        f'work_dir = "{phone.sandbox / "data" / "local" / "tmp" / "edgebench"}"',
+        *(extra_lines or []),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def transport_for(phone) -> AdbTransport:
+    return AdbTransport(AdbTarget("emu-phone", phone.serial, "127.0.0.1", phone.adb_port))
+
+
+def test_adb_transport_runs_commands_and_moves_files(emulated_phone, tmp_path):
+    transport = transport_for(emulated_phone)
+    result = transport.run(["printf", "%s|", "a b", "c;d"], timeout=30)
+    assert result.returncode == 0 and result.stdout == "a b|c;d|"
+    failing = transport.run(["sh", "-c", "echo bad >&2; exit 4"], timeout=30)
+    assert failing.returncode == 4 and failing.stderr == "bad\n"
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(bytes(range(256)) * 2048)
+    remote = str(emulated_phone.sandbox / "data" / "x" / "blob.bin")
+    transport.push(blob, remote)
+    assert (
+        transport.sha256([remote])[remote]
+        == __import__("hashlib").sha256(blob.read_bytes()).hexdigest()
+    )
+    back = tmp_path / "back.bin"
+    assert transport.pull(remote, back) and back.read_bytes() == blob.read_bytes()
+    assert not transport.pull(remote + ".missing", tmp_path / "none")
+
+
+def test_device_facts_come_from_getprop_and_sysfs(emulated_phone):
+    device = RemoteDevice(
+        "emu-phone",
+        transport_for(emulated_phone),
+        work_dir=str(emulated_phone.sandbox / "wd"),
+        python=sys.executable,
+    )
+    facts = device.facts()
+    assert facts.model == "EmuPhone"
+    assert facts.os_version == "Android 14"
+    assert facts.soc == "SM8550"
+    assert facts.frameworks["onnxruntime"]["available"]
+    assert facts.cpus
+
+
+def test_run_over_adb_and_ssh_lands_in_one_matrix(
+    run_cli, eb_env, emulated_phone, shared_sshd, tmp_path, conv_model
+):
+    from test_devices_ssh import write_lab
+
+    ssh_lab = write_lab(tmp_path / "ssh.toml", shared_sshd, tmp_path / "box-wd")
+    lab = write_phone_lab(tmp_path / "lab.toml", emulated_phone)
+    lab.write_text(lab.read_text() + "\n" + ssh_lab.read_text())
+    result = run_cli(
+        [
+            "run",
+            "--lab",
+            str(lab),
+            "--devices",
+            "emu-phone,ssh-box",
+            "--models",
+            str(conv_model),
+            "--frameworks",
+            "onnxruntime",
+            "--cores",
+            "0",
+            *QUICK,
+        ]
+    )
+    assert result.returncode == 0, result.stderr
+    matrix = result.stdout
+    assert "emu-phone" in matrix and "ssh-box" in matrix
+    (records_path,) = Path(eb_env["EDGEBENCH_RESULTS"]).glob("*/records.jsonl")
+    records = {r["device"]: r for r in map(json.loads, records_path.read_text().splitlines())}
+    for name in ("emu-phone", "ssh-box"):
+        assert records[name]["status"] == "ok", records[name]["error"]
+        assert records[name]["cores_effective"] == [0]
+        assert records[name]["output_check"]["passed"]
+    assert records["emu-phone"]["device_info"]["model"] == "EmuPhone"
+
+
+def test_pulled_cable_fails_cleanly(emulated_phone, tmp_path):
+    transport = transport_for(emulated_phone)
+    assert transport.run(["true"], timeout=10).returncode == 0
+    emulated_phone.emulator.stop()
+    try:
+        transport.run(["true"], timeout=10)
+    except TransportError as exc:
+        assert "emu-phone" in str(exc)
+    else:
+        raise AssertionError("a command on a stopped phone must raise TransportError")
