@@ -46,6 +46,9 @@ def open_device(entry: LabDevice) -> Device:
         )
     else:
         raise UserError(f"device {entry.name}: unknown transport {entry.transport!r}")
+    if isinstance(device, RemoteDevice):
+        device.runner_kind = entry.runner
+        device.native_bin = entry.native_bin
     if entry.profile is not None:
         device.profile = entry.profile
         device.profile_name = entry.profile.name

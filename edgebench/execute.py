@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
+from .native_run import NativeRunError, run_native_cell
 from .outputcheck import (
     DEFAULT_TOLERANCE,
     OutputCheck,
@@ -152,8 +153,17 @@ def _measure(run_id: str, cell: Cell, checks: CheckSettings) -> Record:
     device = cell.device
     outputs_at = device.output_path(f"{run_id}-{abs(hash(cell.cell_id)):x}")
     try:
+        model_path = device.stage_model(_model_files(cell))
+        if getattr(device, "runner_kind", "python") == "native":
+            try:
+                return run_native_cell(cell, device, model_path, _base_record(run_id, cell, "ok"))
+            except NativeRunError as exc:
+                record = _base_record(run_id, cell, "failed")
+                record.error = str(exc)
+                record.error_kind = "native_tool"
+                return record
         spec = cell.spec(checks.seed, save_outputs=outputs_at)
-        spec["model"] = device.stage_model(_model_files(cell))
+        spec["model"] = model_path
         outcome = device.run_runner(spec, cell.cores, cell.timing.timeout_s)
     except TransportError as exc:
         record = _base_record(run_id, cell, "failed")

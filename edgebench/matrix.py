@@ -109,7 +109,11 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
                 else:
                     value = values.get(framework)
                     mark = "*" if value is not None and value == best and len(ranked) > 1 else ""
-                    row.append(_fmt(value) + mark)
+                    if value is None and record.native and (record.latency_ms or {}).get("mean"):
+                        # A native tool that printed no percentiles: show its average, labelled.
+                        row.append(_fmt(record.latency_ms["mean"]) + " avg")
+                    else:
+                        row.append(_fmt(value) + mark)
             rows.append(row)
         out.append(_group_title(key, metric))
         out.extend(_table(["device", *frameworks], rows))

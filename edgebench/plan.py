@@ -107,7 +107,27 @@ def resolve_inputs(
     return {m.name: input_shapes(m, shapes) for m in models if m.error is None}
 
 
+def _native_availability(device: Device, framework: str) -> tuple[str, str, str] | None:
+    from .runners.native import NATIVE_TOOLS
+
+    tool = NATIVE_TOOLS.get(framework)
+    if tool is None:
+        return "unsupported", "unsupported", f"no native benchmark tool for {framework}"
+    folder = getattr(device, "native_bin", None)
+    if folder is None or not (Path(folder) / tool.binary).is_file():
+        where = folder or "(no native_bin in the lab entry)"
+        return (
+            "skipped",
+            "not_installed",
+            f"{tool.binary} not found in {where} for {device.name}; copy the {framework} "
+            "benchmark binary built for the device there",
+        )
+    return None
+
+
 def _availability(device: Device, framework: str) -> tuple[str, str, str] | None:
+    if getattr(device, "runner_kind", "python") == "native":
+        return _native_availability(device, framework)
     facts = device.facts()
     if facts.framework_available(framework):
         return None

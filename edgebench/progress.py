@@ -20,10 +20,11 @@ def describe_cell(cell: Cell) -> str:
 def describe_outcome(record: Record) -> str:
     if record.status == "ok" and record.latency_ms:
         lat = record.latency_ms
-        text = (
-            f"ok  p50 {lat['p50']:.2f} ms  p99 {lat['p99']:.2f} ms  "
-            f"({record.n_samples} samples, {record.duration_s:.1f} s)"
-        )
+        shown = [(k, lat[k]) for k in ("p50", "p99") if lat.get(k) is not None]
+        if not shown and lat.get("mean") is not None:
+            shown = [("avg", lat["mean"])]  # native tools that print no percentiles
+        figures = "  ".join(f"{k} {v:.2f} ms" for k, v in shown)
+        text = f"ok  {figures}  ({record.n_samples} samples, {record.duration_s:.1f} s)"
         if record.warnings:
             text += f"  [{len(record.warnings)} warning{'s' if len(record.warnings) > 1 else ''}]"
         return text

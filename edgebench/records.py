@@ -55,6 +55,8 @@ class Record:
     artifact: dict[str, Any] | None = None
     #: Outputs vs ONNX Runtime on the same input (outputcheck.OutputCheck.as_dict()).
     output_check: dict[str, Any] | None = None
+    #: For cells run by a native benchmark binary: tool, version, which statistics it printed.
+    native: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -53,6 +53,10 @@ class RemoteDevice(Device):
         self._work_dir_spec = work_dir.rstrip("/") or "/"
         self._work_dir: str | None = None
         self.deployed = DeployReport()
+        #: "python" (runner.py) or "native" (the frameworks' own benchmark binaries).
+        self.runner_kind = "python"
+        #: Host folder with the user's native benchmark binaries (lab: native_bin).
+        self.native_bin: Path | None = None
         self._runner_ready = False
         self._staging = Path(tempfile.mkdtemp(prefix=f"edgebench-{name}-"))
 
@@ -161,6 +165,11 @@ class RemoteDevice(Device):
         self.transport.remove(device_path)
 
     # --- facts ----------------------------------------------------------------------------
+
+    def _probe(self) -> dict[str, Any]:
+        if self.runner_kind == "native":
+            return {"error": "runs native benchmark tools (no Python runner)"}
+        return super()._probe()
 
     def _extra_facts(self, facts: DeviceFacts) -> None:
         if self.transport.kind != "adb":

@@ -109,3 +109,51 @@ def test_pulled_cable_fails_cleanly(emulated_phone, tmp_path):
         assert "emu-phone" in str(exc)
     else:
         raise AssertionError("a command on a stopped phone must raise TransportError")
+
+
+def test_phone_without_python_runs_the_native_tool(
+    run_cli, eb_env, emulated_phone, tmp_path, conv_model
+):
+    # OpenVINO's real benchmark_app (from the openvino wheel) stands in for a phone's binary.
+    import shutil
+
+    beside = Path(sys.executable).with_name("benchmark_app")
+    tool = str(beside) if beside.is_file() else shutil.which("benchmark_app")
+    assert tool, "openvino's benchmark_app must be installed (edgebench[openvino])"
+    native_bin = tmp_path / "native-bin"
+    native_bin.mkdir()
+    shutil.copy(tool, native_bin / "benchmark_app")
+    lab = write_phone_lab(
+        tmp_path / "lab.toml",
+        emulated_phone,
+        ['runner = "native"', f'native_bin = "{native_bin}"'],
+    )
+    result = run_cli(
+        [
+            "run",
+            "--lab",
+            str(lab),
+            "--devices",
+            "emu-phone",
+            "--models",
+            str(conv_model),
+            "--frameworks",
+            "openvino,ncnn",
+            "--format",
+            "jsonl",
+            "--iterations",
+            "20",
+            "--cores",
+            "0",
+        ]
+    )
+    assert result.returncode == 0, result.stderr
+    records = {r["framework"]: r for r in map(json.loads, result.stdout.splitlines())}
+    ov = records["openvino"]
+    assert ov["status"] == "ok", ov["error"]
+    assert ov["native"]["tool"] == "benchmark_app"
+    assert ov["n_samples"] == 20
+    assert 0 < ov["latency_ms"]["min"] <= ov["latency_ms"]["p50"] <= ov["native"]["max_ms"]
+    assert ov["samples_ns"] == []  # the tool gives no per-iteration samples; none are invented
+    ncnn = records["ncnn"]
+    assert ncnn["status"] == "skipped" and "benchncnn not found" in ncnn["error"]

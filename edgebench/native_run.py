@@ -1,0 +1,114 @@
+"""Cells on devices without Python: the framework's own benchmark binary, via an adapter."""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .records import Record
+from .runners.native import NATIVE_TOOLS, NativeCell, NativeParseError, NativeResult
+from .transports.base import TransportError, quote_argv
+
+if TYPE_CHECKING:
+    from .plan import Cell
+    from .remote import RemoteDevice
+
+
+class NativeRunError(Exception):
+    """The native cell could not be run; the message names the tool and the fix."""
+
+
+def _adapter(cell: Cell, device: RemoteDevice):
+    cls = NATIVE_TOOLS.get(cell.framework)
+    if cls is None:
+        raise NativeRunError(f"no native benchmark tool is known for {cell.framework}")
+    if cell.framework == "tnn":
+        return cls(android=device.transport.kind == "adb")
+    return cls()
+
+
+def deploy_binary(device: RemoteDevice, binary: str) -> str:
+    """Push the user's binary from the lab's native_bin folder; returns its device path."""
+    folder = device.native_bin
+    if folder is None:
+        raise NativeRunError(
+            f"device {device.name} runs native tools but its lab entry has no native_bin folder"
+        )
+    local = Path(folder) / binary
+    if not local.is_file():
+        raise NativeRunError(f"{binary} is not in {folder} (native_bin of device {device.name})")
+    remote = device.path("bin", binary)
+    device.deploy([(local, remote)])
+    device.transport.run(["chmod", "755", remote], timeout=30)
+    return remote
+
+
+def run_native_cell(cell: Cell, device: RemoteDevice, model_path: str, base: Record) -> Record:
+    """Run one cell with the framework's benchmark binary and fill ``base`` from its output."""
+    adapter = _adapter(cell, device)
+    binary = deploy_binary(device, adapter.binary)
+    native_cell = NativeCell(
+        model_path=model_path,
+        model_dir=posixpath.dirname(model_path),
+        threads=cell.threads,
+        warmup=cell.timing.warmup,
+        iterations=cell.timing.iterations,
+        cores=cell.cores,
+        precision=cell.precision,
+        input_shapes={i["name"]: list(i["shape"]) for i in cell.inputs},
+    )
+    if adapter.needs_logcat():
+        device.transport.shell(adapter.clear_logcat_command(), timeout=30)
+    command = device.transport.shell(
+        adapter.shell_command(binary, native_cell), timeout=cell.timing.timeout_s
+    )
+    if command.timed_out:
+        raise NativeRunError(f"{adapter.binary} timed out after {cell.timing.timeout_s:.0f} s")
+    logcat = ""
+    if adapter.needs_logcat():
+        logcat = device.transport.shell(adapter.logcat_command(), timeout=30).stdout
+    try:
+        result = adapter.parse(command.stdout, command.stderr, logcat, model_path=model_path)
+    except NativeParseError as exc:
+        tail = (command.stderr or command.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise NativeRunError(
+            f"{exc} (exit {command.returncode}; last line: {tail[0][:200]})"
+        ) from exc
+    fill_record(base, result)
+    return base
+
+
+def fill_record(record: Record, result: NativeResult) -> None:
+    """Only what the tool printed: no percentile is computed from min/max/avg."""
+    latency = {
+        "min": result.min_ms,
+        "p50": result.median_ms,
+        "mean": result.avg_ms,
+        "std": result.std_ms,
+    }
+    record.latency_ms = {k: v for k, v in latency.items() if v is not None} or None
+    record.n_samples = result.count or 0
+    record.throughput_ips = result.throughput_ips or (
+        1000.0 / result.avg_ms if result.avg_ms else None
+    )
+    record.first_inference_ms = result.first_ms
+    record.load_ms = result.init_ms
+    record.peak_rss_mb = result.memory_mb
+    record.native = {
+        "tool": result.tool,
+        "tool_version": result.tool_version,
+        "stats_available": list(result.stats_available),
+        "max_ms": result.max_ms,
+        "raw_lines": result.raw_lines[-20:],
+    }
+    record.framework_version = result.tool_version
+    if result.median_ms is None:
+        record.warnings.append(
+            f"{result.tool} prints only {', '.join(result.stats_available)}: no percentiles "
+            "(the Python runner records per-iteration samples)"
+        )
+    record.warnings.append("no output check: native tools do not return outputs here")
+
+
+__all__ = ["NativeRunError", "TransportError", "quote_argv", "run_native_cell"]
