@@ -314,7 +314,9 @@ class _DeviceReader:
                     key, f"is only used by {users} devices; this one uses {transport} (remove it)"
                 )
         runner = table.get("runner")
-        if runner is None:
+        if runner is None and "python" in table:
+            runner = "python"  # naming an interpreter means: use the Python runner
+        elif runner is None:
             runner = profile.runner if profile else ("native" if transport == "adb" else "python")
         elif not isinstance(runner, str):
             raise self.fail("runner", f"must be python or native, not {type_name(runner)}")
