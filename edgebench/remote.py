@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -29,6 +30,13 @@ class DeployReport:
 
 
 def local_sha256(path: Path) -> str:
+    stat = path.stat()
+    return _sha256_of(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
+    """Keyed by mtime and size too, so a changed file is hashed again."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -58,6 +66,7 @@ class RemoteDevice(Device):
         #: Host folder with the user's native benchmark binaries (lab: native_bin).
         self.native_bin: Path | None = None
         self._runner_ready = False
+        self._staged: set[str] = set()
         self._staging = Path(tempfile.mkdtemp(prefix=f"edgebench-{name}-"))
 
     @property
@@ -112,15 +121,21 @@ class RemoteDevice(Device):
         self._runner_ready = True
 
     def stage_model(self, files: list[Path]) -> str:
-        """Models go under models/<hash of their files>/, so names never collide."""
+        """Models go under models/<hash of their files>/, so names never collide.
+
+        Checked against the device once per run; later cells of the same run reuse it.
+        """
         digest = hashlib.sha256("".join(local_sha256(f) for f in files).encode()).hexdigest()
         folder = self.path("models", digest[:20])
-        self.deploy([(f, posixpath.join(folder, f.name)) for f in files])
+        if digest not in self._staged:
+            self.deploy([(f, posixpath.join(folder, f.name)) for f in files])
+            self._staged.add(digest)
         return posixpath.join(folder, files[0].name)
 
     def clean(self) -> str:
         self.transport.remove(self.work_dir)
         self._runner_ready = False
+        self._staged.clear()
         return f"removed {self.work_dir}"
 
     # --- running --------------------------------------------------------------------------
@@ -129,13 +144,8 @@ class RemoteDevice(Device):
         self, spec: dict[str, Any], cores: list[int] | None, timeout: float
     ) -> RunnerOutcome:
         self.ensure_runner()
-        spec_name = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
-        local_spec = self._staging / f"{spec_name}.json"
-        local_spec.write_text(json.dumps(spec))
-        remote_spec = self.path("specs", local_spec.name)
-        self.transport.push(local_spec, remote_spec)
-        local_spec.unlink()
-        argv = [self.python, self.runner_path, remote_spec]
+        # The spec travels as one quoted argument: no file to push and remove per cell.
+        argv = [self.python, self.runner_path, json.dumps(spec, separators=(",", ":"))]
         if cores and self.use_taskset:
             argv = ["taskset", taskset_mask(cores), *argv]
         pid_file = self.path("run.pid")
@@ -150,7 +160,6 @@ class RemoteDevice(Device):
             self.transport.shell(
                 f"kill -9 $(cat {quote_argv([pid_file])}) 2>/dev/null; true", timeout=30
             )
-        self.transport.remove(remote_spec)
         return outcome_of(command, timeout)
 
     def output_path(self, cell_key: str) -> str:

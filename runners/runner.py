@@ -3,6 +3,7 @@
 
 Usage:
     python3 runner.py SPEC.json        (or "-" to read the spec from stdin)
+    python3 runner.py '{"schema": ...}' (the spec itself, as one argument)
     python3 runner.py --probe          (which frameworks this device can run)
 
 Self-contained on purpose: Python 3.8+, the standard library, numpy and the framework under test.
@@ -439,6 +440,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         try:
             if argv[0] == "-":
                 raw = json.load(sys.stdin)
+            elif argv[0].lstrip().startswith("{"):
+                raw = json.loads(argv[0])
             else:
                 with open(argv[0]) as fh:
                     raw = json.load(fh)

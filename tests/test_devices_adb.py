@@ -157,3 +157,76 @@ def test_phone_without_python_runs_the_native_tool(
     assert ov["samples_ns"] == []  # the tool gives no per-iteration samples; none are invented
     ncnn = records["ncnn"]
     assert ncnn["status"] == "skipped" and "benchncnn not found" in ncnn["error"]
+
+
+def test_cluster_names_from_the_profile_pin_on_the_device(
+    run_cli, eb_env, emulated_phone, tmp_path, conv_model
+):
+    # A two-core "phone" profile: little = cpu 0, big = cpu 1 (this host has at least 2 cpus).
+    profile = tmp_path / "two-core-phone.toml"
+    profile.write_text(
+        "\n".join(
+            [
+                'schema = "edgebench.profile/1"',
+                'name = "two-core-phone"',
+                'description = "test phone with one little and one big core"',
+                'transport = "adb"',
+                'runner = "python"',
+                'work_dir = "/data/local/tmp/edgebench"',
+                "[[clusters]]",
+                'name = "little"',
+                'cpus = "0"',
+                "max_freq_mhz = 1800",
+                "[[clusters]]",
+                'name = "big"',
+                'cpus = "1"',
+                "max_freq_mhz = 3000",
+                "[energy]",
+                'source = "none"',
+            ]
+        )
+        + "\n"
+    )
+    lab = write_phone_lab(tmp_path / "lab.toml", emulated_phone, [f'profile = "{profile}"'])
+    result = run_cli(
+        [
+            "run",
+            "--lab",
+            str(lab),
+            "--devices",
+            "emu-phone",
+            "--models",
+            str(conv_model),
+            "--frameworks",
+            "onnxruntime",
+            "--cores",
+            "big",
+            "--cores",
+            "little",
+            "--format",
+            "jsonl",
+            *QUICK,
+        ]
+    )
+    assert result.returncode == 0, result.stderr
+    records = {r["cores"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert records["big"]["cores_effective"] == [1]
+    assert records["little"]["cores_effective"] == [0]
+    assert not any("asked for cores" in w for r in records.values() for w in r["warnings"])
+    refused = run_cli(
+        [
+            "run",
+            "--lab",
+            str(lab),
+            "--devices",
+            "emu-phone",
+            "--models",
+            str(conv_model),
+            "--frameworks",
+            "onnxruntime",
+            "--cores",
+            "prime",
+            *QUICK,
+        ]
+    )
+    assert refused.returncode == 2 and "no cluster 'prime'" in refused.stderr
