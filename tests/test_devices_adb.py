@@ -230,3 +230,18 @@ def test_cluster_names_from_the_profile_pin_on_the_device(
         ]
     )
     assert refused.returncode == 2 and "no cluster 'prime'" in refused.stderr
+
+
+def test_devices_command_lists_phone_and_board(run_cli, emulated_phone, shared_sshd, tmp_path):
+    from test_devices_ssh import write_lab
+
+    ssh_lab = write_lab(tmp_path / "ssh.toml", shared_sshd, tmp_path / "box-wd")
+    lab = write_phone_lab(tmp_path / "lab.toml", emulated_phone)
+    lab.write_text(lab.read_text() + "\n" + ssh_lab.read_text())
+    result = run_cli(["devices", "--lab", str(lab)])
+    assert result.returncode == 0, result.stderr
+    phone, board = result.stdout.split("\nssh-box")[0], result.stdout.split("\nssh-box")[1]
+    assert "emu-phone" in phone and "online" in phone
+    assert "model: EmuPhone" in phone and "soc: SM8550" in phone and "Android 14" in phone
+    assert "frameworks: onnxruntime" in phone
+    assert "online" in board and "profile: x86-generic" in board
