@@ -28,7 +28,14 @@ from .modelref import input_shapes, parse_shape_overrides, resolve_models
 from .models import BUILTIN_MODELS, builtin_model_path, summarize_model
 from .outputcheck import DEFAULT_TOLERANCE
 from .paths import cache_dir, default_results_dir
-from .plan import DEFAULT_FRAMEWORKS, Timing, build_cells, check_frameworks, resolve_inputs
+from .plan import (
+    DEFAULT_FRAMEWORKS,
+    TelemetrySettings,
+    Timing,
+    build_cells,
+    check_frameworks,
+    resolve_inputs,
+)
 from .prepare import prepare_cells
 from .profiles import compare_clusters
 from .progress import LineProgress
@@ -186,6 +193,37 @@ def cli(verbose: bool) -> None:
 @click.option(
     "--force-convert", is_flag=True, help="Reconvert even when the cache has the artifact."
 )
+@click.option(
+    "--energy-source",
+    type=click.Choice(["auto", "android_fuel_gauge", "android_odpm", "ina3221", "rapl", "none"]),
+    default=None,
+    help="Energy source on the devices [default: the device profile's, else auto].",
+)
+@click.option(
+    "--baseline-s",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="Idle power is measured this long before each cell.",
+)
+@click.option(
+    "--telemetry-period",
+    type=click.FloatRange(min=0.005),
+    default=0.05,
+    show_default=True,
+    help="Seconds between telemetry samples on the device.",
+)
+@click.option(
+    "--sync-marker",
+    default=None,
+    help="Device file that exists while the timed window runs (for external power meters).",
+)
+@click.option(
+    "--temp-limit",
+    type=float,
+    default=None,
+    help="Flag cells hotter than this, C [default: the profile's max_temp_c].",
+)
 @results_dir_option
 @click.option(
     "--format",
@@ -215,6 +253,11 @@ def run(
     tolerance: float,
     tolerance_fp16: float,
     force_convert: bool,
+    energy_source: str | None,
+    baseline_s: float,
+    telemetry_period: float,
+    sync_marker: str | None,
+    temp_limit: float | None,
     results_dir: Path | None,
     output_format: str,
     metric: str,
@@ -258,6 +301,13 @@ def run(
         concurrency=concurrency,
         precision=precision,
         timing=timing,
+        telemetry=TelemetrySettings(
+            energy_source=energy_source,
+            period_s=telemetry_period,
+            baseline_s=baseline_s,
+            sync_marker=sync_marker,
+            temp_limit_c=temp_limit,
+        ),
     )
     conversions = prepare_cells(
         cells,

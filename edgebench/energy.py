@@ -154,7 +154,13 @@ def analyze(
             )
 
     if source.get("kind") in (None, "none"):
-        result.unavailable = source.get("reason") or "the device has no energy source"
+        reasons = source.get("reasons") or {}
+        if reasons:
+            tried = ", ".join(reasons)
+            last = list(reasons.values())[-1]
+            result.unavailable = f"no readable energy source (tried {tried}); {last}"
+        else:
+            result.unavailable = source.get("reason") or "the device has no energy source"
         return result
     joules, inside = _window_energy(trace, start, end)
     if joules is None:

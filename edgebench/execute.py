@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from . import __version__
+from .energy import analyze
 from .native_run import NativeRunError, run_native_cell
 from .outputcheck import (
     DEFAULT_TOLERANCE,
@@ -115,7 +116,32 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
         record.warnings.append(f"asked for cores {cell.cores} but the runner ran on {effective}")
     if status != "ok" and error.get("detail"):
         record.stderr_tail = str(error["detail"])[-STDERR_TAIL_CHARS:]
+    if result.get("telemetry") is not None:
+        _attach_energy(record, cell, result["telemetry"])
     return record
+
+
+def _attach_energy(record: Record, cell: Cell, trace: dict[str, Any]) -> None:
+    settings = cell.telemetry
+    profile = getattr(cell.device, "profile", None)
+    limit = settings.temp_limit_c if settings and settings.temp_limit_c else None
+    if limit is None and profile is not None:
+        limit = profile.max_temp_c
+    analysis = analyze(
+        trace,
+        record.n_samples,
+        max_freq_khz=cell.device.facts().max_freq_khz,
+        pinned_cpus=cell.cores,
+        temp_limit_c=limit,
+        throttle_fraction=settings.throttle_fraction if settings else 0.85,
+    )
+    record.telemetry = trace
+    record.energy = analysis.as_dict()
+    record.energy_mj_per_inf = analysis.energy_mj_per_inf
+    record.avg_power_w = analysis.avg_power_w
+    record.energy_flags = list(analysis.flags)
+    if analysis.unavailable:
+        record.energy_flags.append(f"energy unavailable: {analysis.unavailable}")
 
 
 @dataclass

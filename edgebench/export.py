@@ -10,8 +10,19 @@ import pandas as pd
 from .errors import UserError
 from .records import Record
 
-# Raw arrays stay in the JSON Lines file; a flat table carries their size only.
-_NESTED = ("samples_ns", "warmup_samples_ns", "outputs", "device_info", "inputs")
+# Raw arrays and nested detail stay in the JSON Lines file; the flat table keeps scalars.
+_NESTED = (
+    "samples_ns",
+    "warmup_samples_ns",
+    "outputs",
+    "device_info",
+    "inputs",
+    "telemetry",
+    "energy",
+    "output_check",
+    "artifact",
+    "native",
+)
 
 
 def records_frame(records: Sequence[Record]) -> pd.DataFrame:
@@ -29,6 +40,15 @@ def records_frame(records: Sequence[Record]) -> pd.DataFrame:
         )
         row["cores_effective"] = ",".join(str(c) for c in row.get("cores_effective") or [])
         row["warnings"] = " | ".join(row.get("warnings") or [])
+        row["energy_flags"] = " | ".join(row.get("energy_flags") or [])
+        check = row.get("output_check") or {}
+        for key in ("max_abs_diff", "rel_error", "cosine", "top1_agreement", "passed"):
+            row[f"output_{key}"] = check.get(key)
+        artifact = row.get("artifact") or {}
+        row["artifact_format"] = artifact.get("format")
+        row["artifact_converter_version"] = artifact.get("converter_version")
+        row["native_tool"] = (row.get("native") or {}).get("tool")
+        row["baseline_power_w"] = (row.get("energy") or {}).get("baseline_power_w")
         for key in _NESTED:
             if key != "inputs":
                 row.pop(key, None)

@@ -28,6 +28,7 @@ METRICS: dict[str, Metric] = {
     "mean": Metric("mean latency", "ms", _latency("mean")),
     "throughput": Metric("throughput", "inf/s", lambda r: r.throughput_ips, False),
     "memory": Metric("peak RSS", "MB", lambda r: r.peak_rss_mb),
+    "energy": Metric("energy per inference", "mJ", lambda r: r.energy_mj_per_inf),
 }
 
 # Skipped cells say why in one or two words; other statuses speak for themselves.
@@ -123,10 +124,11 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
 
 def format_details(records: Sequence[Record]) -> str:
     """Every cell with its full statistics, then the reasons for cells that did not run."""
-    header = ["cell", "status", "p50", "p90", "p99", "cv", "inf/s", "peak MB", "n"]
+    header = ["cell", "status", "p50", "p90", "p99", "cv", "inf/s", "peak MB", "mJ/inf", "n"]
     rows = []
     notes = []
     skipped: dict[str, str] = {}
+    energy_gaps: dict[str, str] = {}
     for r in records:
         if r.status == "skipped":
             skipped.setdefault(f"{r.framework} on {r.device}", r.error or "skipped")
@@ -143,15 +145,26 @@ def format_details(records: Sequence[Record]) -> str:
                 "-" if cv is None else f"{cv:.1%}",
                 _fmt(r.throughput_ips),
                 _fmt(r.peak_rss_mb),
+                _fmt(r.energy_mj_per_inf) + ("!" if r.energy_flags and r.energy_mj_per_inf else ""),
                 str(r.n_samples or "-"),
             ]
         )
         if r.error and r.status != "skipped":
             notes.append(f"  {r.device}/{r.model}/{r.framework}: {r.error}")
         notes.extend(f"  {r.device}/{r.model}/{r.framework}: warning: {w}" for w in r.warnings)
+        unavailable = [f for f in r.energy_flags if f.startswith("energy unavailable")]
+        if unavailable:
+            energy_gaps.setdefault(r.device, unavailable[0][:160])
+        notes.extend(
+            f"  {r.device}/{r.model}/{r.framework}: energy: {f}"
+            for f in r.energy_flags
+            if not f.startswith("energy unavailable")
+        )
     lines = _table(header, rows) if rows else []
     if skipped:
         lines += ["", "skipped:", *(f"  {reason}" for reason in skipped.values())]
+    if energy_gaps:
+        lines += ["", "energy:", *(f"  {d}: {why}" for d, why in energy_gaps.items())]
     if notes:
         lines += ["", "notes:", *notes]
     return "\n".join(lines) + "\n"

@@ -20,6 +20,19 @@ DEFAULT_FRAMEWORKS = [f for f in KNOWN_FRAMEWORKS if f not in NATIVE_ONLY]
 
 
 @dataclass(frozen=True)
+class TelemetrySettings:
+    """What the runner samples beside the timed loop (None energy source: the profile's)."""
+
+    energy_source: str | None = None
+    period_s: float = 0.05
+    baseline_s: float = 1.0
+    sync_marker: str | None = None
+    temp_limit_c: float | None = None
+    throttle_fraction: float = 0.85
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
 class Timing:
     warmup: int = 10
     iterations: int = 100
@@ -45,6 +58,7 @@ class Cell:
     #: The artifact format the framework needs, when the model must be converted first.
     convert_to: str | None = None
     artifact: Artifact | None = None
+    telemetry: TelemetrySettings | None = None
 
     @property
     def cell_id(self) -> str:
@@ -84,6 +98,21 @@ class Cell:
             "inputs": self.inputs,
             "seed": seed,
             "save_outputs": save_outputs,
+            "telemetry": self.telemetry_spec(),
+        }
+
+    def telemetry_spec(self) -> dict[str, Any] | None:
+        settings = self.telemetry
+        if settings is None or not settings.enabled:
+            return None
+        profile = getattr(self.device, "profile", None)
+        source = settings.energy_source or (profile.energy_source if profile else "auto")
+        return {
+            "energy_source": source,
+            "period_s": settings.period_s,
+            "baseline_s": settings.baseline_s if source != "none" else 0.0,
+            "zones": list(profile.thermal_zones) if profile else [],
+            "sync_marker": settings.sync_marker,
         }
 
 
@@ -183,6 +212,7 @@ def build_cells(
     concurrency: int,
     precision: str,
     timing: Timing,
+    telemetry: TelemetrySettings | None = None,
 ) -> list[Cell]:
     """Every combination, in device > model > framework > threads > cores order."""
     cells = []
@@ -218,6 +248,7 @@ def build_cells(
                                 timing=timing,
                                 verdict=verdict,
                                 convert_to=convert_to,
+                                telemetry=telemetry,
                             )
                         )
     return cells

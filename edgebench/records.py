@@ -55,6 +55,16 @@ class Record:
     artifact: dict[str, Any] | None = None
     #: Outputs vs ONNX Runtime on the same input (outputcheck.OutputCheck.as_dict()).
     output_check: dict[str, Any] | None = None
+    #: Energy per inference (mJ) after subtracting idle power; None when unavailable.
+    energy_mj_per_inf: float | None = None
+    #: Mean power over the timed window (W), idle included.
+    avg_power_w: float | None = None
+    #: Why the energy figure may mislead (charging, throttled, coarse sampling, ...).
+    energy_flags: list[str] = field(default_factory=list)
+    #: energy.EnergyResult.as_dict(): baseline, temperatures, frequencies, unavailable reason.
+    energy: dict[str, Any] | None = None
+    #: The raw telemetry trace sampled on the device (edgebench.telemetry/1).
+    telemetry: dict[str, Any] | None = None
     #: For cells run by a native benchmark binary: tool, version, which statistics it printed.
     native: dict[str, Any] | None = None
 

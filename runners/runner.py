@@ -58,6 +58,11 @@ SPEC_DEFAULTS = {
     "seed": 0,
     "options": {},
     "save_outputs": None,  # path of an .npz to write the full outputs to (for the output check)
+    # Energy/thermal/frequency sampling beside the timed loop, or None for none:
+    # {"energy_source": "auto"|kind|"none", "period_s": 0.05, "baseline_s": 1.0,
+    #  "zones": [thermal zone types], "root": sysfs root (default $EDGEBENCH_SYSFS_ROOT or "/"),
+    #  "sync_marker": file created while the timed window runs (for external power meters)}
+    "telemetry": None,
 }
 
 
@@ -285,10 +290,59 @@ def resolve_inputs(spec: Dict[str, Any], model_inputs: List[InputSpec]) -> List[
     return resolved
 
 
+class Telemetry:
+    """Energy source, idle baseline and the sampler around the timed window."""
+
+    def __init__(self, config: Dict[str, Any], cores: Optional[List[int]]) -> None:
+        from backends import telemetry
+
+        self.tm = telemetry
+        self.root = config.get("root") or os.environ.get("EDGEBENCH_SYSFS_ROOT") or "/"
+        self.period_s = float(config.get("period_s") or 0.05)
+        self.zones = config.get("zones") or None
+        self.cores = cores
+        self.marker = config.get("sync_marker")
+        try:
+            self.source = telemetry.make_source(config.get("energy_source") or "auto", self.root)
+        except telemetry.TelemetryUnavailable as exc:
+            self.source = telemetry.NoneSource({str(config.get("energy_source")): str(exc)})
+        # Idle power before the model loads: the process is as quiet as it will ever be.
+        self.baseline = None
+        baseline_s = float(config.get("baseline_s") or 0.0)
+        if baseline_s > 0 and self.source.kind != "none":
+            self.baseline = telemetry.idle_baseline(self.source, baseline_s, self.period_s)
+        self.before = telemetry.read_state(self.root, cores, self.zones)
+        self.sampler = None
+
+    def start_window(self) -> None:
+        self.sampler = self.tm.Sampler(
+            self.source, self.period_s, self.cores, self.zones, self.root, baseline=self.baseline
+        ).start()
+        if self.marker:
+            with open(self.marker, "w") as fh:
+                fh.write(str(os.getpid()))
+        self.sampler.mark("window_start")
+
+    def end_window(self) -> None:
+        if self.sampler is not None:
+            self.sampler.mark("window_end")
+        if self.marker and os.path.exists(self.marker):
+            os.unlink(self.marker)
+
+    def trace(self) -> Optional[Dict[str, Any]]:
+        if self.sampler is None:
+            return None
+        trace = self.sampler.stop()
+        trace["state_before"] = self.before
+        trace["state_after"] = self.tm.read_state(self.root, self.cores, self.zones)
+        return trace
+
+
 def run_spec(spec: Dict[str, Any], result: Dict[str, Any]) -> None:
     """Fill ``result`` in place, so a failure part-way still reports what was measured."""
     apply_affinity(spec["cores"])
     result["cores_effective"] = effective_cores()
+    telemetry = Telemetry(spec["telemetry"], spec["cores"]) if spec.get("telemetry") else None
     backend = load_backend(spec["framework"])
     result["framework_version"] = backend.version()
     # After the framework import, before the model: the model's own footprint is peak - this.
@@ -321,14 +375,21 @@ def run_spec(spec: Dict[str, Any], result: Dict[str, Any]) -> None:
 
         min_ns = int(spec["min_time_s"] * 1e9)
         max_ns = int(spec["max_time_s"] * 1e9)
-        if spec["concurrency"] == 1:
-            timing = measure_sequential(
-                streams[0], spec["iterations"], min_ns, spec["max_iterations"], max_ns
-            )
-        else:
-            timing = measure_concurrent(
-                streams, spec["iterations"], min_ns, spec["max_iterations"], max_ns
-            )
+        if telemetry is not None:
+            telemetry.start_window()
+        try:
+            if spec["concurrency"] == 1:
+                timing = measure_sequential(
+                    streams[0], spec["iterations"], min_ns, spec["max_iterations"], max_ns
+                )
+            else:
+                timing = measure_concurrent(
+                    streams, spec["iterations"], min_ns, spec["max_iterations"], max_ns
+                )
+        finally:
+            if telemetry is not None:
+                telemetry.end_window()
+                result["telemetry"] = telemetry.trace()
         result.update(timing)
         outputs = streams[0]()
     except BackendError:

@@ -1,0 +1,157 @@
+"""Known energy through the whole path: a synthetic battery on the emulated phone.
+
+The phone's sysfs root is its sandbox (EDGEBENCH_SYSFS_ROOT), where a fuel gauge with the
+real layout reports 0.4 W at idle and 2.4 W while the runner's timed window is open (the
+--sync-marker file exists). The measured energy per inference must match 2.0 W x window / n.
+"""
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from adb_fixtures import connect_phone, disconnect_phone
+
+VOLTAGE_UV = 4_000_000
+IDLE_UA = 100_000  # 0.4 W
+EXTRA_UA = 500_000  # +2.0 W while inferences run
+EXTRA_W = EXTRA_UA / 1e6 * VOLTAGE_UV / 1e6
+
+
+class SyntheticBattery:
+    """Plays the phone's fuel gauge: draws more current while the marker file exists."""
+
+    def __init__(self, sysroot: Path, marker: Path) -> None:
+        self.folder = sysroot / "sys" / "class" / "power_supply" / "battery"
+        self.folder.mkdir(parents=True)
+        (self.folder / "voltage_now").write_text(f"{VOLTAGE_UV}\n")
+        (self.folder / "status").write_text("Discharging\n")
+        usb = sysroot / "sys" / "class" / "power_supply" / "usb"
+        usb.mkdir(parents=True)
+        (usb / "online").write_text("0\n")
+        self.current = self.folder / "current_now"
+        self.current.write_text(f"-{IDLE_UA}\n")  # this gauge reports discharge as negative
+        self.marker = marker
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        active = None
+        while not self.stop.is_set():
+            now = self.marker.exists()
+            if now != active:
+                tmp = self.current.with_suffix(".tmp")
+                tmp.write_text(f"-{IDLE_UA + (EXTRA_UA if now else 0)}\n")
+                tmp.replace(self.current)
+                active = now
+            self.stop.wait(0.001)  # the gauge's own update period
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+
+def test_energy_per_inference_matches_the_known_extra_power(run_cli, adb_server, tmp_path):
+    from conftest import save_conv_model
+
+    sandbox = tmp_path / "phone"
+    sandbox.mkdir()
+    model = save_conv_model(tmp_path / "conv.onnx", [1, 3, 64, 64], channels=32)
+    marker = sandbox / "window.active"
+    phone = connect_phone(adb_server, sandbox, env={"EDGEBENCH_SYSFS_ROOT": str(sandbox)})
+    try:
+        lab = tmp_path / "lab.toml"
+        lab.write_text(
+            "\n".join(
+                [
+                    "[devices.emu-phone]",
+                    'transport = "adb"',
+                    f'serial = "{phone.serial}"',
+                    f"adb_port = {phone.adb_port}",
+                    f'python = "{sys.executable}"',
+                    f'work_dir = "{sandbox / "data" / "local" / "tmp" / "edgebench"}"',
+                ]
+            )
+            + "\n"
+        )
+        with SyntheticBattery(sandbox, marker):
+            result = run_cli(
+                [
+                    "run",
+                    "--lab",
+                    str(lab),
+                    "--devices",
+                    "emu-phone",
+                    "--models",
+                    str(model),
+                    "--frameworks",
+                    "onnxruntime",
+                    "--energy-source",
+                    "android_fuel_gauge",
+                    "--sync-marker",
+                    str(marker),
+                    "--baseline-s",
+                    "0.5",
+                    "--telemetry-period",
+                    "0.01",
+                    "--min-time",
+                    "2",
+                    "--iterations",
+                    "20",
+                    "--warmup",
+                    "2",
+                    "--format",
+                    "jsonl",
+                ]
+            )
+    finally:
+        disconnect_phone(phone)
+    assert result.returncode == 0, result.stderr
+    (record,) = map(json.loads, result.stdout.splitlines())
+    assert record["status"] == "ok", record["error"]
+    energy = record["energy"]
+    window = energy["window_s"]
+    expected_mj = EXTRA_W * window / record["n_samples"] * 1000
+    print(
+        f"known extra power {EXTRA_W:.3f} W, measured {energy['active_power_w']:.3f} W; "
+        f"energy/inference known {expected_mj:.4f} mJ, measured "
+        f"{record['energy_mj_per_inf']:.4f} mJ"
+    )
+    assert energy["baseline_power_w"] == pytest.approx(0.4, rel=0.02)
+    assert energy["active_power_w"] == pytest.approx(EXTRA_W, rel=0.05)
+    assert record["energy_mj_per_inf"] == pytest.approx(expected_mj, rel=0.05)
+    assert record["avg_power_w"] == pytest.approx(0.4 + EXTRA_W, rel=0.05)
+    assert not [f for f in record["energy_flags"] if "charging" in f or "coarse" in f]
+    assert record["telemetry"]["source"]["kind"] == "android_fuel_gauge"
+    assert not marker.exists()  # the runner removed it when the window closed
+
+
+def test_local_cell_without_a_source_says_energy_unavailable(run_cli, conv_model, eb_env, tmp_path):
+    eb_env["EDGEBENCH_SYSFS_ROOT"] = str(tmp_path / "empty-sysfs")
+    result = run_cli(
+        [
+            "run",
+            "--models",
+            str(conv_model),
+            "--frameworks",
+            "onnxruntime",
+            "--format",
+            "jsonl",
+            "--warmup",
+            "1",
+            "--iterations",
+            "5",
+            "--min-time",
+            "0",
+        ]
+    )
+    assert result.returncode == 0, result.stderr
+    (record,) = map(json.loads, result.stdout.splitlines())
+    assert record["energy_mj_per_inf"] is None and record["avg_power_w"] is None
+    unavailable = [f for f in record["energy_flags"] if f.startswith("energy unavailable:")]
+    assert unavailable and "rapl" in unavailable[0]
