@@ -219,6 +219,31 @@ def cli(verbose: bool) -> None:
     help="Device file that exists while the timed window runs (for external power meters).",
 )
 @click.option(
+    "--cooldown-temp",
+    type=float,
+    default=None,
+    help="Before each cell, wait until the hottest thermal zone is below this, C.",
+)
+@click.option(
+    "--cooldown-max-wait",
+    type=click.FloatRange(min=0),
+    default=120.0,
+    show_default=True,
+    help="Longest cool-down wait per cell, s.",
+)
+@click.option(
+    "--set-governor",
+    default=None,
+    help="cpufreq governor for the pinned cores during each cell (e.g. performance; needs root"
+    " on the device), restored afterwards.",
+)
+@click.option(
+    "--sustained",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="Run each cell continuously for this many seconds and compare its first and last 10%.",
+)
+@click.option(
     "--temp-limit",
     type=float,
     default=None,
@@ -257,6 +282,10 @@ def run(
     baseline_s: float,
     telemetry_period: float,
     sync_marker: str | None,
+    cooldown_temp: float | None,
+    cooldown_max_wait: float,
+    set_governor: str | None,
+    sustained: float | None,
     temp_limit: float | None,
     results_dir: Path | None,
     output_format: str,
@@ -269,7 +298,12 @@ def run(
     # Commas belong to the cpu-list syntax (0,2), so sweeping cores means repeating --cores.
     core_selections = list(dict.fromkeys(c.strip() for c in cores if c.strip())) or ["all"]
     shapes = parse_shape_overrides(shape)
-    timing = Timing(warmup, iterations, min_time, max_time, timeout)
+    timing = Timing(
+        warmup, iterations, min_time, max_time, timeout, max_iterations=max(100_000, iterations)
+    )
+    if sustained:
+        # One long continuous window per cell: the way an app session loads the phone.
+        timing = Timing(warmup, 1, sustained, sustained + 1.0, timeout + sustained, True, 10**9)
 
     model_refs = resolve_models(_split(models) or list(BUILTIN_MODELS), cache_dir(), reference)
     model_inputs = resolve_inputs(model_refs, shapes)
@@ -307,6 +341,9 @@ def run(
             baseline_s=baseline_s,
             sync_marker=sync_marker,
             temp_limit_c=temp_limit,
+            cooldown_temp_c=cooldown_temp,
+            cooldown_max_wait_s=cooldown_max_wait,
+            set_governor=set_governor,
         ),
     )
     conversions = prepare_cells(

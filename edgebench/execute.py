@@ -25,6 +25,7 @@ from .plan import Cell
 from .records import Record
 from .stats import latency_stats, stats_warnings, throughput_ips
 from .store import RunDir, utc_now
+from .sustained import summarize as summarize_sustained
 from .transports.base import TransportError
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,9 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
         record.stderr_tail = str(error["detail"])[-STDERR_TAIL_CHARS:]
     if result.get("telemetry") is not None:
         _attach_energy(record, cell, result["telemetry"])
+    if cell.timing.sustained and record.sustained is None and status == "ok":
+        summary = summarize_sustained(record.samples_ns, None)
+        record.sustained = summary.as_dict() if summary else None
     return record
 
 
@@ -142,6 +146,17 @@ def _attach_energy(record: Record, cell: Cell, trace: dict[str, Any]) -> None:
     record.energy_flags = list(analysis.flags)
     if analysis.unavailable:
         record.energy_flags.append(f"energy unavailable: {analysis.unavailable}")
+    cooldown = trace.get("cooldown") or {}
+    if cooldown and not cooldown.get("reached"):
+        record.energy_flags.append(
+            f"cool-down: hottest zone still {cooldown.get('end_c')} C after "
+            f"{cooldown.get('waited_s')} s (limit {cooldown.get('limit_c')} C)"
+        )
+    governor = trace.get("governor") or {}
+    record.warnings += [f"governor: {e}" for e in governor.get("errors", [])]
+    if cell.timing.sustained:
+        summary = summarize_sustained(record.samples_ns, trace)
+        record.sustained = summary.as_dict() if summary else None
 
 
 @dataclass
@@ -190,7 +205,7 @@ def _measure(run_id: str, cell: Cell, checks: CheckSettings) -> Record:
                 return record
         spec = cell.spec(checks.seed, save_outputs=outputs_at)
         spec["model"] = model_path
-        outcome = device.run_runner(spec, cell.cores, cell.timing.timeout_s)
+        outcome = device.run_runner(spec, cell.cores, cell.timeout_s)
     except TransportError as exc:
         record = _base_record(run_id, cell, "failed")
         record.error = str(exc)

@@ -152,6 +152,10 @@ def format_details(records: Sequence[Record]) -> str:
         if r.error and r.status != "skipped":
             notes.append(f"  {r.device}/{r.model}/{r.framework}: {r.error}")
         notes.extend(f"  {r.device}/{r.model}/{r.framework}: warning: {w}" for w in r.warnings)
+        if r.sustained:
+            notes.append(
+                f"  {r.device}/{r.model}/{r.framework}: {_describe_sustained(r.sustained)}"
+            )
         unavailable = [f for f in r.energy_flags if f.startswith("energy unavailable")]
         if unavailable:
             energy_gaps.setdefault(r.device, unavailable[0][:160])
@@ -168,3 +172,9 @@ def format_details(records: Sequence[Record]) -> str:
     if notes:
         lines += ["", "notes:", *notes]
     return "\n".join(lines) + "\n"
+
+
+def _describe_sustained(data: dict) -> str:
+    from .sustained import SustainedSummary
+
+    return SustainedSummary(**data).describe()

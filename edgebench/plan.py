@@ -29,6 +29,9 @@ class TelemetrySettings:
     sync_marker: str | None = None
     temp_limit_c: float | None = None
     throttle_fraction: float = 0.85
+    cooldown_temp_c: float | None = None
+    cooldown_max_wait_s: float = 120.0
+    set_governor: str | None = None
     enabled: bool = True
 
 
@@ -39,6 +42,8 @@ class Timing:
     min_time_s: float = 2.0
     max_time_s: float = 120.0
     timeout_s: float = 600.0
+    sustained: bool = False
+    max_iterations: int = 100_000
 
 
 @dataclass
@@ -94,6 +99,7 @@ class Cell:
             "iterations": self.timing.iterations,
             "min_time_s": self.timing.min_time_s,
             "max_time_s": self.timing.max_time_s,
+            "max_iterations": self.timing.max_iterations,
             "concurrency": self.concurrency,
             "inputs": self.inputs,
             "seed": seed,
@@ -113,7 +119,20 @@ class Cell:
             "baseline_s": settings.baseline_s if source != "none" else 0.0,
             "zones": list(profile.thermal_zones) if profile else [],
             "sync_marker": settings.sync_marker,
+            "cooldown_temp_c": settings.cooldown_temp_c,
+            "cooldown_max_wait_s": settings.cooldown_max_wait_s,
+            "set_governor": settings.set_governor,
         }
+
+    @property
+    def timeout_s(self) -> float:
+        """The cell's own timeout plus the waiting the runner does before it."""
+        extra = 0.0
+        if self.telemetry is not None and self.telemetry.enabled:
+            extra = self.telemetry.baseline_s
+            if self.telemetry.cooldown_temp_c is not None:
+                extra += self.telemetry.cooldown_max_wait_s
+        return self.timing.timeout_s + extra
 
 
 def check_frameworks(names: Sequence[str]) -> list[str]:

@@ -25,6 +25,11 @@ def describe_outcome(record: Record) -> str:
             shown = [("avg", lat["mean"])]  # native tools that print no percentiles
         figures = "  ".join(f"{k} {v:.2f} ms" for k, v in shown)
         text = f"ok  {figures}  ({record.n_samples} samples, {record.duration_s:.1f} s)"
+        if record.energy_mj_per_inf is not None:
+            text += f"  {record.energy_mj_per_inf:.3g} mJ/inf"
+        if record.sustained:
+            s = record.sustained
+            text += f"  [sustained: p50 {s['latency_change_pct']:+.1f}%]"
         if record.warnings:
             text += f"  [{len(record.warnings)} warning{'s' if len(record.warnings) > 1 else ''}]"
         return text

@@ -63,6 +63,8 @@ class Record:
     energy_flags: list[str] = field(default_factory=list)
     #: energy.EnergyResult.as_dict(): baseline, temperatures, frequencies, unavailable reason.
     energy: dict[str, Any] | None = None
+    #: --sustained: first 10% vs last 10% of the window (latency, power, temperature).
+    sustained: dict[str, Any] | None = None
     #: The raw telemetry trace sampled on the device (edgebench.telemetry/1).
     telemetry: dict[str, Any] | None = None
     #: For cells run by a native benchmark binary: tool, version, which statistics it printed.

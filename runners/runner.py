@@ -61,7 +61,10 @@ SPEC_DEFAULTS = {
     # Energy/thermal/frequency sampling beside the timed loop, or None for none:
     # {"energy_source": "auto"|kind|"none", "period_s": 0.05, "baseline_s": 1.0,
     #  "zones": [thermal zone types], "root": sysfs root (default $EDGEBENCH_SYSFS_ROOT or "/"),
-    #  "sync_marker": file created while the timed window runs (for external power meters)}
+    #  "sync_marker": file created while the timed window runs (for external power meters),
+    #  "cooldown_temp_c": wait before the cell until the hottest zone is below this,
+    #  "cooldown_max_wait_s": ... but no longer than this,
+    #  "set_governor": e.g. "performance" for the pinned cores, restored after the cell}
     "telemetry": None,
 }
 
@@ -311,8 +314,70 @@ class Telemetry:
         baseline_s = float(config.get("baseline_s") or 0.0)
         if baseline_s > 0 and self.source.kind != "none":
             self.baseline = telemetry.idle_baseline(self.source, baseline_s, self.period_s)
+        self.governors = self._set_governor(config.get("set_governor"))
+        self.cooldown = self._cool_down(
+            config.get("cooldown_temp_c"), float(config.get("cooldown_max_wait_s") or 0.0)
+        )
         self.before = telemetry.read_state(self.root, cores, self.zones)
         self.sampler = None
+
+    def _cpus(self) -> List[int]:
+        return list(self.cores) if self.cores else self.tm.list_cpus(self.root)
+
+    def _set_governor(self, wanted: Optional[str]) -> Optional[Dict[str, Any]]:
+        """Switch the cell's cores to ``wanted``; the previous governors are restored later."""
+        if not wanted:
+            return None
+        report: Dict[str, Any] = {"wanted": wanted, "previous": {}, "errors": []}
+        for cpu in self._cpus():
+            path = self.tm.cpufreq_path(self.root, cpu, "scaling_governor")
+            try:
+                with open(path) as fh:
+                    previous = fh.read().strip()
+                if previous != wanted:
+                    with open(path, "w") as fh:
+                        fh.write(wanted)
+                report["previous"][str(cpu)] = previous
+            except OSError as exc:
+                report["errors"].append(
+                    "cpu%d: cannot set governor (%s); needs root on the device"
+                    % (cpu, exc.strerror or exc)
+                )
+        return report
+
+    def restore_governors(self) -> None:
+        if not self.governors or self.governors.get("restored"):
+            return
+        for cpu, previous in self.governors["previous"].items():
+            path = self.tm.cpufreq_path(self.root, int(cpu), "scaling_governor")
+            try:
+                with open(path, "w") as fh:
+                    fh.write(previous)
+            except OSError as exc:
+                self.governors["errors"].append("cpu%s: could not restore: %s" % (cpu, exc))
+        self.governors["restored"] = True
+
+    def _hottest(self) -> Optional[float]:
+        temps = self.tm.read_state(self.root, [], self.zones).get("temp_c") or {}
+        values = [v for v in temps.values() if isinstance(v, (int, float))]
+        return max(values) if values else None
+
+    def _cool_down(self, limit: Optional[float], max_wait_s: float) -> Optional[Dict[str, Any]]:
+        """Wait (bounded) until the hottest zone is below ``limit`` before the cell starts."""
+        if limit is None:
+            return None
+        start = time.monotonic()
+        first = current = self._hottest()
+        while current is not None and current > limit and time.monotonic() - start < max_wait_s:
+            time.sleep(min(0.5, max(0.0, max_wait_s - (time.monotonic() - start))))
+            current = self._hottest()
+        return {
+            "limit_c": limit,
+            "start_c": first,
+            "end_c": current,
+            "waited_s": round(time.monotonic() - start, 3),
+            "reached": current is None or current <= limit,
+        }
 
     def start_window(self) -> None:
         self.sampler = self.tm.Sampler(
@@ -335,6 +400,8 @@ class Telemetry:
         trace = self.sampler.stop()
         trace["state_before"] = self.before
         trace["state_after"] = self.tm.read_state(self.root, self.cores, self.zones)
+        trace["cooldown"] = self.cooldown
+        trace["governor"] = self.governors
         return trace
 
 
@@ -343,6 +410,16 @@ def run_spec(spec: Dict[str, Any], result: Dict[str, Any]) -> None:
     apply_affinity(spec["cores"])
     result["cores_effective"] = effective_cores()
     telemetry = Telemetry(spec["telemetry"], spec["cores"]) if spec.get("telemetry") else None
+    try:
+        _measure_cell(spec, result, telemetry)
+    finally:
+        if telemetry is not None:
+            telemetry.restore_governors()  # also when the cell failed part-way
+
+
+def _measure_cell(
+    spec: Dict[str, Any], result: Dict[str, Any], telemetry: Optional[Telemetry]
+) -> None:
     backend = load_backend(spec["framework"])
     result["framework_version"] = backend.version()
     # After the framework import, before the model: the model's own footprint is peak - this.

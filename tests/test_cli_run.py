@@ -193,6 +193,10 @@ def test_a_cell_over_its_timeout_is_killed_and_recorded(run_cli, conv_model):
             "30",
             "--warmup",
             "0",
+            "--iterations",
+            "100000000",
+            "--baseline-s",
+            "0",
         ]
     )
     assert result.returncode == 1
