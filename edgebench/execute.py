@@ -154,6 +154,13 @@ def _attach_energy(record: Record, cell: Cell, trace: dict[str, Any]) -> None:
         )
     governor = trace.get("governor") or {}
     record.warnings += [f"governor: {e}" for e in governor.get("errors", [])]
+    cpus = ((trace.get("state_before") or {}).get("cpus")) or {}
+    slow = sorted({i["governor"] for i in cpus.values() if i.get("governor")} - {"performance"})
+    if slow:
+        record.warnings.append(
+            f"governor {', '.join(slow)} on the pinned cores: clocks may move during the "
+            "cell (--set-governor performance where the device allows it)"
+        )
     if cell.timing.sustained:
         summary = summarize_sustained(record.samples_ns, trace)
         record.sustained = summary.as_dict() if summary else None

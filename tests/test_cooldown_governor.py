@@ -55,6 +55,13 @@ def test_governor_is_set_for_the_cell_and_restored(run_cli, eb_env, tmp_path, co
     assert trace["governor"]["previous"] == {"0": "schedutil"}
     assert trace["governor"]["restored"] is True
     assert governor.read_text().strip() == "schedutil"
+    assert not any(w.startswith("governor schedutil") for w in record["warnings"])
+
+
+def test_a_governor_other_than_performance_is_a_warning(run_cli, eb_env, tmp_path, conv_model):
+    make_sysfs(tmp_path / "sysfs")
+    record = run_one(run_cli, eb_env, tmp_path / "sysfs", conv_model)
+    assert any(w.startswith("governor schedutil on the pinned cores") for w in record["warnings"])
 
 
 def test_governor_that_cannot_be_set_is_a_warning(run_cli, eb_env, tmp_path, conv_model):
