@@ -236,20 +236,22 @@ def build_cells(
     """Every combination, in device > model > framework > threads > cores order."""
     cells = []
     for device in devices:
-        if device.unreachable:
-            cells += _unreachable_cells(
-                device, models, frameworks, inputs, threads, cores, concurrency, precision, timing
-            )
-            continue
-        cpus = device.facts().cpus
-        core_sets = [
-            (sel, resolve_cores(sel, cpus, device.core_names(), device.name)) for sel in cores
-        ]
+        unreachable = device.unreachable
+        if unreachable:
+            # Its cells still exist, each failed with the reason the device was not reached.
+            core_sets: list[tuple[str, list[int] | None]] = [(sel, None) for sel in cores]
+        else:
+            cpus = device.facts().cpus
+            core_sets = [
+                (sel, resolve_cores(sel, cpus, device.core_names(), device.name)) for sel in cores
+            ]
         for model in models:
             for framework in frameworks:
                 convert_to, verdict = _model_route(model, framework)
                 if model.error:
                     verdict = ("failed", "model_load", model.error)
+                if unreachable:
+                    convert_to, verdict = None, ("failed", "transport", unreachable)
                 verdict = verdict or _availability(device, framework)
                 for n_threads in threads:
                     for selection, cpu_ids in core_sets:
@@ -271,37 +273,3 @@ def build_cells(
                             )
                         )
     return cells
-
-
-def _unreachable_cells(
-    device: Device,
-    models: Sequence[ModelRef],
-    frameworks: Sequence[str],
-    inputs: dict[str, list[dict[str, Any]]],
-    threads: Sequence[int],
-    cores: Sequence[str],
-    concurrency: int,
-    precision: str,
-    timing: Timing,
-) -> list[Cell]:
-    """The cells a device would have had, each failed with the reason it was not reached."""
-    verdict = ("failed", "transport", device.unreachable or "device unreachable")
-    return [
-        Cell(
-            device=device,
-            model=model,
-            framework=framework,
-            precision=precision,
-            threads=n_threads,
-            cores_selection=selection,
-            cores=None,
-            concurrency=concurrency,
-            inputs=inputs.get(model.name, []),
-            timing=timing,
-            verdict=verdict,
-        )
-        for model in models
-        for framework in frameworks
-        for n_threads in threads
-        for selection in cores
-    ]
