@@ -6,6 +6,8 @@ import posixpath
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .energy import analyze
+from .native_telemetry import build_trace, plan_sampler, wrap_command
 from .records import Record
 from .runners.native import NATIVE_TOOLS, NativeCell, NativeParseError, NativeResult
 from .transports.base import TransportError, quote_argv
@@ -60,9 +62,20 @@ def run_native_cell(cell: Cell, device: RemoteDevice, model_path: str, base: Rec
     )
     if adapter.needs_logcat():
         device.transport.shell(adapter.clear_logcat_command(), timeout=30)
-    command = device.transport.shell(
-        adapter.shell_command(binary, native_cell), timeout=cell.timing.timeout_s
-    )
+    tool_line = adapter.shell_command(binary, native_cell)
+    sampling = _plan_telemetry(cell, device)
+    if sampling is not None:
+        sampler, settings = sampling
+        baseline_s = settings.baseline_s if sampler.source != "none" else 0.0
+        tool_line = wrap_command(
+            tool_line,
+            sampler,
+            device.path("telemetry"),
+            period_s=settings.period_s,
+            baseline_s=baseline_s,
+            sync_marker=settings.sync_marker,
+        )
+    command = device.transport.shell(tool_line, timeout=cell.timeout_s)
     if command.timed_out:
         raise NativeRunError(f"{adapter.binary} timed out after {cell.timing.timeout_s:.0f} s")
     logcat = ""
@@ -76,7 +89,55 @@ def run_native_cell(cell: Cell, device: RemoteDevice, model_path: str, base: Rec
             f"{exc} (exit {command.returncode}; last line: {tail[0][:200]})"
         ) from exc
     fill_record(base, result)
+    if sampling is not None:
+        _attach_native_energy(base, cell, device, sampling[0], sampling[1].period_s, result)
     return base
+
+
+def _plan_telemetry(cell: Cell, device: RemoteDevice):
+    settings = cell.telemetry
+    if settings is None or not settings.enabled:
+        return None
+    profile = device.profile
+    source = settings.energy_source or (profile.energy_source if profile else "auto")
+    zones = list(profile.thermal_zones) if profile else []
+    return plan_sampler(device.transport, source, list(cell.cores or []), zones), settings
+
+
+def _attach_native_energy(
+    record: Record, cell: Cell, device: RemoteDevice, sampler, period_s: float, result
+) -> None:
+    work = device.path("telemetry")
+    files = device.transport.read_many(
+        [posixpath.join(work, "trace.txt"), posixpath.join(work, "marks.txt")]
+    )
+    trace = build_trace(
+        sampler,
+        files[posixpath.join(work, "trace.txt")] or "",
+        files[posixpath.join(work, "marks.txt")] or "",
+        period_s,
+    )
+    analysis = analyze(
+        trace,
+        record.n_samples,
+        max_freq_khz=device.facts().max_freq_khz if not device.unreachable else {},
+        pinned_cpus=cell.cores,
+        temp_limit_c=(cell.telemetry.temp_limit_c if cell.telemetry else None)
+        or (device.profile.max_temp_c if device.profile else None),
+    )
+    record.telemetry = trace
+    record.energy = analysis.as_dict()
+    record.avg_power_w = analysis.avg_power_w
+    record.energy_flags = list(analysis.flags)
+    if analysis.unavailable:
+        record.energy_flags.append(f"energy unavailable: {analysis.unavailable}")
+    elif analysis.active_power_w is not None and result.avg_ms:
+        # The window is the tool's whole run (load and warm-up too): power x avg latency.
+        record.energy_mj_per_inf = analysis.active_power_w * result.avg_ms
+        record.energy["energy_mj_per_inf"] = record.energy_mj_per_inf
+        record.energy_flags.append(
+            "native tool: energy/inference = (mean power - idle) x the tool's average latency"
+        )
 
 
 def fill_record(record: Record, result: NativeResult) -> None:

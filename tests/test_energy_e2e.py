@@ -155,3 +155,78 @@ def test_local_cell_without_a_source_says_energy_unavailable(run_cli, conv_model
     assert record["energy_mj_per_inf"] is None and record["avg_power_w"] is None
     unavailable = [f for f in record["energy_flags"] if f.startswith("energy unavailable:")]
     assert unavailable and "rapl" in unavailable[0]
+
+
+def test_native_tool_gets_energy_from_a_device_shell_loop(run_cli, adb_server, tmp_path):
+    import shutil
+
+    from conftest import save_conv_model
+
+    sandbox = tmp_path / "phone"
+    sandbox.mkdir()
+    model = save_conv_model(tmp_path / "conv.onnx", [1, 3, 64, 64], channels=32)
+    marker = sandbox / "window.active"
+    native_bin = tmp_path / "bin"
+    native_bin.mkdir()
+    beside = Path(sys.executable).with_name("benchmark_app")
+    shutil.copy(beside if beside.is_file() else shutil.which("benchmark_app"), native_bin)
+    phone = connect_phone(adb_server, sandbox, env={"EDGEBENCH_SYSFS_ROOT": str(sandbox)})
+    try:
+        lab = tmp_path / "lab.toml"
+        lab.write_text(
+            "\n".join(
+                [
+                    "[devices.emu-phone]",
+                    'transport = "adb"',
+                    f'serial = "{phone.serial}"',
+                    f"adb_port = {phone.adb_port}",
+                    'runner = "native"',
+                    f'native_bin = "{native_bin}"',
+                    f'work_dir = "{sandbox / "data" / "local" / "tmp" / "edgebench"}"',
+                ]
+            )
+            + "\n"
+        )
+        with SyntheticBattery(sandbox, marker):
+            result = run_cli(
+                [
+                    "run",
+                    "--lab",
+                    str(lab),
+                    "--devices",
+                    "emu-phone",
+                    "--models",
+                    str(model),
+                    "--frameworks",
+                    "openvino",
+                    "--energy-source",
+                    "android_fuel_gauge",
+                    "--sync-marker",
+                    str(marker),
+                    "--baseline-s",
+                    "0.5",
+                    "--telemetry-period",
+                    "0.02",
+                    "--iterations",
+                    "200",
+                    "--format",
+                    "jsonl",
+                ]
+            )
+    finally:
+        disconnect_phone(phone)
+    assert result.returncode == 0, result.stderr
+    (record,) = map(json.loads, result.stdout.splitlines())
+    assert record["status"] == "ok", record["error"]
+    assert record["telemetry"]["source"]["sampled_by"] == "device shell loop"
+    energy = record["energy"]
+    avg_ms = record["latency_ms"]["mean"]
+    print(
+        f"native: known extra power {EXTRA_W:.3f} W, measured {energy['active_power_w']:.3f} W; "
+        f"energy/inference known {EXTRA_W * avg_ms:.4f} mJ, measured "
+        f"{record['energy_mj_per_inf']:.4f} mJ"
+    )
+    assert energy["baseline_power_w"] == pytest.approx(0.4, rel=0.05)
+    assert energy["active_power_w"] == pytest.approx(EXTRA_W, rel=0.1)
+    assert record["energy_mj_per_inf"] == pytest.approx(EXTRA_W * avg_ms, rel=0.1)
+    assert any(f.startswith("native tool: energy/inference") for f in record["energy_flags"])
