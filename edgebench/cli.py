@@ -36,6 +36,7 @@ from .plan import (
     check_frameworks,
     resolve_inputs,
 )
+from .plans import load_plan
 from .prepare import prepare_cells
 from .profiles import compare_clusters
 from .progress import LineProgress
@@ -102,6 +103,19 @@ def cli(verbose: bool) -> None:
 
 @cli.command()
 @click.option("--devices", multiple=True, help="Devices to measure on [default: local].")
+@click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A run plan (TOML): matrix, sweeps, thresholds; compares with its last good run.",
+)
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --plan: write the comparison with the baseline as JUnit XML.",
+)
 @lab_option
 @click.option(
     "--models", multiple=True, help="Built-in names or .onnx paths [default: all built-in]."
@@ -260,6 +274,8 @@ def cli(verbose: bool) -> None:
 @metric_option
 def run(
     devices: tuple[str, ...],
+    plan_path: Path | None,
+    junit: Path | None,
     lab_path: Path | None,
     models: tuple[str, ...],
     frameworks: tuple[str, ...],
@@ -293,6 +309,27 @@ def run(
 ) -> None:
     """Measure every model x framework on every device and print the matrix."""
     progress = LineProgress()
+    plan = load_plan(plan_path) if plan_path else None
+    precisions = [precision]
+    if plan is not None:
+        # The plan decides the matrix; options it leaves out keep their command-line values.
+        devices = tuple(plan.devices)
+        lab_path = plan.lab or lab_path
+        models = tuple(plan.models) or models
+        frameworks = tuple(plan.frameworks) or frameworks
+        threads = tuple(str(t) for t in plan.threads)
+        cores = tuple(plan.cores)
+        precisions = plan.precisions
+        concurrency = plan.concurrency
+        warmup = int(plan.timing.get("warmup", warmup))
+        iterations = int(plan.timing.get("iterations", iterations))
+        min_time = plan.timing.get("min_time", min_time)
+        max_time = plan.timing.get("max_time", max_time)
+        timeout = plan.timing.get("timeout", timeout)
+        energy_source = plan.telemetry.get("energy_source", energy_source)
+        baseline_s = float(plan.telemetry.get("baseline_s", baseline_s))
+    elif junit is not None:
+        raise UserError("--junit needs --plan (it reports the comparison with the baseline)")
     framework_names = check_frameworks(_split(frameworks) or DEFAULT_FRAMEWORKS)
     thread_counts = _positive_ints(threads, "--threads")
     # Commas belong to the cpu-list syntax (0,2), so sweeping cores means repeating --cores.
@@ -325,27 +362,32 @@ def run(
                 f"  warning: governor {governors} lets the clock vary between cells; "
                 "use `performance` for stable numbers"
             )
-    cells = build_cells(
-        device_list,
-        model_refs,
-        framework_names,
-        inputs=model_inputs,
-        threads=thread_counts,
-        cores=core_selections,
-        concurrency=concurrency,
-        precision=precision,
-        timing=timing,
-        telemetry=TelemetrySettings(
-            energy_source=energy_source,
-            period_s=telemetry_period,
-            baseline_s=baseline_s,
-            sync_marker=sync_marker,
-            temp_limit_c=temp_limit,
-            cooldown_temp_c=cooldown_temp,
-            cooldown_max_wait_s=cooldown_max_wait,
-            set_governor=set_governor,
-        ),
+    telemetry = TelemetrySettings(
+        energy_source=energy_source,
+        period_s=telemetry_period,
+        baseline_s=baseline_s,
+        sync_marker=sync_marker,
+        temp_limit_c=temp_limit,
+        cooldown_temp_c=cooldown_temp,
+        cooldown_max_wait_s=cooldown_max_wait,
+        set_governor=set_governor,
     )
+    cells = [
+        cell
+        for one_precision in precisions
+        for cell in build_cells(
+            device_list,
+            model_refs,
+            framework_names,
+            inputs=model_inputs,
+            threads=thread_counts,
+            cores=core_selections,
+            concurrency=concurrency,
+            precision=one_precision,
+            timing=timing,
+            telemetry=telemetry,
+        )
+    ]
     conversions = prepare_cells(
         cells,
         ArtifactCache(cache_dir() / "artifacts"),
@@ -362,12 +404,15 @@ def run(
             "edgebench_version": __version__,
             "argv": sys.argv[1:],
             "status": "running",
+            "plan": plan.name if plan else None,
+            "lab": str(lab_path) if lab_path else None,
+            "git_sha": git_sha(),
             "options": {
                 "models": [m.source for m in model_refs],
                 "frameworks": framework_names,
                 "threads": thread_counts,
                 "cores": core_selections,
-                "precision": precision,
+                "precision": precisions,
                 "concurrency": concurrency,
                 "seed": seed,
                 "timing": timing.__dict__,
@@ -390,11 +435,52 @@ def run(
         run_dir.update_metadata(status="interrupted", finished_at=utc_now())
         kept = len(run_dir.records())
         raise UserError(f"interrupted: {kept} finished cells are kept in {run_dir.path}") from None
-    run_dir.update_metadata(status="complete", finished_at=utc_now())
     _print_records(records, output_format, metric)
+    failed = any(r.status in ("failed", "mismatch") for r in records)
+    regressed = False
+    if plan is not None:
+        regressed = _compare_with_baseline(plan, store, run_dir, records, junit, progress)
+    run_dir.update_metadata(
+        status="complete", finished_at=utc_now(), good=not failed and not regressed
+    )
     progress.message(f"stored: {run_dir.path}  (edgebench show {run_dir.run_id})")
-    if any(r.status in ("failed", "mismatch") for r in records):
+    if failed or regressed:
         sys.exit(1)
+
+
+def _compare_with_baseline(plan, store, run_dir, records, junit, progress) -> bool:
+    """Compare with the last good run of the same plan; True when a cell regressed."""
+    baseline = next(
+        (
+            r
+            for r in reversed(store.runs())
+            if r.run_id != run_dir.run_id
+            and r.metadata().get("plan") == plan.name
+            and r.metadata().get("good")
+        ),
+        None,
+    )
+    if baseline is None:
+        progress.message(
+            f"plan {plan.name}: no earlier good run to compare with; this is the baseline"
+        )
+        return False
+    from .compare import any_regression, compare_runs, format_comparison, junit_xml
+
+    verdicts = compare_runs(
+        baseline.records(),
+        records,
+        min_effect=plan.min_effect,
+        alpha=plan.alpha,
+        metric=plan.metric,
+    )
+    progress.message(f"plan {plan.name}: compared with {baseline.run_id}")
+    click.echo(format_comparison(verdicts))
+    if junit is not None:
+        junit.write_text(junit_xml(verdicts, f"edgebench.{plan.name}"))
+        progress.message(f"JUnit XML: {junit}")
+    run_dir.update_metadata(baseline=baseline.run_id)
+    return any_regression(verdicts)
 
 
 def _print_records(records: list[Record], output_format: str, metric: str) -> None:
@@ -432,6 +518,145 @@ def show(run_ref: str | None, results_dir: Path | None, output_format: str, metr
         click.echo("no finished cells in this run")
         return
     _print_records(records, output_format, metric)
+
+
+@cli.command()
+@click.argument("run_ref", required=False)
+@results_dir_option
+@click.option(
+    "--format",
+    "formats",
+    default="html,md,csv",
+    show_default=True,
+    help="Comma-separated: html, md, csv, parquet, json.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports"),
+    show_default=True,
+    help="Folder for the report files.",
+)
+def report(run_ref: str | None, results_dir: Path | None, formats: str, out: Path) -> None:
+    """Write a stored run as a self-contained HTML page, Markdown, CSV, Parquet or JSON."""
+    from .report import write_report
+
+    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    out.mkdir(parents=True, exist_ok=True)
+    for path in write_report(run_dir, _split(formats), out):
+        click.echo(str(path))
+
+
+@cli.command()
+@click.argument("base_ref")
+@click.argument("new_ref")
+@results_dir_option
+@click.option("--metric", default="p50", show_default=True, help="p50, throughput, energy, memory.")
+@click.option(
+    "--min-effect",
+    type=click.FloatRange(min=0, max=1),
+    default=0.05,
+    show_default=True,
+    help="Smallest relative change that counts.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=0.01,
+    show_default=True,
+    help="Significance level of the Mann-Whitney U test on the raw samples.",
+)
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the verdicts as JUnit XML.",
+)
+def compare(
+    base_ref: str,
+    new_ref: str,
+    results_dir: Path | None,
+    metric: str,
+    min_effect: float,
+    alpha: float,
+    junit: Path | None,
+) -> None:
+    """Per-cell verdicts between two stored runs; exit 1 when anything regressed."""
+    from .compare import any_regression, compare_runs, format_comparison, junit_xml
+
+    store = ResultsStore(results_dir or default_results_dir())
+    base, new = store.open(base_ref), store.open(new_ref)
+    verdicts = compare_runs(
+        base.records(), new.records(), min_effect=min_effect, alpha=alpha, metric=metric
+    )
+    click.echo(f"base {base.run_id} -> new {new.run_id}")
+    click.echo(format_comparison(verdicts))
+    if junit is not None:
+        junit.write_text(junit_xml(verdicts, "edgebench.compare"))
+    if any_regression(verdicts):
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--devices", "names", required=True, help="Devices the app must run on, e.g. A,B,C.")
+@click.option("--model", required=True, help="Model name as stored in the run.")
+@click.option(
+    "--metric",
+    type=click.Choice(["p50", "p99", "throughput", "energy", "memory"]),
+    default="p50",
+    show_default=True,
+)
+@click.option("--budget-ms", type=float, default=None, help="Latency budget per inference.")
+@click.option("--run", "run_ref", default=None, help="Stored run to decide from [default: newest].")
+@results_dir_option
+def recommend(
+    names: str,
+    model: str,
+    metric: str,
+    budget_ms: float | None,
+    run_ref: str | None,
+    results_dir: Path | None,
+) -> None:
+    """Which framework to ship for a list of devices, with the reasoning."""
+    from .recommend import format_recommendation
+    from .recommend import recommend as choose
+
+    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    result = choose(run_dir.records(), _split(names), model, metric=metric, budget_ms=budget_ms)
+    click.echo(f"from run {run_dir.run_id}")
+    click.echo(format_recommendation(result))
+
+
+@cli.command(name="history")
+@click.option("--device", required=True)
+@click.option("--model", required=True)
+@click.option("--framework", required=True)
+@click.option("--metric", default="p50", show_default=True)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="SVG file for the trend [default: reports/history-DEVICE-MODEL-FRAMEWORK.svg].",
+)
+@results_dir_option
+def history_cmd(
+    device: str,
+    model: str,
+    framework: str,
+    metric: str,
+    plot: Path | None,
+    results_dir: Path | None,
+) -> None:
+    """The trend of one cell across stored runs, printed and plotted."""
+    from .history import format_history, history, plot_history
+
+    store = ResultsStore(results_dir or default_results_dir())
+    points = history(store, device, model, framework, metric=metric)
+    click.echo(format_history(points))
+    target = plot or Path("reports") / f"history-{device}-{model}-{framework}.svg"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    plot_history(points, target)
+    click.echo(f"plot: {target}")
 
 
 @cli.command(name="export")
@@ -638,6 +863,19 @@ def models_cmd() -> None:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def git_sha() -> str | None:
+    """The commit of the current folder's repository, for run history; None outside git."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def main() -> None:

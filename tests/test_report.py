@@ -1,0 +1,282 @@
+"""Reports: HTML (self-contained, escaped, renders in a headless browser), Markdown, CSV,
+Parquet and JSON, from a real run and from hand-made records for the edge cases."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from html import escape
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from edgebench.errors import UserError
+from edgebench.records import Record
+from edgebench.report import FORMATS, render_markdown, write_report
+from edgebench.report_html import render_html
+from edgebench.store import ResultsStore, RunDir
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_APT = "apt-get install -y chromium"
+EVIL = "<script>alert(1)</script>"
+
+
+def _record(**changes) -> Record:
+    base = dict(
+        run_id="20260101-000000-abcd",
+        cell_id="x",
+        device="pixel",
+        model="mobilenet",
+        framework="onnxruntime",
+        precision="fp32",
+        threads=4,
+        cores="big",
+        status="ok",
+    )
+    base.update(changes)
+    return Record(**base)
+
+
+def _ok(framework: str, p50: float, device: str = "pixel", **changes) -> Record:
+    samples = [int((p50 + 0.05 * ((i * 7) % 11)) * 1e6) for i in range(200)]
+    t0 = 1_000_000_000
+    ts = [t0 + i * 50_000_000 for i in range(40)]
+    telemetry = {
+        "schema": "edgebench.telemetry/1",
+        "t_perf_ns": ts,
+        "power_w": [2.0 + 0.1 * (i % 5) for i in range(40)],
+        "temp_c": {"cpu-big": [40 + i * 0.2 for i in range(40)], "battery": [30.0] * 40},
+        "freq_khz": {"4": [2_400_000 - (i // 10) * 100_000 for i in range(40)], "0": [None] * 40},
+        "marks": {"window_start": ts[5], "window_end": ts[35]},
+    }
+    fields = dict(
+        framework=framework,
+        device=device,
+        latency_ms={"min": p50 * 0.9, "p50": p50, "p90": p50 * 1.1, "p95": p50 * 1.2,
+                    "p99": p50 * 1.5, "mean": p50, "std": 0.1, "cv": 0.05},
+        samples_ns=samples,
+        n_samples=len(samples),
+        throughput_ips=1000 / p50,
+        peak_rss_mb=100 + p50,
+        energy_mj_per_inf=p50 * 3,
+        avg_power_w=2.2,
+        energy_flags=["coarse sampling"],
+        warnings=["high variance"],
+        output_check={"passed": True, "max_abs_diff": 1e-6, "rel_error": 1e-7, "cosine": 1.0,
+                      "top1_agreement": 1.0},
+        telemetry=telemetry,
+        device_info={"cpu_model": "Cortex-A78", "machine": "aarch64"},
+    )  # fmt: skip
+    fields.update(changes)
+    return _record(**fields)
+
+
+def _edge_records() -> list[Record]:
+    return [
+        _ok("onnxruntime", 4.0),
+        _ok("tflite", 3.0),
+        _ok("ncnn", 5.0, model=EVIL, device=EVIL),
+        _record(
+            framework="openvino",
+            status="mismatch",
+            error="outputs differ: max_abs_diff 0.5 > 0.001",
+            latency_ms={"p50": 2.0, "p99": 3.0},
+            samples_ns=[2_000_000, 2_100_000, 2_050_000],
+            output_check={"passed": False, "max_abs_diff": 0.5, "cosine": 0.7},
+        ),
+        _record(framework="mnn", status="failed", error=f"runner crashed {EVIL}"),
+        _record(framework="tnn", status="skipped", error="no TNN", error_kind="toolchain_missing"),
+        _record(framework="ncnn", status="unsupported", error="op Foo unsupported"),
+    ]
+
+
+def _meta() -> dict:
+    return {
+        "run_id": "20260101-000000-abcd",
+        "created_at": "2026-01-01T00:00:00.000Z",
+        "edgebench_version": "0.1.0",
+        "devices": {"pixel": {"cpu_model": "Tensor G3", "machine": "aarch64"}},
+    }
+
+
+def _store_run(tmp_path: Path, records: list[Record]) -> RunDir:
+    run = ResultsStore(tmp_path / "res").create_run({"edgebench_version": "0.1.0"})
+    for r in records:
+        run.append(r)
+    return run
+
+
+# --------------------------------------------------------------------------------------------
+# HTML content
+
+
+def test_html_is_self_contained_and_escaped() -> None:
+    records = _edge_records()
+    page = render_html(records, _meta())
+    assert page.startswith("<!DOCTYPE html>")
+    # No URL of any kind: nothing can be fetched (and the CSP forbids it anyway).
+    assert "http://" not in page and "https://" not in page
+    links = re.findall(r"""\b(?:src|href|action|xlink:href)\s*=\s*["']([^"']*)""", page)
+    assert links and all(link.startswith("#") for link in links), "only in-page links"
+    assert "<script" not in page.lower()
+    assert escape(EVIL, quote=True) in page
+    # Heatmaps: one per metric per model group, with the status words in non-ok cells.
+    assert page.count('<table class="heatmap">') == 5 * 2
+    for word in ("mismatch", "failed", "unsupported", "no toolchain"):
+        assert word in page
+    assert "st-mismatch" in page and "st-failed" in page
+    assert 'title="outputs differ: max_abs_diff 0.5 &gt; 0.001"' in page
+    assert "★" in page
+    # Every cell with samples has a CDF; the telemetry cells also have three traces.
+    with_samples = [r for r in records if r.samples_ns]
+    assert page.count("latency CDF") >= len(with_samples)
+    assert page.count("<svg") == len(with_samples) + 3 * sum(1 for r in records if r.telemetry)
+    assert page.count("<details") == len(records)
+    for label in ("temperature", "CPU frequency", "power", "top1_agreement", "coarse sampling"):
+        assert label in page
+    assert "Tensor G3" in page and "20260101-000000-abcd" in page
+
+
+def test_html_without_records_or_meta() -> None:
+    page = render_html([], {})
+    assert "no records" in page
+
+
+def test_markdown_table_and_problems() -> None:
+    md = render_markdown(_edge_records(), "run-1")
+    rows = [line for line in md.splitlines() if line.startswith("| pixel |")]
+    assert len(rows) == 1
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    header = next(line for line in md.splitlines() if line.startswith("| device |"))
+    names = [c.strip() for c in header.strip("|").split("|")]
+    by_fw = dict(zip(names, cells, strict=True))
+    assert by_fw["tflite"] == "3.00 ★"
+    assert by_fw["onnxruntime"] == "4.00"
+    assert by_fw["openvino"] == "mismatch"
+    assert by_fw["mnn"] == "failed"
+    assert by_fw["tnn"] == "no toolchain"
+    assert "- pixel / mobilenet / openvino: mismatch — outputs differ" in md
+    assert "- pixel / mobilenet / mnn: failed — runner crashed &lt;script&gt;" in md
+    assert "<script>" not in md
+
+
+def test_unknown_format_is_a_user_error(tmp_path: Path) -> None:
+    run = _store_run(tmp_path, _edge_records())
+    with pytest.raises(UserError) as info:
+        write_report(run, ["html", "pdf"], tmp_path / "out")
+    message = str(info.value)
+    assert "\n" not in message and "'pdf'" in message
+    assert all(f in message for f in FORMATS)
+    assert not (tmp_path / "out").exists(), "nothing written when a format is unknown"
+
+
+# --------------------------------------------------------------------------------------------
+# From a real run
+
+
+def test_write_report_from_real_run(run_cli, conv_model: Path, eb_env, tmp_path: Path) -> None:
+    result = run_cli(
+        ["run", "--models", str(conv_model), "--frameworks", "onnxruntime,openvino",
+         "--warmup", "1", "--iterations", "20", "--min-time", "0"]
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    run = ResultsStore(Path(eb_env["EDGEBENCH_RESULTS"])).open(None)
+    records = run.records()
+    assert len(records) == 2
+    out = tmp_path / "reports"
+    paths = write_report(run, list(FORMATS), out)
+    assert [p.name for p in paths] == [f"{run.run_id}.{ext}" for ext in FORMATS]
+
+    page = paths[0].read_text(encoding="utf-8")
+    assert "http://" not in page and "https://" not in page
+    assert page.count("<svg") >= len(records)
+    assert '<table class="heatmap">' in page and run.run_id in page
+
+    md = paths[1].read_text(encoding="utf-8")
+    assert "| device | onnxruntime | openvino |" in md
+    assert re.search(r"^\| local \| [0-9.]+.* \| [0-9.]+.* \|$", md, re.M), md
+    assert "★" in md
+
+    frame = pd.read_csv(paths[2])
+    assert len(frame) == 2 and set(frame["framework"]) == {"onnxruntime", "openvino"}
+    assert len(pd.read_parquet(paths[3])) == 2
+    data = json.loads(paths[4].read_text(encoding="utf-8"))
+    assert len(data) == 2 and all(len(d["samples_ns"]) == 20 for d in data)
+
+
+# --------------------------------------------------------------------------------------------
+# Headless browser
+
+
+def _png_distinct_colours(data: bytes) -> tuple[int, int, int]:
+    """(width, height, distinct colours) of an 8-bit RGB/RGBA PNG, decoded with zlib only."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    height = depth = ctype = 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        chunk = data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, ctype = struct.unpack(">IIBB", chunk[:10])
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    assert depth == 8 and ctype in (2, 6), (depth, ctype)
+    bpp = 3 if ctype == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    prev = bytearray(stride)
+    colours: set[bytes] = set()
+    for y in range(height):
+        ftype = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if ftype == 1:
+                line[i] = (line[i] + a) & 0xFF
+            elif ftype == 2:
+                line[i] = (line[i] + b) & 0xFF
+            elif ftype == 3:
+                line[i] = (line[i] + (a + b) // 2) & 0xFF
+            elif ftype == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                line[i] = (line[i] + pred) & 0xFF
+        if y % 4 == 0:  # every 4th row is plenty to count colours
+            colours.update(bytes(line[i : i + 3]) for i in range(0, stride, bpp))
+        prev = line
+    return width, height, len(colours)
+
+
+def test_html_renders_in_headless_chromium(tmp_path: Path) -> None:
+    if not CHROMIUM.exists() and not shutil.which("chromium"):
+        pytest.skip(f"chromium not installed; in CI: {CHROMIUM_APT}")
+    exe = str(CHROMIUM) if CHROMIUM.exists() else str(shutil.which("chromium"))
+    run = _store_run(tmp_path, _edge_records())
+    (report,) = write_report(run, ["html"], tmp_path / "out")
+    assert not re.search(r"https?://", report.read_text(encoding="utf-8"))
+    shot = tmp_path / "shot.png"
+    proc = subprocess.run(
+        [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
+         "--window-size=1200,2000", "--enable-logging=stderr", "--v=0",
+         report.resolve().as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert shot.exists(), proc.stderr[-2000:]
+    console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+    assert not [ln for ln in console if "ERROR:CONSOLE" in ln or "Uncaught" in ln], console
+    assert not [ln for ln in console if "Content Security Policy" in ln], console
+    width, height, colours = _png_distinct_colours(shot.read_bytes())
+    assert (width, height) == (1200, 2000)
+    assert colours > 20, f"screenshot looks blank ({colours} colours)"
