@@ -628,9 +628,9 @@ def recommend(
 
 
 @cli.command(name="history")
-@click.option("--device", required=True)
-@click.option("--model", required=True)
-@click.option("--framework", required=True)
+@click.option("--device", default=None)
+@click.option("--model", default=None)
+@click.option("--framework", default=None)
 @click.option("--metric", default="p50", show_default=True)
 @click.option(
     "--plot",
@@ -640,17 +640,38 @@ def recommend(
 )
 @results_dir_option
 def history_cmd(
-    device: str,
-    model: str,
-    framework: str,
+    device: str | None,
+    model: str | None,
+    framework: str | None,
     metric: str,
     plot: Path | None,
     results_dir: Path | None,
 ) -> None:
-    """The trend of one cell across stored runs, printed and plotted."""
-    from .history import format_history, history, plot_history
+    """The stored runs (date, git sha, lab, plan), or one cell's trend across them."""
+    from .history import build_index, format_history, history, plot_history
 
     store = ResultsStore(results_dir or default_results_dir())
+    if not (device or model or framework):
+        rows = [
+            (
+                r.run_id,
+                (r.created_at or "-")[:19],
+                (r.git_sha or "-")[:10],
+                r.plan or "-",
+                r.lab_path or "-",
+                ",".join(r.devices) or "-",
+                str(r.n_records),
+                r.status or "-",
+            )
+            for r in build_index(store)
+        ]
+        header = ("run", "created", "git", "plan", "lab", "devices", "cells", "status")
+        widths = [max(len(x[i]) for x in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        return
+    if not (device and model and framework):
+        raise UserError("history of one cell needs --device, --model and --framework together")
     points = history(store, device, model, framework, metric=metric)
     click.echo(format_history(points))
     target = plot or Path("reports") / f"history-{device}-{model}-{framework}.svg"

@@ -52,5 +52,8 @@ def test_reporting_commands_on_stored_runs(run_cli, conv_model, tmp_path):
     assert base in hist.stdout and new in hist.stdout
     assert Path(plot).read_text().lstrip().startswith("<svg")
 
+    index = run_cli(["history"])
+    assert index.returncode == 0 and base in index.stdout and "git" in index.stdout.splitlines()[0]
+
     bad = run_cli(["report", new, "--format", "pdf", "--out", str(out)])
     assert bad.returncode == 2 and "pdf" in bad.stderr and "Traceback" not in bad.stderr
