@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from .converters import (
 from .cores import format_cpu_list
 from .devices import LOCAL, probe_device, resolve_devices
 from .errors import UserError
-from .execute import CheckSettings, execute_cells
+from .execute import CheckSettings, StopRequest, execute_cells, pending_cells
 from .lab import load_lab
 from .matrix import METRICS, format_details, format_matrix
 from .modelref import input_shapes, parse_shape_overrides, resolve_models
@@ -115,6 +117,12 @@ def cli(verbose: bool) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="With --plan: write the comparison with the baseline as JUnit XML.",
+)
+@click.option(
+    "--resume",
+    "resume_ref",
+    default=None,
+    help="Continue a stopped run (same options): completed cells are not measured again.",
 )
 @lab_option
 @click.option(
@@ -276,6 +284,7 @@ def run(
     devices: tuple[str, ...],
     plan_path: Path | None,
     junit: Path | None,
+    resume_ref: str | None,
     lab_path: Path | None,
     models: tuple[str, ...],
     frameworks: tuple[str, ...],
@@ -344,6 +353,8 @@ def run(
 
     model_refs = resolve_models(_split(models) or list(BUILTIN_MODELS), cache_dir(), reference)
     model_inputs = resolve_inputs(model_refs, shapes)
+    if devices and not _split(devices):
+        raise UserError("--devices is empty; name at least one device (e.g. --devices local)")
     device_list = resolve_devices(_split(devices) or ["local"], load_lab(lab_path))
     for device in device_list:
         progress.message(f"device {device.name}: connecting ({device.transport.describe()})")
@@ -399,42 +410,82 @@ def run(
         f"{sum(1 for c in cells if c.artifact is not None and c.artifact.cached)} cells from cache"
     )
     store = ResultsStore(results_dir or default_results_dir())
-    run_dir = store.create_run(
-        {
-            "edgebench_version": __version__,
-            "argv": sys.argv[1:],
-            "status": "running",
-            "plan": plan.name if plan else None,
-            "lab": str(lab_path) if lab_path else None,
-            "git_sha": git_sha(),
-            "options": {
-                "models": [m.source for m in model_refs],
-                "frameworks": framework_names,
-                "threads": thread_counts,
-                "cores": core_selections,
-                "precision": precisions,
-                "concurrency": concurrency,
-                "seed": seed,
-                "timing": timing.__dict__,
-            },
-            "models": {
-                m.name: {"source": m.source, "sha256": m.sha256, "error": m.error}
-                for m in model_refs
-            },
-            "devices": {
-                d.name: {"unreachable": d.unreachable} if d.unreachable else d.facts().as_dict()
-                for d in device_list
-            },
-        }
+    earlier: list[Record] = []
+    if resume_ref:
+        run_dir = store.open(resume_ref)
+        earlier = run_dir.current_records()
+        remaining = pending_cells(cells, earlier)
+        progress.message(
+            f"resuming {run_dir.run_id}: {len(cells) - len(remaining)} of {len(cells)} cells "
+            "already done"
+        )
+        # Failed attempts are measured again; their old records give way to the new ones.
+        retried = {c.cell_id for c in remaining}
+        earlier = [r for r in earlier if r.cell_id not in retried]
+        cells = remaining
+        run_dir.update_metadata(status="running", resumed_at=utc_now())
+    else:
+        run_dir = store.create_run(
+            {
+                "edgebench_version": __version__,
+                "argv": sys.argv[1:],
+                "status": "running",
+                "plan": plan.name if plan else None,
+                "lab": str(lab_path) if lab_path else None,
+                "git_sha": git_sha(),
+                "options": {
+                    "models": [m.source for m in model_refs],
+                    "frameworks": framework_names,
+                    "threads": thread_counts,
+                    "cores": core_selections,
+                    "precision": precisions,
+                    "concurrency": concurrency,
+                    "seed": seed,
+                    "timing": timing.__dict__,
+                },
+                "models": {
+                    m.name: {"source": m.source, "sha256": m.sha256, "error": m.error}
+                    for m in model_refs
+                },
+                "devices": {
+                    d.name: {"unreachable": d.unreachable} if d.unreachable else d.facts().as_dict()
+                    for d in device_list
+                },
+            }
+        )
+    stop = StopRequest()
+    resume_hint = " ".join(
+        shlex.quote(a)
+        for a in ["edgebench", *_without_resume(sys.argv[1:]), "--resume", run_dir.run_id]
     )
+
+    def first_interrupt(signum: int, frame: object) -> None:
+        if stop.requested:
+            raise KeyboardInterrupt
+        stop.requested = True
+        progress.message("stopping after the cell that is running (Ctrl-C again to abort it)")
+
+    previous_handler = signal.signal(signal.SIGINT, first_interrupt)
+    # Announced only once Ctrl-C is handled: from here a first Ctrl-C finishes the cell.
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
     try:
         checks = CheckSettings(tolerance={"fp32": tolerance, "fp16": tolerance_fp16}, seed=seed)
-        records = execute_cells(cells, run_dir, progress, checks)
+        records = execute_cells(cells, run_dir, progress, checks, stop)
     except KeyboardInterrupt:
         run_dir.update_metadata(status="interrupted", finished_at=utc_now())
         kept = len(run_dir.records())
-        raise UserError(f"interrupted: {kept} finished cells are kept in {run_dir.path}") from None
+        raise UserError(
+            f"aborted: {kept} finished cells are kept in {run_dir.path}; resume with: {resume_hint}"
+        ) from None
+    finally:
+        signal.signal(signal.SIGINT, previous_handler)
+    if stop.requested and len(records) < len(cells):
+        run_dir.update_metadata(status="interrupted", finished_at=utc_now())
+        raise UserError(
+            f"stopped: {len(run_dir.records())} finished cells are kept in {run_dir.path}; "
+            f"resume with: {resume_hint}"
+        )
+    records = earlier + records
     _print_records(records, output_format, metric)
     failed = any(r.status in ("failed", "mismatch") for r in records)
     regressed = False
@@ -507,7 +558,7 @@ def _print_records(records: list[Record], output_format: str, metric: str) -> No
 def show(run_ref: str | None, results_dir: Path | None, output_format: str, metric: str) -> None:
     """Print a stored run's matrix (RUN: id, id prefix, folder, or latest)."""
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
-    records = run_dir.records()
+    records = run_dir.current_records()
     meta = run_dir.metadata()
     if output_format == "table":
         click.echo(
@@ -587,7 +638,11 @@ def compare(
     store = ResultsStore(results_dir or default_results_dir())
     base, new = store.open(base_ref), store.open(new_ref)
     verdicts = compare_runs(
-        base.records(), new.records(), min_effect=min_effect, alpha=alpha, metric=metric
+        base.current_records(),
+        new.current_records(),
+        min_effect=min_effect,
+        alpha=alpha,
+        metric=metric,
     )
     click.echo(f"base {base.run_id} -> new {new.run_id}")
     click.echo(format_comparison(verdicts))
@@ -622,7 +677,9 @@ def recommend(
     from .recommend import recommend as choose
 
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
-    result = choose(run_dir.records(), _split(names), model, metric=metric, budget_ms=budget_ms)
+    result = choose(
+        run_dir.current_records(), _split(names), model, metric=metric, budget_ms=budget_ms
+    )
     click.echo(f"from run {run_dir.run_id}")
     click.echo(format_recommendation(result))
 
@@ -704,7 +761,7 @@ def export_cmd(
 
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
     target = out or Path(f"{run_dir.run_id}.{export_format}")
-    rows = export_run(run_dir.records(), target, export_format)
+    rows = export_run(run_dir.current_records(), target, export_format)
     click.echo(f"wrote {rows} rows to {target}")
 
 
@@ -886,6 +943,22 @@ def models_cmd() -> None:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
+def _without_resume(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg == "--resume":
+            skip = True
+            continue
+        if arg.startswith("--resume="):
+            continue
+        out.append(arg)
+    return out
+
+
 def git_sha() -> str | None:
     """The commit of the current folder's repository, for run history; None outside git."""
     import subprocess
@@ -908,8 +981,14 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("edgebench: aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:
+        # One line, like every other user error (click's default is a usage block).
+        message = " ".join(exc.format_message().split())
+        command = exc.ctx.command_path if exc.ctx else "edgebench"
+        click.echo(f"edgebench: error: {message} (see `{command} --help`)", err=True)
+        sys.exit(2)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"edgebench: error: {' '.join(exc.format_message().split())}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

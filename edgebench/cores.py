@@ -15,6 +15,8 @@ def parse_cpu_list(text: str) -> list[int]:
         if not part:
             raise ValueError(f"empty item in cpu list {text!r}")
         lo, sep, hi = part.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"{part!r} is not a cpu id or range")
         if sep:
             first, last = int(lo), int(hi)
             if first > last or first < 0:

@@ -270,16 +270,43 @@ def run_cell(run_id: str, cell: Cell, checks: CheckSettings | None = None) -> Re
     return record
 
 
+class StopRequest:
+    """Set by the first Ctrl-C: the run stops after the cell that is measuring."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+
 def execute_cells(
-    cells: Sequence[Cell], run: RunDir, progress: Progress, checks: CheckSettings | None = None
+    cells: Sequence[Cell],
+    run: RunDir,
+    progress: Progress,
+    checks: CheckSettings | None = None,
+    stop: StopRequest | None = None,
 ) -> list[Record]:
-    """Each record is appended to the run before the next cell starts."""
+    """Each record is appended to the run before the next cell starts.
+
+    Returns the records of this call; when ``stop`` is requested the remaining cells are
+    left for ``--resume``.
+    """
     checks = checks or CheckSettings()
     records = []
     for index, cell in enumerate(cells, start=1):
+        if stop is not None and stop.requested:
+            break
         progress.cell_started(index, len(cells), cell)
         record = run_cell(run.run_id, cell, checks)
         run.append(record)
         records.append(record)
         progress.cell_finished(index, len(cells), cell, record)
     return records
+
+
+#: Statuses that a resumed run does not measure again (failed cells are retried).
+DONE_STATUSES = ("ok", "mismatch", "unsupported", "skipped")
+
+
+def pending_cells(cells: Sequence[Cell], done: Sequence[Record]) -> list[Cell]:
+    """The cells of a plan that a stored run has not completed yet."""
+    finished = {r.cell_id for r in done if r.status in DONE_STATUSES}
+    return [c for c in cells if c.cell_id not in finished]

@@ -115,7 +115,10 @@ def resolve_model(source: str, cache: Path, reference: Path | None = None) -> Mo
         path = builtin_model_path(source, cache / "models")
         name = source
     else:
-        path = Path(source).expanduser()
+        try:
+            path = Path(source).expanduser().absolute()
+        except RuntimeError:  # "~user/..." with no such user
+            path = Path(source).absolute()
         name = path.stem if path.suffix == ".onnx" else path.name
         if not path.is_file():
             known = ", ".join(BUILTIN_MODELS)

@@ -26,6 +26,7 @@ _TOP = {
 _SWEEP = {"threads", "cores", "precision", "concurrency"}
 _TIMING = {"warmup", "iterations", "min_time", "max_time", "timeout"}
 _THRESHOLDS = {"min_effect", "alpha", "metric"}
+_METRICS = ("p50", "p90", "p95", "p99", "mean", "throughput", "energy", "memory")
 _TELEMETRY = {"energy_source", "baseline_s", "period_s", "cooldown_temp", "cooldown_max_wait"}
 
 
@@ -71,6 +72,8 @@ def _str_list(path: Path, value: Any, where: str) -> list[str]:
 
 
 def load_plan(path: Path) -> Plan:
+    if path.is_dir():
+        raise UserError(f"plan {path}: is a folder; give the plan's .toml file")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -80,6 +83,8 @@ def load_plan(path: Path) -> Plan:
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"plan {path.name}: not valid TOML ({exc})") from None
     _check_keys(path, data, _TOP, "top level")
+    if data.get("schema", PLAN_SCHEMA) != PLAN_SCHEMA:
+        raise _fail(path, "schema", f"{data['schema']!r} is not {PLAN_SCHEMA!r}")
     name = data.get("name") or path.stem
     if not isinstance(name, str):
         raise _fail(path, "name", "must be a string")
@@ -105,6 +110,11 @@ def load_plan(path: Path) -> Plan:
     for key, value in timing.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise _fail(path, f"[timing] {key}", "must be a number >= 0")
+    metric = thresholds.get("metric", "p50")
+    if metric not in _METRICS:
+        raise _fail(path, "[thresholds] metric", f"{metric!r} is not one of {', '.join(_METRICS)}")
+    if timing.get("iterations", 1) < 1:
+        raise _fail(path, "[timing] iterations", "must be at least 1")
     min_effect = thresholds.get("min_effect", 0.05)
     alpha = thresholds.get("alpha", 0.01)
     if not isinstance(min_effect, (int, float)) or not 0 <= min_effect < 1:
@@ -120,7 +130,10 @@ def load_plan(path: Path) -> Plan:
     if lab is not None:
         if not isinstance(lab, str):
             raise _fail(path, "lab", "must be a path")
-        lab_path = Path(lab).expanduser()
+        try:
+            lab_path = Path(lab).expanduser()
+        except RuntimeError as exc:  # "~user" with no such user
+            raise _fail(path, "lab", f"cannot expand {lab!r} ({exc})") from None
         if not lab_path.is_absolute():
             lab_path = path.parent / lab_path
     concurrency = sweep.get("concurrency", 1)
@@ -140,6 +153,6 @@ def load_plan(path: Path) -> Plan:
         timing={k: float(v) for k, v in timing.items()},
         min_effect=float(min_effect),
         alpha=float(alpha),
-        metric=str(thresholds.get("metric", "p50")),
+        metric=str(metric),
         telemetry=dict(telemetry),
     )

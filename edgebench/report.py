@@ -100,7 +100,7 @@ def write_report(run_dir: RunDir, formats: Sequence[str], out_dir: Path) -> list
     if unknown or not wanted:
         shown = ", ".join(repr(f) for f in unknown) or "none"
         raise UserError(f"unknown report format {shown}; valid formats: {', '.join(FORMATS)}")
-    records = run_dir.records()
+    records = run_dir.current_records()
     meta = run_dir.metadata()
     run_id = run_dir.run_id
     try:

@@ -64,6 +64,17 @@ class RunDir:
                     continue
         return records
 
+    def current_records(self) -> list[Record]:
+        """One record per cell: a resumed run's later attempt replaces an earlier failure.
+
+        The file keeps every attempt; this is the view reports and matrices use.
+        """
+        latest: dict[str, Record] = {}
+        for record in self.records():
+            latest.pop(record.cell_id, None)
+            latest[record.cell_id] = record
+        return list(latest.values())
+
     def metadata(self) -> dict[str, Any]:
         try:
             return json.loads((self.path / RUN_FILE).read_text(encoding="utf-8"))

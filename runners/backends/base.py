@@ -74,3 +74,12 @@ def check_precision(backend: Backend, precision: str) -> None:
 
 def optional_int(value: Optional[Any]) -> Optional[int]:
     return None if value is None else int(value)
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    """The first non-empty line of a framework's error, for a one-line message."""
+    for line in str(text).splitlines():
+        line = line.strip()
+        if line:
+            return line[:limit]
+    return "no reason given"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Dict, List
 
-from .base import Backend, BackendError, InputSpec, check_precision
+from .base import Backend, BackendError, InputSpec, check_precision, first_line
 
 # MNN session precision names: fp32 keeps "normal"; fp16 asks for "low" (fp16 where the CPU has it).
 _PRECISION = {"fp32": "normal", "fp16": "low"}
@@ -34,7 +34,9 @@ class MnnBackend(Backend):
         try:
             self._interpreter = mnn.Interpreter(model_path)
         except Exception as exc:
-            raise BackendError("model_load", "MNN could not read the model", str(exc)) from exc
+            raise BackendError(
+                "model_load", "MNN could not read the model: %s" % first_line(str(exc)), str(exc)
+            ) from exc
         self._config = {
             "numThread": int(threads),
             "precision": _PRECISION[precision],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List
 
-from .base import Backend, BackendError, InputSpec, check_precision
+from .base import Backend, BackendError, InputSpec, check_precision, first_line
 
 _ORT_DTYPES = {
     "tensor(float)": "float32",
@@ -51,7 +51,9 @@ class OnnxRuntimeBackend(Backend):
         except Exception as exc:  # ORT raises its own exception types per failure
             text = str(exc)
             kind = "unsupported" if "NOT_IMPLEMENTED" in text else "model_load"
-            raise BackendError(kind, "onnxruntime could not load the model", text) from exc
+            raise BackendError(
+                kind, "onnxruntime could not load the model: %s" % first_line(text), text
+            ) from exc
 
     def model_inputs(self) -> List[InputSpec]:
         specs = []

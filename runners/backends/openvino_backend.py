@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List
 
-from .base import Backend, BackendError, InputSpec, check_precision
+from .base import Backend, BackendError, InputSpec, check_precision, first_line
 
 _PRECISION_HINT = {"fp32": "f32", "fp16": "f16"}
 
@@ -39,7 +39,9 @@ class OpenVinoBackend(Backend):
         except Exception as exc:
             text = str(exc)
             kind = "unsupported" if "not supported" in text.lower() else "model_load"
-            raise BackendError(kind, "OpenVINO could not compile the model", text) from exc
+            raise BackendError(
+                kind, "OpenVINO could not compile the model: %s" % first_line(text), text
+            ) from exc
 
     def model_inputs(self) -> List[InputSpec]:
         specs = []

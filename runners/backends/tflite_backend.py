@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List
 
-from .base import Backend, BackendError, InputSpec, check_precision
+from .base import Backend, BackendError, InputSpec, check_precision, first_line
 from .io_map import IoMap, TensorMap
 
 
@@ -55,7 +55,9 @@ class TfliteBackend(Backend):
             kind = (
                 "unsupported" if "Select TensorFlow op" in text or "Flex" in text else "model_load"
             )
-            raise BackendError(kind, "LiteRT could not load the model", text) from exc
+            raise BackendError(
+                kind, "LiteRT could not load the model: %s" % first_line(text), text
+            ) from exc
         details_in = self._main.get_input_details()
         details_out = self._main.get_output_details()
         io = IoMap.beside(model_path)
