@@ -238,12 +238,16 @@ def outcome_of(command: CommandResult, timeout: float) -> RunnerOutcome:
     result = parse_runner_output(command.stdout)
     if result is None:
         rc = command.returncode
-        if rc is not None and rc < 0:
-            how = f"was killed by signal {-rc}"
-        elif rc is not None and rc > 128:
-            how = f"was killed by signal {rc - 128}"
-        else:
-            how = f"exited {rc}"
+        signum = -rc if rc is not None and rc < 0 else (rc - 128 if rc and rc > 128 else None)
+        if signum == 9:
+            # Nothing in edgebench sends SIGKILL before the timeout: the kernel's OOM killer does.
+            return RunnerOutcome(
+                None,
+                command,
+                "runner was killed by SIGKILL, most likely out of memory (the kernel's OOM "
+                "killer; see dmesg): use a smaller model, input or --concurrency",
+            )
+        how = f"was killed by signal {signum}" if signum else f"exited {rc}"
         return RunnerOutcome(None, command, f"runner {how} without a result")
     return RunnerOutcome(result, command)
 

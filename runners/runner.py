@@ -41,6 +41,7 @@ ERROR_KINDS = (
     "unsupported",  # framework cannot run this model/precision
     "pinning",  # requested cores could not be applied
     "inference",  # the inference call raised
+    "out_of_memory",  # an allocation failed (MemoryError)
     "internal",  # a bug in the runner
 )
 
@@ -469,7 +470,7 @@ def _measure_cell(
                 result["telemetry"] = telemetry.trace()
         result.update(timing)
         outputs = streams[0]()
-    except BackendError:
+    except (BackendError, MemoryError):
         raise
     except Exception as exc:
         raise BackendError(
@@ -524,6 +525,14 @@ def execute(raw_spec: Any) -> Dict[str, Any]:
     except BackendError as exc:
         result["status"] = "unsupported" if exc.kind == "unsupported" else "failed"
         result["error"] = {"kind": exc.kind, "message": exc.message, "detail": exc.detail[-4000:]}
+    except MemoryError as exc:
+        result["status"] = "failed"
+        result["error"] = {
+            "kind": "out_of_memory",
+            "message": "out of memory on the device (%s); use a smaller input or batch, "
+            "or free memory" % (str(exc) or "MemoryError"),
+            "detail": traceback.format_exc()[-4000:],
+        }
     except Exception as exc:
         result["status"] = "failed"
         result["error"] = {

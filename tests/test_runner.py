@@ -147,3 +147,37 @@ def test_runner_source_stays_python38_compatible():
             assert not isinstance(node, ast.Match), path
         source = path.read_text()
         assert "from edgebench" not in source and "import edgebench" not in source, path
+
+
+def test_out_of_memory_is_reported_as_such(conv_model):
+    # A 4.8 GB input under a 3 GB address-space limit: the allocation fails in the runner.
+    import resource
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    spec = spec_for(conv_model, inputs=[{"name": "x", "shape": [1, 3, 20000, 20000]}])
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), "-"],
+        input=__import__("json").dumps(spec),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit_memory,
+    )
+    result = __import__("json").loads(proc.stdout.strip().splitlines()[-1].split(" ", 1)[1])
+    assert result["status"] == "failed"
+    assert result["error"]["kind"] == "out_of_memory"
+    assert result["error"]["message"].startswith("out of memory on the device")
+
+
+def test_a_runner_killed_by_sigkill_is_reported_as_probable_oom():
+    from edgebench.device import outcome_of
+    from edgebench.transports.base import CommandResult
+
+    outcome = outcome_of(CommandResult(-9, "", "Killed"), 60)
+    assert outcome.result is None and "out of memory" in outcome.error
+    remote = outcome_of(CommandResult(137, "", ""), 60)
+    assert "out of memory" in remote.error
+    other = outcome_of(CommandResult(-11, "", ""), 60)
+    assert other.error == "runner was killed by signal 11 without a result"
