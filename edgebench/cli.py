@@ -23,7 +23,13 @@ from .converters import (
 from .cores import format_cpu_list
 from .devices import LOCAL, probe_device, resolve_devices
 from .errors import UserError
-from .execute import CheckSettings, StopRequest, execute_cells, pending_cells
+from .execute import (
+    CheckSettings,
+    StopRequest,
+    execute_cells,
+    execute_rounds,
+    pending_cells,
+)
 from .lab import load_lab
 from .matrix import METRICS, format_details, format_matrix
 from .modelref import input_shapes, parse_shape_overrides, resolve_models
@@ -117,6 +123,13 @@ def cli(verbose: bool) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="With --plan: write the comparison with the baseline as JUnit XML.",
+)
+@click.option(
+    "--rounds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Visit each device's cells in N interleaved rounds (A B C A B C) and pool the samples.",
 )
 @click.option(
     "--resume",
@@ -284,6 +297,7 @@ def run(
     devices: tuple[str, ...],
     plan_path: Path | None,
     junit: Path | None,
+    rounds: int,
     resume_ref: str | None,
     lab_path: Path | None,
     models: tuple[str, ...],
@@ -470,7 +484,10 @@ def run(
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
     try:
         checks = CheckSettings(tolerance={"fp32": tolerance, "fp16": tolerance_fp16}, seed=seed)
-        records = execute_cells(cells, run_dir, progress, checks, stop)
+        if rounds > 1:
+            records = execute_rounds(cells, run_dir, progress, rounds, checks, stop)
+        else:
+            records = execute_cells(cells, run_dir, progress, checks, stop)
     except KeyboardInterrupt:
         run_dir.update_metadata(status="interrupted", finished_at=utc_now())
         kept = len(run_dir.records())

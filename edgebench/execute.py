@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -299,6 +301,85 @@ def execute_cells(
         run.append(record)
         records.append(record)
         progress.cell_finished(index, len(cells), cell, record)
+    return records
+
+
+def _round_cell(cell: Cell, rounds: int) -> Cell:
+    """The same cell with its sample budget split across ``rounds`` visits."""
+    timing = replace(
+        cell.timing,
+        iterations=max(1, math.ceil(cell.timing.iterations / rounds)),
+        min_time_s=cell.timing.min_time_s / rounds,
+    )
+    return replace(cell, timing=timing)
+
+
+def merge_rounds(parts: Sequence[Record]) -> Record:
+    """One record from a cell's interleaved rounds: samples pooled, statistics recomputed.
+
+    A round that was not ok decides the status; other details (output check, energy,
+    telemetry) come from the first round.
+    """
+    merged = replace(parts[0])
+    bad = next((p for p in parts if p.status != "ok"), None)
+    merged.rounds = len(parts)
+    if bad is not None:
+        merged.status, merged.error, merged.error_kind = bad.status, bad.error, bad.error_kind
+    samples = [s for p in parts for s in p.samples_ns]
+    merged.samples_ns = samples
+    merged.n_samples = len(samples)
+    merged.warmup_samples_ns = [s for p in parts for s in p.warmup_samples_ns]
+    merged.round_p50_ms = [
+        round(statistics.median(p.samples_ns) / 1e6, 6) for p in parts if p.samples_ns
+    ]
+    stats = latency_stats(samples) if samples and merged.status in ("ok", "mismatch") else None
+    merged.latency_ms = stats.as_record() if stats else merged.latency_ms
+    walls = [p.measure_wall_s for p in parts if p.measure_wall_s]
+    merged.measure_wall_s = sum(walls) if walls else None
+    if stats and merged.measure_wall_s:
+        merged.throughput_ips = len(samples) / merged.measure_wall_s
+    merged.peak_rss_mb = max((p.peak_rss_mb or 0.0 for p in parts), default=None) or None
+    merged.warnings = list(dict.fromkeys(w for p in parts for w in p.warnings))
+    merged.warnings = [w for w in merged.warnings if not w.startswith("only ")]
+    merged.warnings += stats_warnings(stats)
+    merged.ended_at = parts[-1].ended_at
+    merged.duration_s = round(sum(p.duration_s or 0.0 for p in parts), 3)
+    return merged
+
+
+def execute_rounds(
+    cells: Sequence[Cell],
+    run: RunDir,
+    progress: Progress,
+    rounds: int,
+    checks: CheckSettings | None = None,
+    stop: StopRequest | None = None,
+) -> list[Record]:
+    """Cells of one device visited in rounds (A B C A B C ...), so drift in temperature or
+    clocks spreads over every framework instead of favouring the first. Each cell's record is
+    stored when its last round ends."""
+    checks = checks or CheckSettings()
+    by_device: dict[str, list[Cell]] = {}
+    for cell in cells:
+        by_device.setdefault(cell.device.name, []).append(cell)
+    records: list[Record] = []
+    done = 0
+    for device_cells in by_device.values():
+        parts: dict[int, list[Record]] = {i: [] for i in range(len(device_cells))}
+        for round_index in range(rounds):
+            if stop is not None and stop.requested:
+                return records
+            for i, cell in enumerate(device_cells):
+                if cell.verdict is not None and round_index > 0:
+                    continue  # decided without measuring: nothing to repeat
+                progress.cell_started(done + i + 1, len(cells), cell)
+                parts[i].append(run_cell(run.run_id, _round_cell(cell, rounds), checks))
+        for i, cell in enumerate(device_cells):
+            record = merge_rounds(parts[i])
+            run.append(record)
+            records.append(record)
+            done += 1
+            progress.cell_finished(done, len(cells), cell, record)
     return records
 
 

@@ -67,6 +67,9 @@ class Record:
     sustained: dict[str, Any] | None = None
     #: The raw telemetry trace sampled on the device (edgebench.telemetry/1).
     telemetry: dict[str, Any] | None = None
+    #: --rounds: how many interleaved rounds the samples were pooled from, and each round's p50.
+    rounds: int = 1
+    round_p50_ms: list[float] | None = None
     #: For cells run by a native benchmark binary: tool, version, which statistics it printed.
     native: dict[str, Any] | None = None
 
