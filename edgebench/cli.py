@@ -31,6 +31,7 @@ from .execute import (
     pending_cells,
 )
 from .lab import load_lab
+from .locks import DeviceLock
 from .matrix import METRICS, format_details, format_matrix
 from .modelref import input_shapes, parse_shape_overrides, resolve_models
 from .models import BUILTIN_MODELS, builtin_model_path, summarize_model
@@ -72,6 +73,10 @@ def _positive_ints(values: tuple[str, ...], option: str) -> list[int]:
         raise UserError(f"{option} must be 1 or more")
     return numbers
 
+
+#: Device locks of this process; kept referenced so their files stay open until exit.
+_HELD_LOCKS: list[DeviceLock] = []
+LOCK_WAIT_S = 6 * 3600.0
 
 lab_option = click.option(
     "--lab",
@@ -130,6 +135,11 @@ def cli(verbose: bool) -> None:
     default=1,
     show_default=True,
     help="Visit each device's cells in N interleaved rounds (A B C A B C) and pool the samples.",
+)
+@click.option(
+    "--no-wait",
+    is_flag=True,
+    help="Fail at once when another edgebench run holds a device, instead of waiting.",
 )
 @click.option(
     "--resume",
@@ -298,6 +308,7 @@ def run(
     plan_path: Path | None,
     junit: Path | None,
     rounds: int,
+    no_wait: bool,
     resume_ref: str | None,
     lab_path: Path | None,
     models: tuple[str, ...],
@@ -370,6 +381,11 @@ def run(
     if devices and not _split(devices):
         raise UserError("--devices is empty; name at least one device (e.g. --devices local)")
     device_list = resolve_devices(_split(devices) or ["local"], load_lab(lab_path))
+    for device in device_list:
+        # Held until this process exits (the kernel releases flocks then, even on a crash).
+        lock = DeviceLock(device.name, device.transport.describe())
+        lock.acquire(wait=not no_wait, report=progress.message, timeout_s=LOCK_WAIT_S)
+        _HELD_LOCKS.append(lock)
     for device in device_list:
         progress.message(f"device {device.name}: connecting ({device.transport.describe()})")
         device.unreachable = probe_device(device)

@@ -6,8 +6,10 @@ import contextlib
 import logging
 import math
 import statistics
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -292,16 +294,35 @@ def execute_cells(
     left for ``--resume``.
     """
     checks = checks or CheckSettings()
-    records = []
-    for index, cell in enumerate(cells, start=1):
-        if stop is not None and stop.requested:
-            break
-        progress.cell_started(index, len(cells), cell)
-        record = run_cell(run.run_id, cell, checks)
-        run.append(record)
-        records.append(record)
-        progress.cell_finished(index, len(cells), cell, record)
-    return records
+    by_device: dict[str, list[tuple[int, Cell]]] = {}
+    for position, cell in enumerate(cells):
+        by_device.setdefault(cell.device.name, []).append((position, cell))
+    results: dict[int, Record] = {}
+    counter = iter(range(1, len(cells) + 1))
+    lock = threading.Lock()
+
+    def work(device_cells: list[tuple[int, Cell]]) -> None:
+        for position, cell in device_cells:
+            if stop is not None and stop.requested:
+                return
+            with lock:
+                index = next(counter)
+            progress.cell_started(index, len(cells), cell)
+            record = run_cell(run.run_id, cell, checks)
+            run.append(record)
+            results[position] = record
+            progress.cell_finished(index, len(cells), cell, record)
+
+    groups = list(by_device.values())
+    if len(groups) <= 1:
+        for group in groups:
+            work(group)
+    else:
+        # One worker per device: a matrix over N devices takes about as long as the slowest.
+        with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="device") as pool:
+            for future in [pool.submit(work, group) for group in groups]:
+                future.result()
+    return [results[p] for p in sorted(results)]
 
 
 def _round_cell(cell: Cell, rounds: int) -> Cell:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -57,15 +58,17 @@ class ReferenceOutputs:
     def __init__(self, runner: RunnerHost | None = None) -> None:
         self._runner = runner
         self._cache: dict[tuple, tuple[list[str], list[np.ndarray]]] = {}
+        self._lock = threading.Lock()
         self.version = ""
 
     def outputs(
         self, onnx_path: Path, inputs: Sequence[dict[str, Any]], seed: int
     ) -> tuple[list[str], list[np.ndarray]]:
         key = (str(onnx_path), repr(list(inputs)), seed)
-        if key not in self._cache:
-            self._cache[key] = self._compute(onnx_path, inputs, seed)
-        return self._cache[key]
+        with self._lock:  # device workers share one reference per model
+            if key not in self._cache:
+                self._cache[key] = self._compute(onnx_path, inputs, seed)
+            return self._cache[key]
 
     def _compute(
         self, onnx_path: Path, inputs: Sequence[dict[str, Any]], seed: int

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from typing import TextIO
 
 from .plan import Cell
@@ -40,18 +41,25 @@ class LineProgress:
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._lock = threading.Lock()  # device workers report from their own threads
 
     def cell_started(self, index: int, total: int, cell: Cell) -> None:
         if self.live:
+            return self._live_start(index, total, cell)
+
+    def _live_start(self, index: int, total: int, cell: Cell) -> None:
+        with self._lock:
             self.stream.write(f"\r\x1b[K[{index}/{total}] {describe_cell(cell)} … ")
             self.stream.flush()
 
     def cell_finished(self, index: int, total: int, cell: Cell, record: Record) -> None:
         prefix = "\r\x1b[K" if self.live else ""
         line = f"{prefix}[{index}/{total}] {describe_cell(cell)}  {describe_outcome(record)}\n"
-        self.stream.write(line)
-        self.stream.flush()
+        with self._lock:
+            self.stream.write(line)
+            self.stream.flush()
 
     def message(self, text: str) -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        with self._lock:
+            self.stream.write(text + "\n")
+            self.stream.flush()

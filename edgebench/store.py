@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +15,8 @@ from .errors import UserError
 from .records import Record
 
 RUN_SCHEMA = "edgebench.run/1"
+# Devices are measured in parallel threads; their records go through one writer at a time.
+_APPEND_LOCK = threading.Lock()
 RECORDS_FILE = "records.jsonl"
 RUN_FILE = "run.json"
 
@@ -41,9 +44,9 @@ class RunDir:
         return self.path / RECORDS_FILE
 
     def append(self, record: Record) -> None:
-        """Write one record durably before the next cell starts."""
+        """Write one record durably before the next cell starts (one writer at a time)."""
         line = json.dumps(record.to_dict(), separators=(",", ":"), allow_nan=False) + "\n"
-        with open(self.records_path, "a", encoding="utf-8") as fh:
+        with _APPEND_LOCK, open(self.records_path, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())

@@ -1,0 +1,87 @@
+"""Devices measured in parallel; one edgebench run per device at a time."""
+
+import json
+from pathlib import Path
+
+from test_devices_adb import write_phone_lab
+from test_devices_ssh import write_lab
+
+from edgebench.locks import DeviceLock
+
+
+def test_devices_run_in_parallel(
+    run_cli, eb_env, emulated_phone, shared_sshd, tmp_path, conv_model
+):
+    ssh_lab = write_lab(tmp_path / "ssh.toml", shared_sshd, tmp_path / "box-wd")
+    lab = write_phone_lab(tmp_path / "lab.toml", emulated_phone)
+    lab.write_text(lab.read_text() + "\n" + ssh_lab.read_text())
+    result = run_cli(
+        [
+            "run",
+            "--lab",
+            str(lab),
+            "--devices",
+            "emu-phone,ssh-box",
+            "--models",
+            str(conv_model),
+            "--frameworks",
+            "onnxruntime",
+            "--warmup",
+            "1",
+            "--iterations",
+            "5",
+            "--min-time",
+            "1.5",
+            "--format",
+            "jsonl",
+        ]
+    )
+    assert result.returncode == 0, result.stderr
+    records = {r["device"]: r for r in map(json.loads, result.stdout.splitlines())}
+    phone, board = records["emu-phone"], records["ssh-box"]
+    assert phone["status"] == "ok" and board["status"] == "ok"
+    # Each cell measures for 1.5 s; run one after the other they could not overlap.
+    assert phone["started_at"] < board["ended_at"] and board["started_at"] < phone["ended_at"]
+    stored = Path(eb_env["EDGEBENCH_RESULTS"]).glob("*/records.jsonl")
+    lines = next(stored).read_text().splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["status"] == "ok" for line in lines)
+
+
+def test_a_busy_device_fails_at_once_with_no_wait(run_cli, conv_model):
+    lock = DeviceLock("local", "local")
+    lock.acquire(wait=False, report=lambda _: None, timeout_s=0)
+    try:
+        busy = run_cli(
+            [
+                "run",
+                "--models",
+                str(conv_model),
+                "--frameworks",
+                "onnxruntime",
+                "--no-wait",
+                "--iterations",
+                "3",
+                "--min-time",
+                "0",
+            ]
+        )
+    finally:
+        lock.release()
+    assert busy.returncode == 2
+    line = busy.stderr.strip().splitlines()[-1]
+    assert line.startswith("edgebench: error: device local is busy (pid ")
+    free = run_cli(
+        [
+            "run",
+            "--models",
+            str(conv_model),
+            "--frameworks",
+            "onnxruntime",
+            "--no-wait",
+            "--iterations",
+            "3",
+            "--min-time",
+            "0",
+        ]
+    )
+    assert free.returncode == 0, free.stderr
