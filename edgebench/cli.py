@@ -137,6 +137,12 @@ def cli(verbose: bool) -> None:
     help="Visit each device's cells in N interleaved rounds (A B C A B C) and pool the samples.",
 )
 @click.option(
+    "--target-ci",
+    type=click.FloatRange(min=0.01, max=50),
+    default=None,
+    help="Keep sampling until the 95% CI of the median is within +-PCT % (capped by --max-time).",
+)
+@click.option(
     "--no-wait",
     is_flag=True,
     help="Fail at once when another edgebench run holds a device, instead of waiting.",
@@ -308,6 +314,7 @@ def run(
     plan_path: Path | None,
     junit: Path | None,
     rounds: int,
+    target_ci: float | None,
     no_wait: bool,
     resume_ref: str | None,
     lab_path: Path | None,
@@ -370,7 +377,13 @@ def run(
     core_selections = list(dict.fromkeys(c.strip() for c in cores if c.strip())) or ["all"]
     shapes = parse_shape_overrides(shape)
     timing = Timing(
-        warmup, iterations, min_time, max_time, timeout, max_iterations=max(100_000, iterations)
+        warmup,
+        iterations,
+        min_time,
+        max_time,
+        timeout,
+        max_iterations=max(100_000, iterations),
+        target_ci=target_ci / 100 if target_ci else None,
     )
     if sustained:
         # One long continuous window per cell: the way an app session loads the phone.

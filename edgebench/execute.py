@@ -106,6 +106,7 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
     record.n_samples = len(samples)
     record.warmup_samples_ns = [int(s) for s in result.get("warmup_samples_ns") or []]
     record.stop_reason = result.get("stop_reason")
+    record.median_ci = result.get("median_ci")
     wall_ns = result.get("measure_wall_ns")
     record.measure_wall_s = None if wall_ns is None else wall_ns / 1e9
     record.latency_ms = stats.as_record() if stats else None

@@ -44,6 +44,7 @@ class Timing:
     timeout_s: float = 600.0
     sustained: bool = False
     max_iterations: int = 100_000
+    target_ci: float | None = None  # fraction, e.g. 0.01 for +-1%
 
 
 @dataclass
@@ -100,6 +101,7 @@ class Cell:
             "min_time_s": self.timing.min_time_s,
             "max_time_s": self.timing.max_time_s,
             "max_iterations": self.timing.max_iterations,
+            "target_ci": self.timing.target_ci,
             "concurrency": self.concurrency,
             "inputs": self.inputs,
             "seed": seed,

@@ -39,6 +39,8 @@ class Record:
     n_samples: int = 0
     warmup_samples_ns: list[int] = field(default_factory=list)
     stop_reason: str | None = None
+    #: --target-ci: relative half-width of the 95% CI of the median when sampling stopped.
+    median_ci: float | None = None
     measure_wall_s: float | None = None
     rss_before_load_mb: float | None = None
     load_ms: float | None = None

@@ -67,6 +67,9 @@ SPEC_DEFAULTS = {
     #  "cooldown_max_wait_s": ... but no longer than this,
     #  "set_governor": e.g. "performance" for the pinned cores, restored after the cell}
     "telemetry": None,
+    # Keep sampling until the 95% CI of the median is within +-target_ci (a fraction), or
+    # max_time_s / max_iterations stop it; None: iterations + min_time_s decide.
+    "target_ci": None,
 }
 
 
@@ -145,21 +148,40 @@ def apply_affinity(cores: Optional[Sequence[int]]) -> None:
 # --- timing ----------------------------------------------------------------------------------
 
 
+def median_ci_halfwidth(samples: List[int]) -> float:
+    """Half-width of a distribution-free 95% CI of the median, relative to the median.
+
+    Uses the order statistics at n/2 -/+ 1.96 sqrt(n)/2 (normal approximation to the binomial).
+    """
+    ordered = sorted(samples)
+    n = len(ordered)
+    spread = 1.96 * (n**0.5) / 2
+    lo = max(0, int(n / 2 - spread))
+    hi = min(n - 1, int(n / 2 + spread + 1))
+    median = ordered[n // 2]
+    return (ordered[hi] - ordered[lo]) / 2 / median if median else float("inf")
+
+
 def measure_sequential(
     run: Callable[[], Any],
     iterations: int,
     min_time_ns: int,
     max_iterations: int,
     max_time_ns: int,
+    target_ci: Optional[float] = None,
 ) -> Dict[str, Any]:
     """Time ``run`` until at least ``iterations`` samples AND ``min_time_ns`` have passed.
 
-    The timer brackets the inference call only; bookkeeping happens outside it.
+    With ``target_ci`` (e.g. 0.01 for +-1%) it goes on until the 95% CI of the median is that
+    tight, or ``max_time_ns``/``max_iterations`` stop it. The timer brackets the inference call
+    only; bookkeeping (including the CI check) happens outside it.
     """
     clock = time.perf_counter_ns
     samples: List[int] = []
     append = samples.append
     stop_reason = "max_iterations"
+    next_check = max(iterations, 20)
+    ci = None
     start = clock()
     while len(samples) < max_iterations:
         t0 = clock()
@@ -167,14 +189,25 @@ def measure_sequential(
         t1 = clock()
         append(t1 - t0)
         elapsed = t1 - start
-        if len(samples) >= iterations and elapsed >= min_time_ns:
+        enough = len(samples) >= iterations and elapsed >= min_time_ns
+        if enough and target_ci is None:
             stop_reason = "target_reached"
             break
+        if enough and len(samples) >= next_check:
+            # Re-checked at growing intervals so sorting stays a small share of the run.
+            ci = median_ci_halfwidth(samples)
+            if ci <= target_ci:
+                stop_reason = "ci_reached"
+                break
+            next_check = len(samples) + max(16, len(samples) // 10)
         if elapsed >= max_time_ns:
             stop_reason = "max_time"
             break
     wall = clock() - start
-    return {"samples_ns": samples, "measure_wall_ns": wall, "stop_reason": stop_reason}
+    result = {"samples_ns": samples, "measure_wall_ns": wall, "stop_reason": stop_reason}
+    if target_ci is not None:
+        result["median_ci"] = median_ci_halfwidth(samples) if samples else None
+    return result
 
 
 def measure_concurrent(
@@ -458,7 +491,12 @@ def _measure_cell(
         try:
             if spec["concurrency"] == 1:
                 timing = measure_sequential(
-                    streams[0], spec["iterations"], min_ns, spec["max_iterations"], max_ns
+                    streams[0],
+                    spec["iterations"],
+                    min_ns,
+                    spec["max_iterations"],
+                    max_ns,
+                    spec.get("target_ci"),
                 )
             else:
                 timing = measure_concurrent(
