@@ -275,6 +275,27 @@ def run_cell(run_id: str, cell: Cell, checks: CheckSettings | None = None) -> Re
     return record
 
 
+#: Waits between attempts when a device's connection drops mid-run (seconds).
+RETRY_BACKOFF_S = (1.0, 2.0, 4.0)
+
+
+def _run_with_retries(run_id: str, cell: Cell, checks: CheckSettings, progress: Progress) -> Record:
+    """A cell whose transport dropped is retried with backoff; the connection is reopened."""
+    record = run_cell(run_id, cell, checks)
+    for delay in RETRY_BACKOFF_S:
+        if record.error_kind != "transport":
+            break
+        message = getattr(progress, "message", None)
+        if message is not None:
+            message(
+                f"  {cell.device.name}: connection lost ({record.error}); retrying in {delay:g} s"
+            )
+        cell.device.transport.close()  # the next command reconnects
+        time.sleep(delay)
+        record = run_cell(run_id, cell, checks)
+    return record
+
+
 class StopRequest:
     """Set by the first Ctrl-C: the run stops after the cell that is measuring."""
 
@@ -303,13 +324,19 @@ def execute_cells(
     lock = threading.Lock()
 
     def work(device_cells: list[tuple[int, Cell]]) -> None:
+        lost: str | None = None  # set when the device stays unreachable after retries
         for position, cell in device_cells:
             if stop is not None and stop.requested:
                 return
             with lock:
                 index = next(counter)
             progress.cell_started(index, len(cells), cell)
-            record = run_cell(run.run_id, cell, checks)
+            if lost is not None and cell.verdict is None:
+                record = run_cell(run.run_id, replace(cell, verdict=("failed", "transport", lost)))
+            else:
+                record = _run_with_retries(run.run_id, cell, checks, progress)
+                if record.error_kind == "transport":
+                    lost = f"device {cell.device.name} lost: {record.error}"
             run.append(record)
             results[position] = record
             progress.cell_finished(index, len(cells), cell, record)
