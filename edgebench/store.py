@@ -113,7 +113,13 @@ class ResultsStore:
             except FileExistsError:
                 continue
             run.write_metadata(
-                {"schema": RUN_SCHEMA, "run_id": run.run_id, "created_at": utc_now(), **meta}
+                {
+                    "schema": RUN_SCHEMA,
+                    "run_id": run.run_id,
+                    # Microseconds: runs are ordered by this, and several can start in one ms.
+                    "created_at": datetime.now(UTC).isoformat(timespec="microseconds"),
+                    **meta,
+                }
             )
             run.records_path.touch()
             return run
@@ -123,7 +129,9 @@ class ResultsStore:
         if not self.root.is_dir():
             return []
         found = [RunDir(p) for p in self.root.iterdir() if (p / RUN_FILE).is_file()]
-        return sorted(found, key=lambda r: r.run_id)
+        # Oldest first by creation time: ids made within one second differ only by a random
+        # suffix, so the id alone does not give the order.
+        return sorted(found, key=lambda r: (str(r.metadata().get("created_at", "")), r.run_id))
 
     def open(self, ref: str | None) -> RunDir:
         """A run by id, by folder path, or the newest one when ``ref`` is None/'latest'."""

@@ -86,7 +86,9 @@ def test_plan_gate_passes_unchanged_and_fails_an_injected_regression(run_cli, eb
     suite = ElementTree.parse(junit).getroot()
     assert len(suite.findall(".//failure")) == 1
 
-    runs = sorted(Path(eb_env["EDGEBENCH_RESULTS"]).iterdir())
-    metas = [json.loads((r / "run.json").read_text()) for r in runs]
+    metas = sorted(
+        (json.loads(r.read_text()) for r in Path(eb_env["EDGEBENCH_RESULTS"]).glob("*/run.json")),
+        key=lambda m: m["created_at"],
+    )
     assert [m["good"] for m in metas] == [True, True, False]
-    assert metas[2]["baseline"] == runs[1].name  # the last good run, not the first
+    assert metas[2]["baseline"] == metas[1]["run_id"]  # the last good run, not the first

@@ -77,8 +77,9 @@ def test_store_opens_runs_by_id_prefix_path_and_latest(tmp_path):
     store = ResultsStore(tmp_path)
     first = store.create_run({})
     second = store.create_run({})
-    assert store.open(None).run_id == max(first.run_id, second.run_id)
-    assert store.open("latest").run_id == max(first.run_id, second.run_id)
+    # Newest by creation time, not by id (ids from one second differ by a random suffix).
+    assert store.open(None).run_id == second.run_id
+    assert store.open("latest").run_id == second.run_id
     assert store.open(first.run_id).path == first.path
     assert store.open(str(second.path)).path == second.path
     with pytest.raises(UserError, match="no run 'nope'"):
