@@ -84,3 +84,40 @@ def run_tool(argv: Sequence[str], *, cwd: Path, env: dict[str, str], timeout: fl
 def last_line(log: str) -> str:
     lines = [ln.strip() for ln in log.strip().splitlines() if ln.strip()]
     return lines[-1][:300] if lines else "no output"
+
+
+def convert_in_python_subprocess(
+    *,
+    label: str,
+    script: str,
+    args: Sequence[str],
+    out_dir: Path,
+    expected: Path,
+    timeout: float,
+    unsupported_markers: Sequence[str],
+) -> ToolRun:
+    """Run a converter script with this interpreter in an isolated subprocess.
+
+    Raises ConversionError: ``unsupported_op`` when the log has one of ``unsupported_markers``
+    (the matching line is the message), ``failed`` on a timeout or any other failure.
+    """
+    import sys
+
+    from edgebench.paths import cache_dir
+
+    from .base import ConversionError
+
+    run = run_tool(
+        [sys.executable, "-c", script, *args],
+        cwd=out_dir,
+        env=isolated_env(cache_dir() / "tool-home"),
+        timeout=timeout,
+    )
+    if run.timed_out:
+        raise ConversionError("failed", f"{label} timed out after {timeout:.0f} s", run.log)
+    if run.returncode != 0 or not expected.is_file():
+        for line in run.log.splitlines():
+            if any(marker in line.lower() for marker in unsupported_markers):
+                raise ConversionError("unsupported_op", f"{label}: {line.strip()[:300]}", run.log)
+        raise ConversionError("failed", f"{label} failed: {last_line(run.log)}", run.log)
+    return run

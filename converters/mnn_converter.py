@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import sys
 from pathlib import Path
 
-from edgebench.paths import cache_dir
-
-from .base import ConversionError, ConversionOptions, Converter
-from .isolation import isolated_env, last_line, run_tool
+from .base import ConversionOptions, Converter
+from .isolation import convert_in_python_subprocess
 
 _SCRIPT = """
 import sys
@@ -47,27 +44,14 @@ class MnnConverter(Converter):
 
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
         target = out_dir / "model.mnn"
-        run = run_tool(
-            [sys.executable, "-c", _SCRIPT, str(onnx_path), str(target), options.precision],
-            cwd=out_dir,
-            env=isolated_env(cache_dir() / "tool-home"),
+        run = convert_in_python_subprocess(
+            label="mnnconvert",
+            script=_SCRIPT,
+            args=[str(onnx_path), str(target), options.precision],
+            out_dir=out_dir,
+            expected=target,
             timeout=self.timeout_s,
+            unsupported_markers=("not support", "unsupported"),
         )
         self.last_log = run.log
-        if run.timed_out:
-            raise ConversionError(
-                "failed", f"mnnconvert timed out after {self.timeout_s:.0f} s", run.log
-            )
-        if run.returncode != 0 or not target.is_file():
-            unsupported = _unsupported_op(run.log)
-            if unsupported:
-                raise ConversionError("unsupported_op", f"MNN converter: {unsupported}", run.log)
-            raise ConversionError("failed", f"mnnconvert failed: {last_line(run.log)}", run.log)
         return ["model.mnn"]
-
-
-def _unsupported_op(log: str) -> str | None:
-    for line in log.splitlines():
-        if "not support" in line.lower() or "unsupported" in line.lower():
-            return line.strip()[:300]
-    return None

@@ -5,13 +5,10 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
-from edgebench.paths import cache_dir
-
-from .base import ConversionError, ConversionOptions, Converter
-from .isolation import isolated_env, last_line, run_tool
+from .base import ConversionOptions, Converter
+from .isolation import convert_in_python_subprocess
 
 _SCRIPT = """
 import json, sys
@@ -42,32 +39,14 @@ class OpenVinoConverter(Converter):
 
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
         xml = out_dir / "model.xml"
-        run = run_tool(
-            [
-                sys.executable,
-                "-c",
-                _SCRIPT,
-                str(onnx_path),
-                str(xml),
-                options.precision,
-                json.dumps(options.input_shapes),
-            ],
-            cwd=out_dir,
-            env=isolated_env(cache_dir() / "tool-home"),
+        run = convert_in_python_subprocess(
+            label="OpenVINO conversion",
+            script=_SCRIPT,
+            args=[str(onnx_path), str(xml), options.precision, json.dumps(options.input_shapes)],
+            out_dir=out_dir,
+            expected=xml,
             timeout=self.timeout_s,
+            unsupported_markers=("no conversion rule found for operations", "not supported"),
         )
         self.last_log = run.log
-        if run.timed_out:
-            raise ConversionError(
-                "failed", f"OpenVINO conversion timed out after {self.timeout_s:.0f} s", run.log
-            )
-        if run.returncode != 0 or not xml.is_file():
-            for line in run.log.splitlines():
-                if "No conversion rule found for operations" in line or "not supported" in line:
-                    raise ConversionError(
-                        "unsupported_op", f"OpenVINO: {line.strip()[:300]}", run.log
-                    )
-            raise ConversionError(
-                "failed", f"OpenVINO conversion failed: {last_line(run.log)}", run.log
-            )
         return ["model.xml", "model.bin"]

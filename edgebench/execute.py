@@ -124,8 +124,8 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
         record.stderr_tail = str(error["detail"])[-STDERR_TAIL_CHARS:]
     if result.get("telemetry") is not None:
         _attach_energy(record, cell, result["telemetry"])
-    if cell.timing.sustained and record.sustained is None and status == "ok":
-        summary = summarize_sustained(record.samples_ns, None)
+    if cell.timing.sustained and status == "ok":
+        summary = summarize_sustained(record.samples_ns, result.get("telemetry"))
         record.sustained = summary.as_dict() if summary else None
     return record
 
@@ -166,9 +166,6 @@ def _attach_energy(record: Record, cell: Cell, trace: dict[str, Any]) -> None:
             f"governor {', '.join(slow)} on the pinned cores: clocks may move during the "
             "cell (--set-governor performance where the device allows it)"
         )
-    if cell.timing.sustained:
-        summary = summarize_sustained(record.samples_ns, trace)
-        record.sustained = summary.as_dict() if summary else None
 
 
 @dataclass

@@ -10,7 +10,6 @@ from .energy import analyze
 from .native_telemetry import build_trace, plan_sampler, wrap_command
 from .records import Record
 from .runners.native import NATIVE_TOOLS, NativeCell, NativeParseError, NativeResult
-from .transports.base import TransportError, quote_argv
 
 if TYPE_CHECKING:
     from .plan import Cell
@@ -172,4 +171,4 @@ def fill_record(record: Record, result: NativeResult) -> None:
     record.warnings.append("no output check: native tools do not return outputs here")
 
 
-__all__ = ["NativeRunError", "TransportError", "quote_argv", "run_native_cell"]
+__all__ = ["NativeRunError", "run_native_cell"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from adb_fixtures import connect_phone, disconnect_phone
+from test_devices_adb import write_phone_lab
 
 VOLTAGE_UV = 4_000_000
 IDLE_UA = 100_000  # 0.4 W
@@ -65,20 +66,7 @@ def test_energy_per_inference_matches_the_known_extra_power(run_cli, adb_server,
     marker = sandbox / "window.active"
     phone = connect_phone(adb_server, sandbox, env={"EDGEBENCH_SYSFS_ROOT": str(sandbox)})
     try:
-        lab = tmp_path / "lab.toml"
-        lab.write_text(
-            "\n".join(
-                [
-                    "[devices.emu-phone]",
-                    'transport = "adb"',
-                    f'serial = "{phone.serial}"',
-                    f"adb_port = {phone.adb_port}",
-                    f'python = "{sys.executable}"',
-                    f'work_dir = "{sandbox / "data" / "local" / "tmp" / "edgebench"}"',
-                ]
-            )
-            + "\n"
-        )
+        lab = write_phone_lab(tmp_path / "lab.toml", phone)
         with SyntheticBattery(sandbox, marker):
             result = run_cli(
                 [
@@ -172,20 +160,8 @@ def test_native_tool_gets_energy_from_a_device_shell_loop(run_cli, adb_server, t
     shutil.copy(beside if beside.is_file() else shutil.which("benchmark_app"), native_bin)
     phone = connect_phone(adb_server, sandbox, env={"EDGEBENCH_SYSFS_ROOT": str(sandbox)})
     try:
-        lab = tmp_path / "lab.toml"
-        lab.write_text(
-            "\n".join(
-                [
-                    "[devices.emu-phone]",
-                    'transport = "adb"',
-                    f'serial = "{phone.serial}"',
-                    f"adb_port = {phone.adb_port}",
-                    'runner = "native"',
-                    f'native_bin = "{native_bin}"',
-                    f'work_dir = "{sandbox / "data" / "local" / "tmp" / "edgebench"}"',
-                ]
-            )
-            + "\n"
+        lab = write_phone_lab(
+            tmp_path / "lab.toml", phone, ['runner = "native"', f'native_bin = "{native_bin}"']
         )
         with SyntheticBattery(sandbox, marker):
             result = run_cli(
