@@ -112,6 +112,9 @@ def cli(verbose: bool) -> None:
         format="edgebench: %(message)s",
         stream=sys.stderr,
     )
+    # paramiko logs its own tracebacks (e.g. a banner read cut short by a dropped link) from
+    # its transport thread; edgebench reports those failures itself, in one line.
+    logging.getLogger("paramiko").setLevel(logging.WARNING if verbose else logging.CRITICAL)
 
 
 @cli.command()
