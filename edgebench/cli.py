@@ -7,6 +7,8 @@ import logging
 import shlex
 import signal
 import sys
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -21,13 +23,13 @@ from .converters import (
     get_converter,
 )
 from .cores import format_cpu_list
+from .device import Device
 from .devices import LOCAL, probe_device, resolve_devices
 from .errors import UserError
 from .execute import (
     CheckSettings,
     StopRequest,
     execute_cells,
-    execute_rounds,
     pending_cells,
 )
 from .lab import load_lab
@@ -41,6 +43,7 @@ from .plan import (
     DEFAULT_FRAMEWORKS,
     TelemetrySettings,
     Timing,
+    auto_rounds,
     build_cells,
     check_frameworks,
     resolve_inputs,
@@ -135,9 +138,9 @@ def cli(verbose: bool) -> None:
 @click.option(
     "--rounds",
     type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Visit each device's cells in N interleaved rounds (A B C A B C) and pool the samples.",
+    default=None,
+    help="Visit each device's cells in N interleaved rounds (A B C A B C) and pool the samples "
+    "[default: 3 when several frameworks share a device, else 1].",
 )
 @click.option(
     "--target-ci",
@@ -316,7 +319,7 @@ def run(
     devices: tuple[str, ...],
     plan_path: Path | None,
     junit: Path | None,
-    rounds: int,
+    rounds: int | None,
     target_ci: float | None,
     no_wait: bool,
     resume_ref: str | None,
@@ -455,6 +458,13 @@ def run(
         f"conversions: {conversions} run, "
         f"{sum(1 for c in cells if c.artifact is not None and c.artifact.cached)} cells from cache"
     )
+    if rounds is None:
+        rounds = auto_rounds(cells)
+        if rounds > 1:
+            progress.message(
+                f"interleaving: {rounds} rounds per cell, since frameworks share a device "
+                "(--rounds 1 turns it off)"
+            )
     store = ResultsStore(results_dir or default_results_dir())
     earlier: list[Record] = []
     if resume_ref:
@@ -486,6 +496,7 @@ def run(
                     "cores": core_selections,
                     "precision": precisions,
                     "concurrency": concurrency,
+                    "rounds": rounds,
                     "seed": seed,
                     "timing": timing.__dict__,
                 },
@@ -506,20 +517,24 @@ def run(
     )
 
     def first_interrupt(signum: int, frame: object) -> None:
+        # Runs in the main thread between any two bytecodes, even inside a lock it holds:
+        # only flags, raw writes and a new thread here.
         if stop.requested:
+            # The second Ctrl-C: kill what is measuring on every device, store none of it.
+            stop.aborted = True
+            threading.Thread(target=_abort_devices, args=(device_list,), name="abort").start()
             raise KeyboardInterrupt
         stop.requested = True
-        progress.message("stopping after the cell that is running (Ctrl-C again to abort it)")
+        progress.message_from_signal_handler(
+            "stopping after the cells that are running (Ctrl-C again to abort them)"
+        )
 
     previous_handler = signal.signal(signal.SIGINT, first_interrupt)
     # Announced only once Ctrl-C is handled: from here a first Ctrl-C finishes the cell.
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
     try:
         checks = CheckSettings(tolerance={"fp32": tolerance, "fp16": tolerance_fp16}, seed=seed)
-        if rounds > 1:
-            records = execute_rounds(cells, run_dir, progress, rounds, checks, stop)
-        else:
-            records = execute_cells(cells, run_dir, progress, checks, stop)
+        records = execute_cells(cells, run_dir, progress, checks, stop, rounds)
     except KeyboardInterrupt:
         run_dir.update_metadata(status="interrupted", finished_at=utc_now())
         kept = len(run_dir.records())
@@ -546,6 +561,11 @@ def run(
     progress.message(f"stored: {run_dir.path}  (edgebench show {run_dir.run_id})")
     if failed or regressed:
         sys.exit(1)
+
+
+def _abort_devices(devices: Sequence[Device]) -> None:
+    for device in devices:
+        device.abort_running()
 
 
 def _compare_with_baseline(plan, store, run_dir, records, junit, progress) -> bool:

@@ -141,6 +141,10 @@ class Device:
     def discard_outputs(self, device_path: str) -> None:
         """Remove the outputs file from the device (and any host copy)."""
 
+    def abort_running(self) -> None:
+        """Kill the runner or tool measuring on the device now (the second Ctrl-C)."""
+        self.transport.abort()
+
     def clean(self) -> str:
         """Remove what edgebench put on the device; returns what was removed."""
         return "nothing to clean on the host"

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import statistics
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -199,7 +198,7 @@ def _model_files(cell: Cell) -> list[Path]:
     return [cell.model.path, *cell.model.companions]
 
 
-def _measure(run_id: str, cell: Cell, checks: CheckSettings) -> Record:
+def _measure(run_id: str, cell: Cell, checks: CheckSettings, check_outputs: bool) -> Record:
     device = cell.device
     outputs_at = device.output_path(f"{run_id}-{abs(hash(cell.cell_id)):x}")
     try:
@@ -212,7 +211,7 @@ def _measure(run_id: str, cell: Cell, checks: CheckSettings) -> Record:
                 record.error = str(exc)
                 record.error_kind = "native_tool"
                 return record
-        spec = cell.spec(checks.seed, save_outputs=outputs_at)
+        spec = cell.spec(checks.seed, save_outputs=outputs_at if check_outputs else None)
         spec["model"] = model_path
         outcome = device.run_runner(spec, cell.cores, cell.timeout_s)
     except TransportError as exc:
@@ -232,6 +231,8 @@ def _measure(run_id: str, cell: Cell, checks: CheckSettings) -> Record:
             record.stderr_tail = record.stderr_tail or (
                 outcome.command.stderr[-STDERR_TAIL_CHARS:] or None
             )
+            return record
+        if not check_outputs:
             return record
         try:
             check = _output_check(cell, device.fetch_outputs(outputs_at), checks)
@@ -255,7 +256,11 @@ def _measure(run_id: str, cell: Cell, checks: CheckSettings) -> Record:
             device.discard_outputs(outputs_at)
 
 
-def run_cell(run_id: str, cell: Cell, checks: CheckSettings | None = None) -> Record:
+def run_cell(
+    run_id: str, cell: Cell, checks: CheckSettings | None = None, check_outputs: bool = True
+) -> Record:
+    """One visit of a cell. ``check_outputs`` is off for the later rounds of an interleaved
+    cell: the first round has already compared its outputs with ONNX Runtime."""
     checks = checks or CheckSettings()
     started_at = utc_now()
     t0 = time.monotonic()
@@ -265,7 +270,7 @@ def run_cell(run_id: str, cell: Cell, checks: CheckSettings | None = None) -> Re
         record.error = reason
         record.error_kind = kind
     else:
-        record = _measure(run_id, cell, checks)
+        record = _measure(run_id, cell, checks, check_outputs)
     record.started_at = started_at
     record.ended_at = utc_now()
     record.duration_s = round(time.monotonic() - t0, 3)
@@ -276,9 +281,11 @@ def run_cell(run_id: str, cell: Cell, checks: CheckSettings | None = None) -> Re
 RETRY_BACKOFF_S = (1.0, 2.0, 4.0)
 
 
-def _run_with_retries(run_id: str, cell: Cell, checks: CheckSettings, progress: Progress) -> Record:
+def _run_with_retries(
+    run_id: str, cell: Cell, checks: CheckSettings, progress: Progress, check_outputs: bool = True
+) -> Record:
     """A cell whose transport dropped is retried with backoff; the connection is reopened."""
-    record = run_cell(run_id, cell, checks)
+    record = run_cell(run_id, cell, checks, check_outputs)
     for delay in RETRY_BACKOFF_S:
         if record.error_kind != "transport":
             break
@@ -289,72 +296,28 @@ def _run_with_retries(run_id: str, cell: Cell, checks: CheckSettings, progress: 
             )
         cell.device.transport.close()  # the next command reconnects
         time.sleep(delay)
-        record = run_cell(run_id, cell, checks)
+        record = run_cell(run_id, cell, checks, check_outputs)
     return record
 
 
 class StopRequest:
-    """Set by the first Ctrl-C: the run stops after the cell that is measuring."""
+    """The first Ctrl-C sets ``requested``: the run stops after the cells that are measuring.
+    The second sets ``aborted`` too: those cells are killed and not stored."""
 
     def __init__(self) -> None:
         self.requested = False
+        self.aborted = False
 
 
-def execute_cells(
-    cells: Sequence[Cell],
-    run: RunDir,
-    progress: Progress,
-    checks: CheckSettings | None = None,
-    stop: StopRequest | None = None,
-) -> list[Record]:
-    """Each record is appended to the run before the next cell starts.
-
-    Returns the records of this call; when ``stop`` is requested the remaining cells are
-    left for ``--resume``.
-    """
-    checks = checks or CheckSettings()
-    by_device: dict[str, list[tuple[int, Cell]]] = {}
-    for position, cell in enumerate(cells):
-        by_device.setdefault(cell.device.name, []).append((position, cell))
-    results: dict[int, Record] = {}
-    counter = iter(range(1, len(cells) + 1))
-    lock = threading.Lock()
-
-    def work(device_cells: list[tuple[int, Cell]]) -> None:
-        lost: str | None = None  # set when the device stays unreachable after retries
-        for position, cell in device_cells:
-            if stop is not None and stop.requested:
-                return
-            with lock:
-                index = next(counter)
-            progress.cell_started(index, len(cells), cell)
-            if lost is not None and cell.verdict is None:
-                record = run_cell(run.run_id, replace(cell, verdict=("failed", "transport", lost)))
-            else:
-                record = _run_with_retries(run.run_id, cell, checks, progress)
-                if record.error_kind == "transport":
-                    lost = f"device {cell.device.name} lost: {record.error}"
-            run.append(record)
-            results[position] = record
-            progress.cell_finished(index, len(cells), cell, record)
-
-    groups = list(by_device.values())
-    if len(groups) <= 1:
-        for group in groups:
-            work(group)
-    else:
-        # One worker per device: a matrix over N devices takes about as long as the slowest.
-        with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="device") as pool:
-            for future in [pool.submit(work, group) for group in groups]:
-                future.result()
-    return [results[p] for p in sorted(results)]
-
-
-def _round_cell(cell: Cell, rounds: int) -> Cell:
-    """The same cell with its sample budget split across ``rounds`` visits."""
+def _round_cell(cell: Cell, rounds: int, round_index: int) -> Cell:
+    """The same cell with its sample budget split across ``rounds`` visits: the iterations
+    add up to the requested count (each visit at least one), the minimum time is shared."""
+    if rounds <= 1:
+        return cell
+    share, extra = divmod(cell.timing.iterations, rounds)
     timing = replace(
         cell.timing,
-        iterations=max(1, math.ceil(cell.timing.iterations / rounds)),
+        iterations=max(1, share + (1 if round_index < extra else 0)),
         min_time_s=cell.timing.min_time_s / rounds,
     )
     return replace(cell, timing=timing)
@@ -366,6 +329,8 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     A round that was not ok decides the status; other details (output check, energy,
     telemetry) come from the first round.
     """
+    if len(parts) == 1:
+        return parts[0]
     merged = replace(parts[0])
     bad = next((p for p in parts if p.status != "ok"), None)
     merged.rounds = len(parts)
@@ -393,40 +358,119 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     return merged
 
 
-def execute_rounds(
+#: Statuses worth measuring again in a later round (a crash or an unsupported op is not).
+_REPEATABLE = ("ok", "mismatch")
+
+
+class _DeviceWorker:
+    """Runs one device's cells: in ``rounds`` interleaved visits (A B C A B C ...), a dropped
+    connection retried with backoff, and once the device stays gone its other cells failed
+    with the reason. A cell's record is stored the moment its last visit ends."""
+
+    def __init__(
+        self,
+        cells: list[tuple[int, Cell]],
+        rounds: int,
+        run: RunDir,
+        progress: Progress,
+        checks: CheckSettings,
+        stop: StopRequest | None,
+        numbering: Callable[[], int],
+        total: int,
+    ) -> None:
+        self.cells = cells
+        self.rounds = rounds
+        self.run = run
+        self.progress = progress
+        self.checks = checks
+        self.stop = stop
+        self.numbering = numbering
+        self.total = total
+        self.lost: str | None = None  # set when the device stays unreachable after retries
+        self.results: dict[int, Record] = {}
+
+    def _visit(self, cell: Cell, round_index: int, first: bool) -> Record:
+        if self.lost is not None and cell.verdict is None:
+            return run_cell(
+                self.run.run_id, replace(cell, verdict=("failed", "transport", self.lost))
+            )
+        record = _run_with_retries(
+            self.run.run_id,
+            _round_cell(cell, self.rounds, round_index),
+            self.checks,
+            self.progress,
+            first,
+        )
+        if record.error_kind == "transport":
+            self.lost = f"device {cell.device.name} lost: {record.error}"
+        return record
+
+    def __call__(self) -> None:
+        parts: dict[int, list[Record]] = {position: [] for position, _ in self.cells}
+        numbers: dict[int, int] = {}
+        for round_index in range(self.rounds):
+            last_round = round_index == self.rounds - 1
+            for position, cell in self.cells:
+                done = parts[position]
+                if done and (cell.verdict is not None or done[-1].status not in _REPEATABLE):
+                    continue  # decided without measuring, or nothing to gain from another visit
+                if self.stop is not None and self.stop.requested:
+                    return
+                if position not in numbers:
+                    numbers[position] = self.numbering()
+                self.progress.cell_started(numbers[position], self.total, cell)
+                done.append(self._visit(cell, round_index, first=not done))
+                if self.stop is not None and self.stop.aborted:
+                    return  # killed by the second Ctrl-C: not a measurement
+                finished = last_round or done[-1].status not in _REPEATABLE
+                if finished or (cell.verdict is not None):
+                    record = merge_rounds(done)
+                    self.run.append(record)
+                    self.results[position] = record
+                    self.progress.cell_finished(numbers[position], self.total, cell, record)
+
+
+def execute_cells(
     cells: Sequence[Cell],
     run: RunDir,
     progress: Progress,
-    rounds: int,
     checks: CheckSettings | None = None,
     stop: StopRequest | None = None,
+    rounds: int = 1,
 ) -> list[Record]:
-    """Cells of one device visited in rounds (A B C A B C ...), so drift in temperature or
-    clocks spreads over every framework instead of favouring the first. Each cell's record is
-    stored when its last round ends."""
+    """Measure ``cells``, one worker per device, devices in parallel.
+
+    With ``rounds`` > 1 each device visits its cells in interleaved rounds and pools the
+    samples, so drift in temperature or clocks spreads over every framework instead of
+    favouring the first. Each record is appended to the run as soon as its cell is complete.
+    Returns the records of this call in plan order; when ``stop`` is requested the remaining
+    cells are left for ``--resume``.
+    """
     checks = checks or CheckSettings()
-    by_device: dict[str, list[Cell]] = {}
-    for cell in cells:
-        by_device.setdefault(cell.device.name, []).append(cell)
-    records: list[Record] = []
-    done = 0
-    for device_cells in by_device.values():
-        parts: dict[int, list[Record]] = {i: [] for i in range(len(device_cells))}
-        for round_index in range(rounds):
-            if stop is not None and stop.requested:
-                return records
-            for i, cell in enumerate(device_cells):
-                if cell.verdict is not None and round_index > 0:
-                    continue  # decided without measuring: nothing to repeat
-                progress.cell_started(done + i + 1, len(cells), cell)
-                parts[i].append(run_cell(run.run_id, _round_cell(cell, rounds), checks))
-        for i, cell in enumerate(device_cells):
-            record = merge_rounds(parts[i])
-            run.append(record)
-            records.append(record)
-            done += 1
-            progress.cell_finished(done, len(cells), cell, record)
-    return records
+    by_device: dict[str, list[tuple[int, Cell]]] = {}
+    for position, cell in enumerate(cells):
+        by_device.setdefault(cell.device.name, []).append((position, cell))
+    counter = iter(range(1, len(cells) + 1))
+    counter_lock = threading.Lock()
+
+    def numbering() -> int:
+        with counter_lock:
+            return next(counter)
+
+    workers = [
+        _DeviceWorker(group, rounds, run, progress, checks, stop, numbering, len(cells))
+        for group in by_device.values()
+    ]
+    if len(workers) <= 1:
+        for worker in workers:
+            worker()
+    else:
+        # One worker per device: a matrix over N devices takes about as long as the slowest.
+        with ThreadPoolExecutor(max_workers=len(workers), thread_name_prefix="device") as pool:
+            for future in [pool.submit(worker) for worker in workers]:
+                future.result()
+    results = {p: r for worker in workers for p, r in worker.results.items()}
+    return [results[p] for p in sorted(results)]
 
 
 #: Statuses that a resumed run does not measure again (failed cells are retried).

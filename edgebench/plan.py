@@ -275,3 +275,20 @@ def build_cells(
                             )
                         )
     return cells
+
+
+#: Rounds used when several frameworks share a device and --rounds is not given.
+DEFAULT_ROUNDS = 3
+
+
+def auto_rounds(cells: Sequence[Cell]) -> int:
+    """How many interleaved rounds a plan gets by default: ``DEFAULT_ROUNDS`` when one device
+    measures the same model under several frameworks (so drift cannot favour whichever runs
+    first), else 1. Long continuous windows (--sustained) and adaptive sampling (--target-ci)
+    stay in one visit: splitting them would change what they measure."""
+    frameworks: dict[tuple[str, str], set[str]] = {}
+    for cell in cells:
+        if cell.verdict is not None or cell.timing.sustained or cell.timing.target_ci:
+            continue
+        frameworks.setdefault((cell.device.name, cell.model.name), set()).add(cell.framework)
+    return DEFAULT_ROUNDS if any(len(f) > 1 for f in frameworks.values()) else 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import threading
 from typing import TextIO
@@ -63,3 +65,10 @@ class LineProgress:
         with self._lock:
             self.stream.write(text + "\n")
             self.stream.flush()
+
+    def message_from_signal_handler(self, text: str) -> None:
+        """A message from a signal handler: one raw write, no locks. The interrupted thread
+        may hold this object's lock or the stream's own; taking either would deadlock."""
+        # A stream without a file descriptor gets nothing: the run's last line says it anyway.
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            os.write(self.stream.fileno(), f"\n{text}\n".encode())

@@ -157,10 +157,20 @@ class RemoteDevice(Device):
         )
         command = self.transport.shell(script, timeout=timeout)
         if command.timed_out:
-            self.transport.shell(
-                f"kill -9 $(cat {quote_argv([pid_file])}) 2>/dev/null; true", timeout=30
-            )
+            self._kill_runner(timeout=30)
         return outcome_of(command, timeout)
+
+    def _kill_runner(self, timeout: float) -> None:
+        pid_file = quote_argv([self.path("run.pid")])
+        self.transport.shell(f"kill -9 $(cat {pid_file}) 2>/dev/null; true", timeout=timeout)
+
+    def abort_running(self) -> None:
+        # A second command beside the running one: dropping the connection would not stop
+        # the runner on the device, so it is killed by the PID its shell recorded.
+        try:
+            self._kill_runner(timeout=10)
+        except TransportError as exc:
+            log.warning("%s: could not stop the runner: %s", self.name, exc)
 
     def output_path(self, cell_key: str) -> str:
         return self.path("outputs", f"{cell_key}.npz")

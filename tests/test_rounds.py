@@ -1,10 +1,12 @@
 """--rounds: each device's cells visited in interleaved rounds, samples pooled."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from edgebench.execute import merge_rounds
+from edgebench.plan import DEFAULT_ROUNDS, auto_rounds
 from edgebench.records import Record
 
 
@@ -16,8 +18,6 @@ def test_rounds_interleave_cells_and_pool_samples(run_cli, eb_env, conv_model):
             str(conv_model),
             "--frameworks",
             "onnxruntime,openvino",
-            "--rounds",
-            "3",
             "--iterations",
             "30",
             "--min-time",
@@ -29,11 +29,13 @@ def test_rounds_interleave_cells_and_pool_samples(run_cli, eb_env, conv_model):
         ]
     )
     assert result.returncode == 0, result.stderr
+    # Two frameworks share the device: interleaving is on without being asked for.
+    assert "interleaving: 3 rounds per cell" in result.stderr
     records = {r["framework"]: r for r in map(json.loads, result.stdout.splitlines())}
     for record in records.values():
         assert record["status"] == "ok"
         assert record["rounds"] == 3 and len(record["round_p50_ms"]) == 3
-        assert record["n_samples"] == len(record["samples_ns"]) >= 30
+        assert record["n_samples"] == len(record["samples_ns"]) == 30  # 10 + 10 + 10
         assert record["output_check"]["passed"]
     ort, ov = records["onnxruntime"], records["openvino"]
     # A B A B A B: openvino's first round starts before onnxruntime's last round ends.
@@ -68,3 +70,50 @@ def test_merge_pools_samples_and_a_bad_round_decides_the_status():
     assert merged.throughput_ips == pytest.approx(100 / 0.15)
     failed = merge_rounds([parts[0], make(status="failed", error="runner timed out")])
     assert failed.status == "failed" and failed.error == "runner timed out"
+
+
+def fake_cell(device="d", model="m", framework="onnxruntime", verdict=None, **timing):
+    timing = SimpleNamespace(**{"sustained": False, "target_ci": None, **timing})
+    return SimpleNamespace(
+        device=SimpleNamespace(name=device),
+        model=SimpleNamespace(name=model),
+        framework=framework,
+        verdict=verdict,
+        timing=timing,
+    )
+
+
+def test_rounds_default_on_only_where_frameworks_share_a_device():
+    assert auto_rounds([fake_cell(), fake_cell(framework="mnn")]) == DEFAULT_ROUNDS == 3
+    assert auto_rounds([fake_cell(), fake_cell(model="other")]) == 1
+    assert auto_rounds([fake_cell(), fake_cell(device="phone", framework="mnn")]) == 1
+    unsupported = ("unsupported", "framework", "no mnn here")
+    assert auto_rounds([fake_cell(), fake_cell(framework="mnn", verdict=unsupported)]) == 1
+    assert auto_rounds([fake_cell(sustained=True), fake_cell(framework="mnn", sustained=True)]) == 1
+    assert auto_rounds([fake_cell(target_ci=0.01), fake_cell(framework="mnn", target_ci=0.01)]) == 1
+
+
+def test_explicit_rounds_one_turns_interleaving_off(run_cli, conv_model):
+    result = run_cli(
+        [
+            "run",
+            "--models",
+            str(conv_model),
+            "--frameworks",
+            "onnxruntime,openvino",
+            "--rounds",
+            "1",
+            "--iterations",
+            "10",
+            "--min-time",
+            "0",
+            "--format",
+            "jsonl",
+        ]
+    )
+    assert result.returncode == 0, result.stderr
+    assert "interleaving" not in result.stderr
+    records = {r["framework"]: r for r in map(json.loads, result.stdout.splitlines())}
+    ort, ov = records["onnxruntime"], records["openvino"]
+    assert ort["rounds"] in (None, 1) and ov["rounds"] in (None, 1)
+    assert ort["ended_at"] <= ov["started_at"]  # one after the other, not interleaved

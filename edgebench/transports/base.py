@@ -91,5 +91,8 @@ class Transport(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook, most transports hold nothing
         """Release the connection; optional."""
 
+    def abort(self) -> None:  # noqa: B027 - optional hook
+        """Kill the commands this transport is running now (called from another thread)."""
+
     def describe(self) -> str:
         return self.kind

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -16,6 +17,17 @@ from .base import CommandResult, OutputCallback, Transport
 
 class LocalTransport(Transport):
     kind = "local"
+
+    def __init__(self) -> None:
+        self._running: set[subprocess.Popen] = set()
+        self._running_lock = threading.Lock()
+
+    def abort(self) -> None:
+        with self._running_lock:
+            running = list(self._running)
+        for proc in running:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
     def run(
         self,
@@ -38,6 +50,8 @@ class LocalTransport(Transport):
             env=env,
             start_new_session=True,
         )
+        with self._running_lock:
+            self._running.add(proc)
         try:
             if on_output is None:
                 out, err = proc.communicate(stdin, timeout=timeout)
@@ -53,6 +67,9 @@ class LocalTransport(Transport):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
             raise
+        finally:
+            with self._running_lock:
+                self._running.discard(proc)
         return CommandResult(proc.returncode, out, err, False, time.monotonic() - started)
 
     def read_text(self, path: str) -> str | None:
