@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import shlex
@@ -9,6 +10,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -24,6 +26,7 @@ from .converters import (
 )
 from .cores import format_cpu_list
 from .device import Device
+from .device_lock import DeviceLockFile, LockUnavailable
 from .devices import LOCAL, probe_device, resolve_devices
 from .errors import UserError
 from .execute import (
@@ -41,6 +44,7 @@ from .outputcheck import DEFAULT_TOLERANCE
 from .paths import cache_dir, default_results_dir
 from .plan import (
     DEFAULT_FRAMEWORKS,
+    Cell,
     TelemetrySettings,
     Timing,
     auto_rounds,
@@ -465,6 +469,7 @@ def run(
                 f"interleaving: {rounds} rounds per cell, since frameworks share a device "
                 "(--rounds 1 turns it off)"
             )
+    cells = _lock_devices(device_list, cells, wait=not no_wait, progress=progress)
     store = ResultsStore(results_dir or default_results_dir())
     earlier: list[Record] = []
     if resume_ref:
@@ -530,6 +535,10 @@ def run(
         )
 
     previous_handler = signal.signal(signal.SIGINT, first_interrupt)
+    for device in device_list:
+        if device.device_lock is not None:
+            device.device_lock.run_id = run_dir.run_id
+            device.renew_lock()  # the lock names the run from here on
     # Announced only once Ctrl-C is handled: from here a first Ctrl-C finishes the cell.
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
     try:
@@ -561,6 +570,37 @@ def run(
     progress.message(f"stored: {run_dir.path}  (edgebench show {run_dir.run_id})")
     if failed or regressed:
         sys.exit(1)
+
+
+#: Beyond the longest cell: a lease renewed before each cell outlives any one cell.
+LEASE_MARGIN_S = 300.0
+
+
+def _lock_devices(
+    devices: Sequence[Device], cells: list[Cell], *, wait: bool, progress: LineProgress
+) -> list[Cell]:
+    """Take the lock on each remote device (runs from other hosts wait for it). A device with
+    no place for its lock, or that drops while locking, gets its cells failed with the reason."""
+    lease_s = max((c.timeout_s for c in cells), default=600.0) + LEASE_MARGIN_S
+    for device in devices:
+        if device.unreachable or device.transport.kind == "local":
+            continue  # the host-side lock covers this machine
+        try:
+            lock = DeviceLockFile(device.name, device.transport, device.work_dir, lease_s, "-")
+            lock.acquire(wait=wait, report=progress.message, timeout_s=LOCK_WAIT_S)
+        except (LockUnavailable, TransportError) as exc:
+            reason = str(exc) if str(exc).startswith("device ") else f"device {device.name}: {exc}"
+            progress.message(f"  {reason}; its cells are marked failed")
+            cells = [
+                replace(c, verdict=("failed", "lock", reason))
+                if c.device is device and c.verdict is None
+                else c
+                for c in cells
+            ]
+            continue
+        device.device_lock = lock
+        atexit.register(lock.release)  # also on errors and Ctrl-C; a crash leaves the lease
+    return cells
 
 
 def _abort_devices(devices: Sequence[Device]) -> None:

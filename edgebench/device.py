@@ -17,6 +17,7 @@ from .converters.isolation import prepare_private_home
 from .cores import detect_clusters, parse_cpu_list
 from .paths import cache_dir
 from .transports import CommandResult, LocalTransport, Transport
+from .transports.base import TransportError
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,8 @@ class Device:
         self.profile: Any = None  # profiles.DeviceProfile, when the lab names one
         #: Why the device could not be reached, when it could not (its cells fail with this).
         self.unreachable: str | None = None
+        #: The lock on the device itself, while this run holds it (remote devices).
+        self.device_lock: Any = None  # device_lock.DeviceLockFile
         self._facts: DeviceFacts | None = None
 
     def runner_env(self) -> dict[str, str] | None:
@@ -140,6 +143,16 @@ class Device:
 
     def discard_outputs(self, device_path: str) -> None:
         """Remove the outputs file from the device (and any host copy)."""
+
+    def renew_lock(self) -> str | None:
+        """Extend this run's lease on the device lock before a cell. Returns who holds the
+        lock instead, when another host has taken it over."""
+        if self.device_lock is None:
+            return None
+        try:
+            return self.device_lock.renew()
+        except TransportError:
+            return None  # the cell meets the dropped link itself, and retries
 
     def abort_running(self) -> None:
         """Kill the runner or tool measuring on the device now (the second Ctrl-C)."""

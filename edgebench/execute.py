@@ -386,14 +386,22 @@ class _DeviceWorker:
         self.stop = stop
         self.numbering = numbering
         self.total = total
-        self.lost: str | None = None  # set when the device stays unreachable after retries
+        #: (error kind, reason) once the device is gone or taken over: its other cells fail.
+        self.lost: tuple[str, str] | None = None
         self.results: dict[int, Record] = {}
 
     def _visit(self, cell: Cell, round_index: int, first: bool) -> Record:
+        if self.lost is None and cell.verdict is None:
+            holder = cell.device.renew_lock()
+            if holder is not None:
+                self.lost = (
+                    "lock",
+                    f"device {cell.device.name}: its lock was taken over ({holder}); "
+                    "measuring now would share the device",
+                )
         if self.lost is not None and cell.verdict is None:
-            return run_cell(
-                self.run.run_id, replace(cell, verdict=("failed", "transport", self.lost))
-            )
+            kind, reason = self.lost
+            return run_cell(self.run.run_id, replace(cell, verdict=("failed", kind, reason)))
         record = _run_with_retries(
             self.run.run_id,
             _round_cell(cell, self.rounds, round_index),
@@ -402,7 +410,9 @@ class _DeviceWorker:
             first,
         )
         if record.error_kind == "transport":
-            self.lost = f"device {cell.device.name} lost: {record.error}"
+            self.lost = ("transport", f"device {cell.device.name} lost: {record.error}")
+            if cell.device.device_lock is not None:
+                cell.device.device_lock.abandon()
         return record
 
     def __call__(self) -> None:
