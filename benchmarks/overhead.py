@@ -25,6 +25,7 @@ from adb_fixtures import connect_phone, disconnect_phone, start_adb_server  # no
 from ssh_fixtures import start_sshd  # noqa: E402
 
 from edgebench.device import Device, LocalDevice  # noqa: E402
+from edgebench.device_lock import DeviceLockFile  # noqa: E402
 from edgebench.execute import CheckSettings, run_cell  # noqa: E402
 from edgebench.modelref import resolve_models  # noqa: E402
 from edgebench.plan import Timing, build_cells, resolve_inputs  # noqa: E402
@@ -59,6 +60,21 @@ def time_cells(device: Device, model_path: Path, cache: Path, repeats: int) -> l
     return walls
 
 
+def time_lock_renewals(device: RemoteDevice, repeats: int) -> list[float]:
+    """The device lock's lease renewal, which a run adds before every cell."""
+    lock = DeviceLockFile(device.name, device.transport, device.work_dir, 600, "bench")
+    lock.acquire(wait=False, report=print, timeout_s=0)
+    walls = []
+    try:
+        for _ in range(repeats):
+            started = time.perf_counter()
+            assert lock.renew(force=True) is None
+            walls.append(time.perf_counter() - started)
+    finally:
+        lock.release()
+    return walls
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--repeats", type=int, default=7)
@@ -68,6 +84,7 @@ def main() -> int:
         model = save_conv_model(work / "tiny.onnx", [1, 3, 32, 32])
         cache = work / "cache"
         results: dict[str, list[float]] = {}
+        renewals: dict[str, list[float]] = {}
         results["local"] = time_cells(LocalDevice(), model, cache, args.repeats)
 
         server = start_sshd(work / "sshd")
@@ -86,6 +103,7 @@ def main() -> int:
                 "ssh-box", ssh, work_dir=str(work / "ssh-wd"), python=sys.executable
             )
             results["ssh"] = time_cells(device, model, cache, args.repeats)
+            renewals["ssh"] = time_lock_renewals(device, args.repeats)
             ssh.close()
         finally:
             server.stop()
@@ -104,6 +122,7 @@ def main() -> int:
                     python=sys.executable,
                 )
                 results["adb"] = time_cells(device, model, cache, args.repeats)
+                renewals["adb"] = time_lock_renewals(device, args.repeats)
             finally:
                 disconnect_phone(phone)
         finally:
@@ -115,6 +134,9 @@ def main() -> int:
         median = statistics.median(walls)
         extra = "" if name == "local" else f"  overhead vs local {1000 * (median - local):7.1f} ms"
         print(f"  {name:6} {1000 * median:7.1f} ms (min {1000 * min(walls):.1f}){extra}")
+    print("device lock lease renewal (sent at most every 75 s, so not per quick cell), median:")
+    for name, walls in renewals.items():
+        print(f"  {name:6} {1000 * statistics.median(walls):7.1f} ms")
     return 0
 
 

@@ -538,7 +538,7 @@ def run(
     for device in device_list:
         if device.device_lock is not None:
             device.device_lock.run_id = run_dir.run_id
-            device.renew_lock()  # the lock names the run from here on
+            device.renew_lock(force=True)  # the lock names the run from here on
     # Announced only once Ctrl-C is handled: from here a first Ctrl-C finishes the cell.
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
     try:
@@ -586,7 +586,9 @@ def _lock_devices(
         if device.unreachable or device.transport.kind == "local":
             continue  # the host-side lock covers this machine
         try:
-            lock = DeviceLockFile(device.name, device.transport, device.work_dir, lease_s, "-")
+            lock = DeviceLockFile(
+                device.name, device.transport, device.work_dir, lease_s, "-", LEASE_MARGIN_S
+            )
             lock.acquire(wait=wait, report=progress.message, timeout_s=LOCK_WAIT_S)
         except (LockUnavailable, TransportError) as exc:
             reason = str(exc) if str(exc).startswith("device ") else f"device {device.name}: {exc}"

@@ -144,13 +144,13 @@ class Device:
     def discard_outputs(self, device_path: str) -> None:
         """Remove the outputs file from the device (and any host copy)."""
 
-    def renew_lock(self) -> str | None:
+    def renew_lock(self, force: bool = False) -> str | None:
         """Extend this run's lease on the device lock before a cell. Returns who holds the
         lock instead, when another host has taken it over."""
         if self.device_lock is None:
             return None
         try:
-            return self.device_lock.renew()
+            return self.device_lock.renew(force)
         except TransportError:
             return None  # the cell meets the dropped link itself, and retries
 

@@ -93,8 +93,15 @@ class LockState:
 
 class DeviceLockFile:
     def __init__(
-        self, device_name: str, transport: Transport, work_dir: str, lease_s: float, run_id: str
+        self,
+        device_name: str,
+        transport: Transport,
+        work_dir: str,
+        lease_s: float,
+        run_id: str,
+        renew_margin_s: float = 300.0,
     ) -> None:
+        """``lease_s`` must exceed the longest cell by ``renew_margin_s``."""
         self.device_name = device_name
         self.transport = transport
         self.path = posixpath.join(posixpath.dirname(work_dir.rstrip("/")) or "/", LOCK_NAME)
@@ -103,6 +110,8 @@ class DeviceLockFile:
         self.host = _safe(socket.gethostname())
         self.run_id = _safe(run_id)
         self.held = False
+        self.renew_margin_s = renew_margin_s
+        self._renewed_at = float("-inf")
         self._lock_q = quote_argv([self.path])
         self._owner_q = quote_argv([posixpath.join(self.path, "owner")])
 
@@ -180,6 +189,7 @@ class DeviceLockFile:
             state = self._try_once()
             if state is None:
                 self.held = True
+                self._renewed_at = time.monotonic()
                 return
             reason = self.stale_reason(state)
             if reason is not None:
@@ -201,8 +211,16 @@ class DeviceLockFile:
                 )
             time.sleep(POLL_S)
 
-    def renew(self) -> str | None:
-        """Extend the lease. Returns who holds the lock instead, when it is no longer ours."""
+    def renew(self, force: bool = False) -> str | None:
+        """Extend the lease. Returns who holds the lock instead, when it is no longer ours.
+
+        The lease outlasts the longest cell by ``renew_margin_s``, so a renewal is only sent
+        when a quarter of that margin has passed since the last one (or when ``force``d):
+        quick cells then cost no extra round trip, and a host that was suspended for longer
+        still finds out at once that its lock may have been taken over.
+        """
+        if not force and time.monotonic() - self._renewed_at < self.renew_margin_s / 4:
+            return None
         owner = self._owner_q
         fresh = quote_argv([posixpath.join(self.path, "owner.new")])
         out = self._shell(
@@ -213,6 +231,7 @@ class DeviceLockFile:
             f"*) echo EDGEBENCH-LOCK-LOST; cat {owner} 2>/dev/null;; esac"
         )
         if "EDGEBENCH-LOCK-RENEWED" in out.splitlines():
+            self._renewed_at = time.monotonic()
             return None
         self.held = False
         text = out.split("EDGEBENCH-LOCK-LOST", 1)[-1].strip()

@@ -56,7 +56,7 @@ def test_lock_is_taken_refused_to_a_second_holder_and_released(tmp_path):
     assert 590 <= expires - device_clock() <= 600
     with pytest.raises(UserError, match=r"device box is in use \(run r1 from host .*--no-wait"):
         second.acquire(wait=False, report=quiet, timeout_s=0)
-    assert first.renew() is None
+    assert first.renew(force=True) is None
     first.release()
     assert not lock_dir.exists()
     second.acquire(wait=False, report=quiet, timeout_s=0)
@@ -102,7 +102,10 @@ def test_renew_reports_a_lock_taken_over(tmp_path):
     lock.acquire(wait=False, report=quiet, timeout_s=0)
     shutil.rmtree(tmp_path / LOCK_NAME)  # our lease was broken by another host...
     hold_as_another_host(tmp_path / LOCK_NAME, expires=device_clock() + 600, boot=boot_id())
-    assert lock.renew().startswith("run 20261130-0000-b from host lab-host-b")
+    assert lock.renew() is None  # just taken: no round trip, nothing learnt
+    assert lock.renew(force=True).startswith("run 20261130-0000-b from host lab-host-b")
+    overdue = DeviceLockFile("box", LocalTransport(), str(tmp_path / "wd"), 600, "r", 0.0)
+    assert overdue.renew() is not None  # a renewal is due at once: it finds the new holder
     lock.release()  # not ours any more: left alone
     assert (tmp_path / LOCK_NAME / "owner").read_text().startswith("token=feed ")
 
