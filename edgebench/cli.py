@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import atexit
-import json
 import logging
-import shlex
-import signal
 import sys
-import threading
-from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 import onnx
 
 from . import __version__
+from .cli_values import print_records, split_values
 from .converters import (
     CONVERTERS,
     ArtifactCache,
@@ -25,65 +20,21 @@ from .converters import (
     get_converter,
 )
 from .cores import format_cpu_list
-from .device import Device
-from .device_lock import DeviceLockFile, LockUnavailable
 from .devices import LOCAL, probe_device, resolve_devices
 from .errors import UserError
-from .execute import (
-    CheckSettings,
-    StopRequest,
-    execute_cells,
-    pending_cells,
-)
 from .lab import load_lab
-from .locks import DeviceLock
-from .matrix import METRICS, format_details, format_matrix
+from .matrix import METRICS
 from .modelref import input_shapes, parse_shape_overrides, resolve_models
 from .models import BUILTIN_MODELS, builtin_model_path, summarize_model
 from .outputcheck import DEFAULT_TOLERANCE
 from .paths import cache_dir, default_results_dir
-from .plan import (
-    DEFAULT_FRAMEWORKS,
-    Cell,
-    TelemetrySettings,
-    Timing,
-    auto_rounds,
-    build_cells,
-    check_frameworks,
-    resolve_inputs,
-)
-from .plans import load_plan
-from .prepare import prepare_cells
 from .profiles import compare_clusters
-from .progress import LineProgress
-from .records import Record
-from .store import ResultsStore, utc_now
+from .run_command import RunOptions, run_matrix
+from .store import ResultsStore
 from .transports.base import TransportError
 
 log = logging.getLogger("edgebench")
 
-
-def _split(values: tuple[str, ...] | str | None) -> list[str]:
-    if values is None:
-        return []
-    if isinstance(values, str):
-        values = (values,)
-    return [item.strip() for value in values for item in value.split(",") if item.strip()]
-
-
-def _positive_ints(values: tuple[str, ...], option: str) -> list[int]:
-    try:
-        numbers = [int(v) for v in _split(values)]
-    except ValueError as exc:
-        raise UserError(f"{option} takes whole numbers, e.g. {option} 1,4") from exc
-    if not numbers or any(n < 1 for n in numbers):
-        raise UserError(f"{option} must be 1 or more")
-    return numbers
-
-
-#: Device locks of this process; kept referenced so their files stay open until exit.
-_HELD_LOCKS: list[DeviceLock] = []
-LOCK_WAIT_S = 6 * 3600.0
 
 lab_option = click.option(
     "--lab",
@@ -319,340 +270,11 @@ def cli(verbose: bool) -> None:
     show_default=True,
 )
 @metric_option
-def run(
-    devices: tuple[str, ...],
-    plan_path: Path | None,
-    junit: Path | None,
-    rounds: int | None,
-    target_ci: float | None,
-    no_wait: bool,
-    resume_ref: str | None,
-    lab_path: Path | None,
-    models: tuple[str, ...],
-    frameworks: tuple[str, ...],
-    threads: tuple[str, ...],
-    cores: tuple[str, ...],
-    precision: str,
-    warmup: int,
-    iterations: int,
-    min_time: float,
-    max_time: float,
-    concurrency: int,
-    shape: tuple[str, ...],
-    timeout: float,
-    seed: int,
-    reference: Path | None,
-    tolerance: float,
-    tolerance_fp16: float,
-    force_convert: bool,
-    energy_source: str | None,
-    baseline_s: float,
-    telemetry_period: float,
-    sync_marker: str | None,
-    cooldown_temp: float | None,
-    cooldown_max_wait: float,
-    set_governor: str | None,
-    sustained: float | None,
-    temp_limit: float | None,
-    results_dir: Path | None,
-    output_format: str,
-    metric: str,
-) -> None:
+def run(**options: Any) -> None:
     """Measure every model x framework on every device and print the matrix."""
-    progress = LineProgress()
-    plan = load_plan(plan_path) if plan_path else None
-    precisions = [precision]
-    if plan is not None:
-        # The plan decides the matrix; options it leaves out keep their command-line values.
-        devices = tuple(plan.devices)
-        lab_path = plan.lab or lab_path
-        models = tuple(plan.models) or models
-        frameworks = tuple(plan.frameworks) or frameworks
-        threads = tuple(str(t) for t in plan.threads)
-        cores = tuple(plan.cores)
-        precisions = plan.precisions
-        concurrency = plan.concurrency
-        warmup = int(plan.timing.get("warmup", warmup))
-        iterations = int(plan.timing.get("iterations", iterations))
-        min_time = plan.timing.get("min_time", min_time)
-        max_time = plan.timing.get("max_time", max_time)
-        timeout = plan.timing.get("timeout", timeout)
-        energy_source = plan.telemetry.get("energy_source", energy_source)
-        baseline_s = float(plan.telemetry.get("baseline_s", baseline_s))
-    elif junit is not None:
-        raise UserError("--junit needs --plan (it reports the comparison with the baseline)")
-    framework_names = check_frameworks(_split(frameworks) or DEFAULT_FRAMEWORKS)
-    thread_counts = _positive_ints(threads, "--threads")
-    # Commas belong to the cpu-list syntax (0,2), so sweeping cores means repeating --cores.
-    core_selections = list(dict.fromkeys(c.strip() for c in cores if c.strip())) or ["all"]
-    shapes = parse_shape_overrides(shape)
-    timing = Timing(
-        warmup,
-        iterations,
-        min_time,
-        max_time,
-        timeout,
-        max_iterations=max(100_000, iterations),
-        target_ci=target_ci / 100 if target_ci else None,
-    )
-    if sustained:
-        # One long continuous window per cell: the way an app session loads the phone.
-        timing = Timing(warmup, 1, sustained, sustained + 1.0, timeout + sustained, True, 10**9)
-
-    model_refs = resolve_models(_split(models) or list(BUILTIN_MODELS), cache_dir(), reference)
-    model_inputs = resolve_inputs(model_refs, shapes)
-    if devices and not _split(devices):
-        raise UserError("--devices is empty; name at least one device (e.g. --devices local)")
-    device_list = resolve_devices(_split(devices) or ["local"], load_lab(lab_path))
-    for device in device_list:
-        # Held until this process exits (the kernel releases flocks then, even on a crash).
-        lock = DeviceLock(device.name, device.transport.describe())
-        lock.acquire(wait=not no_wait, report=progress.message, timeout_s=LOCK_WAIT_S)
-        _HELD_LOCKS.append(lock)
-    for device in device_list:
-        progress.message(f"device {device.name}: connecting ({device.transport.describe()})")
-        device.unreachable = probe_device(device)
-        if device.unreachable:
-            progress.message(f"  unreachable: {device.unreachable}; its cells are marked failed")
-            continue
-        facts = device.facts()
-        governors = ", ".join(facts.governors) or "unknown"
-        progress.message(
-            f"device {device.name}: {facts.cpu_model or 'unknown CPU'}, "
-            f"{len(facts.cpus)} cpus, governor {governors}, python {facts.python or '?'}"
-        )
-        if facts.governors and facts.governors != ["performance"]:
-            progress.message(
-                f"  warning: governor {governors} lets the clock vary between cells; "
-                "use `performance` for stable numbers"
-            )
-    telemetry = TelemetrySettings(
-        energy_source=energy_source,
-        period_s=telemetry_period,
-        baseline_s=baseline_s,
-        sync_marker=sync_marker,
-        temp_limit_c=temp_limit,
-        cooldown_temp_c=cooldown_temp,
-        cooldown_max_wait_s=cooldown_max_wait,
-        set_governor=set_governor,
-    )
-    cells = [
-        cell
-        for one_precision in precisions
-        for cell in build_cells(
-            device_list,
-            model_refs,
-            framework_names,
-            inputs=model_inputs,
-            threads=thread_counts,
-            cores=core_selections,
-            concurrency=concurrency,
-            precision=one_precision,
-            timing=timing,
-            telemetry=telemetry,
-        )
-    ]
-    conversions = prepare_cells(
-        cells,
-        ArtifactCache(cache_dir() / "artifacts"),
-        force=force_convert,
-        report=lambda line: progress.message(f"  {line}"),
-    )
-    progress.message(
-        f"conversions: {conversions} run, "
-        f"{sum(1 for c in cells if c.artifact is not None and c.artifact.cached)} cells from cache"
-    )
-    if rounds is None:
-        rounds = auto_rounds(cells)
-        if rounds > 1:
-            progress.message(
-                f"interleaving: {rounds} rounds per cell, since frameworks share a device "
-                "(--rounds 1 turns it off)"
-            )
-    cells = _lock_devices(device_list, cells, wait=not no_wait, progress=progress)
-    store = ResultsStore(results_dir or default_results_dir())
-    earlier: list[Record] = []
-    if resume_ref:
-        run_dir = store.open(resume_ref)
-        earlier = run_dir.current_records()
-        remaining = pending_cells(cells, earlier)
-        progress.message(
-            f"resuming {run_dir.run_id}: {len(cells) - len(remaining)} of {len(cells)} cells "
-            "already done"
-        )
-        # Failed attempts are measured again; their old records give way to the new ones.
-        retried = {c.cell_id for c in remaining}
-        earlier = [r for r in earlier if r.cell_id not in retried]
-        cells = remaining
-        run_dir.update_metadata(status="running", resumed_at=utc_now())
-    else:
-        run_dir = store.create_run(
-            {
-                "edgebench_version": __version__,
-                "argv": sys.argv[1:],
-                "status": "running",
-                "plan": plan.name if plan else None,
-                "lab": str(lab_path) if lab_path else None,
-                "git_sha": git_sha(),
-                "options": {
-                    "models": [m.source for m in model_refs],
-                    "frameworks": framework_names,
-                    "threads": thread_counts,
-                    "cores": core_selections,
-                    "precision": precisions,
-                    "concurrency": concurrency,
-                    "rounds": rounds,
-                    "seed": seed,
-                    "timing": timing.__dict__,
-                },
-                "models": {
-                    m.name: {"source": m.source, "sha256": m.sha256, "error": m.error}
-                    for m in model_refs
-                },
-                "devices": {
-                    d.name: {"unreachable": d.unreachable} if d.unreachable else d.facts().as_dict()
-                    for d in device_list
-                },
-            }
-        )
-    stop = StopRequest()
-    resume_hint = " ".join(
-        shlex.quote(a)
-        for a in ["edgebench", *_without_resume(sys.argv[1:]), "--resume", run_dir.run_id]
-    )
-
-    def first_interrupt(signum: int, frame: object) -> None:
-        # Runs in the main thread between any two bytecodes, even inside a lock it holds:
-        # only flags, raw writes and a new thread here.
-        if stop.requested:
-            # The second Ctrl-C: kill what is measuring on every device, store none of it.
-            stop.aborted = True
-            threading.Thread(target=_abort_devices, args=(device_list,), name="abort").start()
-            raise KeyboardInterrupt
-        stop.requested = True
-        progress.message_from_signal_handler(
-            "stopping after the cells that are running (Ctrl-C again to abort them)"
-        )
-
-    previous_handler = signal.signal(signal.SIGINT, first_interrupt)
-    for device in device_list:
-        if device.device_lock is not None:
-            device.device_lock.run_id = run_dir.run_id
-            device.renew_lock(force=True)  # the lock names the run from here on
-    # Announced only once Ctrl-C is handled: from here a first Ctrl-C finishes the cell.
-    progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
-    try:
-        checks = CheckSettings(tolerance={"fp32": tolerance, "fp16": tolerance_fp16}, seed=seed)
-        records = execute_cells(cells, run_dir, progress, checks, stop, rounds)
-    except KeyboardInterrupt:
-        run_dir.update_metadata(status="interrupted", finished_at=utc_now())
-        kept = len(run_dir.records())
-        raise UserError(
-            f"aborted: {kept} finished cells are kept in {run_dir.path}; resume with: {resume_hint}"
-        ) from None
-    finally:
-        signal.signal(signal.SIGINT, previous_handler)
-    if stop.requested and len(records) < len(cells):
-        run_dir.update_metadata(status="interrupted", finished_at=utc_now())
-        raise UserError(
-            f"stopped: {len(run_dir.records())} finished cells are kept in {run_dir.path}; "
-            f"resume with: {resume_hint}"
-        )
-    records = earlier + records
-    _print_records(records, output_format, metric)
-    failed = any(r.status in ("failed", "mismatch") for r in records)
-    regressed = False
-    if plan is not None:
-        regressed = _compare_with_baseline(plan, store, run_dir, records, junit, progress)
-    run_dir.update_metadata(
-        status="complete", finished_at=utc_now(), good=not failed and not regressed
-    )
-    progress.message(f"stored: {run_dir.path}  (edgebench show {run_dir.run_id})")
-    if failed or regressed:
-        sys.exit(1)
-
-
-#: Beyond the longest cell: a lease renewed before each cell outlives any one cell.
-LEASE_MARGIN_S = 300.0
-
-
-def _lock_devices(
-    devices: Sequence[Device], cells: list[Cell], *, wait: bool, progress: LineProgress
-) -> list[Cell]:
-    """Take the lock on each remote device (runs from other hosts wait for it). A device with
-    no place for its lock, or that drops while locking, gets its cells failed with the reason."""
-    lease_s = max((c.timeout_s for c in cells), default=600.0) + LEASE_MARGIN_S
-    for device in devices:
-        if device.unreachable or device.transport.kind == "local":
-            continue  # the host-side lock covers this machine
-        try:
-            lock = DeviceLockFile(
-                device.name, device.transport, device.work_dir, lease_s, "-", LEASE_MARGIN_S
-            )
-            lock.acquire(wait=wait, report=progress.message, timeout_s=LOCK_WAIT_S)
-        except (LockUnavailable, TransportError) as exc:
-            reason = str(exc) if str(exc).startswith("device ") else f"device {device.name}: {exc}"
-            progress.message(f"  {reason}; its cells are marked failed")
-            cells = [
-                replace(c, verdict=("failed", "lock", reason))
-                if c.device is device and c.verdict is None
-                else c
-                for c in cells
-            ]
-            continue
-        device.device_lock = lock
-        atexit.register(lock.release)  # also on errors and Ctrl-C; a crash leaves the lease
-    return cells
-
-
-def _abort_devices(devices: Sequence[Device]) -> None:
-    for device in devices:
-        device.abort_running()
-
-
-def _compare_with_baseline(plan, store, run_dir, records, junit, progress) -> bool:
-    """Compare with the last good run of the same plan; True when a cell regressed."""
-    baseline = next(
-        (
-            r
-            for r in reversed(store.runs())
-            if r.run_id != run_dir.run_id
-            and r.metadata().get("plan") == plan.name
-            and r.metadata().get("good")
-        ),
-        None,
-    )
-    if baseline is None:
-        progress.message(
-            f"plan {plan.name}: no earlier good run to compare with; this is the baseline"
-        )
-        return False
-    from .compare import any_regression, compare_runs, format_comparison, junit_xml
-
-    verdicts = compare_runs(
-        baseline.records(),
-        records,
-        min_effect=plan.min_effect,
-        alpha=plan.alpha,
-        metric=plan.metric,
-    )
-    progress.message(f"plan {plan.name}: compared with {baseline.run_id}")
-    click.echo(format_comparison(verdicts))
-    if junit is not None:
-        junit.write_text(junit_xml(verdicts, f"edgebench.{plan.name}"))
-        progress.message(f"JUnit XML: {junit}")
-    run_dir.update_metadata(baseline=baseline.run_id)
-    return any_regression(verdicts)
-
-
-def _print_records(records: list[Record], output_format: str, metric: str) -> None:
-    if output_format == "jsonl":
-        for record in records:
-            click.echo(json.dumps(record.to_dict(), separators=(",", ":")))
-        return
-    click.echo("")
-    click.echo(format_matrix(records, metric))
-    click.echo(format_details(records))
+    code = run_matrix(RunOptions(**options))
+    if code:
+        sys.exit(code)
 
 
 @cli.command()
@@ -679,7 +301,7 @@ def show(run_ref: str | None, results_dir: Path | None, output_format: str, metr
     if not records:
         click.echo("no finished cells in this run")
         return
-    _print_records(records, output_format, metric)
+    print_records(records, output_format, metric)
 
 
 @cli.command()
@@ -705,7 +327,7 @@ def report(run_ref: str | None, results_dir: Path | None, formats: str, out: Pat
 
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
     out.mkdir(parents=True, exist_ok=True)
-    for path in write_report(run_dir, _split(formats), out):
+    for path in write_report(run_dir, split_values(formats), out):
         click.echo(str(path))
 
 
@@ -789,7 +411,7 @@ def recommend(
 
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
     result = choose(
-        run_dir.current_records(), _split(names), model, metric=metric, budget_ms=budget_ms
+        run_dir.current_records(), split_values(names), model, metric=metric, budget_ms=budget_ms
     )
     click.echo(f"from run {run_dir.run_id}")
     click.echo(format_recommendation(result))
@@ -890,7 +512,7 @@ def export_cmd(
 @click.option("--force", is_flag=True, help="Reconvert even when the cache has the artifact.")
 def convert(model: str, targets: str, precision: str, shape: tuple[str, ...], force: bool) -> None:
     """Convert MODEL (built-in name or .onnx path) to other formats, through the cache."""
-    formats = _split(targets)
+    formats = split_values(targets)
     unknown = [f for f in formats if f not in CONVERTERS]
     if unknown or not formats:
         raise UserError(f"--to {targets}: choose from {', '.join(CONVERTERS)}")
@@ -924,7 +546,7 @@ def convert(model: str, targets: str, precision: str, shape: tuple[str, ...], fo
 def devices_cmd(lab_path: Path | None, names: tuple[str, ...]) -> None:
     """The lab's devices with live status and what was probed on each."""
     lab = load_lab(lab_path)
-    wanted = _split(names) or [LOCAL, *lab.devices]
+    wanted = split_values(names) or [LOCAL, *lab.devices]
     click.echo(f"lab: {lab.path or 'none found (only the local device)'}")
     for device in resolve_devices(wanted, lab):
         problem = probe_device(device)
@@ -974,7 +596,7 @@ def clean(lab_path: Path | None, names: tuple[str, ...]) -> None:
     """Remove the runner, models and outputs edgebench put on devices."""
     lab = load_lab(lab_path)
     failures = 0
-    for device in resolve_devices(_split(names), lab):
+    for device in resolve_devices(split_values(names), lab):
         try:
             click.echo(f"{device.name}: {device.clean()}")
         except TransportError as exc:
@@ -1017,7 +639,7 @@ def toolchains_install(names: tuple[str, ...], force: bool) -> None:
     """Install toolchains: ncnn, tflite, or all (the default)."""
     from .converters.toolchains import TOOLCHAINS, install_toolchain
 
-    wanted = _split(names) or ["all"]
+    wanted = split_values(names) or ["all"]
     if "all" in wanted:
         wanted = list(TOOLCHAINS)
     unknown = [n for n in wanted if n not in TOOLCHAINS]
@@ -1052,35 +674,6 @@ def models_cmd() -> None:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-
-
-def _without_resume(argv: list[str]) -> list[str]:
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg == "--resume":
-            skip = True
-            continue
-        if arg.startswith("--resume="):
-            continue
-        out.append(arg)
-    return out
-
-
-def git_sha() -> str | None:
-    """The commit of the current folder's repository, for run history; None outside git."""
-    import subprocess
-
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def main() -> None:

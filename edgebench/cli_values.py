@@ -1,0 +1,40 @@
+"""Small helpers shared by the commands: comma lists, whole numbers, printing records."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .errors import UserError
+from .matrix import format_details, format_matrix
+from .records import Record
+
+
+def split_values(values: tuple[str, ...] | str | None) -> list[str]:
+    """``("a,b", "c")`` -> ``["a", "b", "c"]``: options take commas, repeats, or both."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = (values,)
+    return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+def positive_ints(values: tuple[str, ...], option: str) -> list[int]:
+    try:
+        numbers = [int(v) for v in split_values(values)]
+    except ValueError as exc:
+        raise UserError(f"{option} takes whole numbers, e.g. {option} 1,4") from exc
+    if not numbers or any(n < 1 for n in numbers):
+        raise UserError(f"{option} must be 1 or more")
+    return numbers
+
+
+def print_records(records: list[Record], output_format: str, metric: str) -> None:
+    if output_format == "jsonl":
+        for record in records:
+            click.echo(json.dumps(record.to_dict(), separators=(",", ":")))
+        return
+    click.echo("")
+    click.echo(format_matrix(records, metric))
+    click.echo(format_details(records))
