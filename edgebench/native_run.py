@@ -61,7 +61,7 @@ def run_native_cell(cell: Cell, device: RemoteDevice, model_path: str, base: Rec
     )
     if adapter.needs_logcat():
         device.transport.shell(adapter.clear_logcat_command(), timeout=30)
-    tool_line = adapter.shell_command(binary, native_cell)
+    tool_line = adapter.shell_command(binary, native_cell, pid_file=device.pid_file)
     sampling = _plan_telemetry(cell, device)
     if sampling is not None:
         sampler, settings = sampling
@@ -74,7 +74,7 @@ def run_native_cell(cell: Cell, device: RemoteDevice, model_path: str, base: Rec
             baseline_s=baseline_s,
             sync_marker=settings.sync_marker,
         )
-    command = device.transport.shell(tool_line, timeout=cell.timeout_s)
+    command = device.run_measuring(tool_line, cell.timeout_s)
     if command.timed_out:
         raise NativeRunError(f"{adapter.binary} timed out after {cell.timing.timeout_s:.0f} s")
     logcat = ""

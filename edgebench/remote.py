@@ -15,7 +15,7 @@ from typing import Any
 
 from . import runners
 from .device import Device, DeviceFacts, RunnerOutcome, outcome_of, taskset_mask
-from .transports.base import Transport, TransportError, quote_argv
+from .transports.base import CommandResult, Transport, TransportError, quote_argv
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,7 @@ class RemoteDevice(Device):
         self._runner_ready = False
         self._staged: set[str] = set()
         self._staging = Path(tempfile.mkdtemp(prefix=f"edgebench-{name}-"))
+        self._measuring = False
 
     @property
     def work_dir(self) -> str:
@@ -148,29 +149,43 @@ class RemoteDevice(Device):
         argv = [self.python, self.runner_path, json.dumps(spec, separators=(",", ":"))]
         if cores and self.use_taskset:
             argv = ["taskset", taskset_mask(cores), *argv]
-        pid_file = self.path("run.pid")
         # The shell records its PID and exec()s the runner, so a timed-out runner can be
         # killed on the device: dropping the connection does not stop it there.
         script = (
-            f"cd {quote_argv([self.work_dir])} && echo $$ > {quote_argv([pid_file])} "
+            f"cd {quote_argv([self.work_dir])} && echo $$ > {quote_argv([self.pid_file])} "
             f"&& exec {quote_argv(argv)}"
         )
-        command = self.transport.shell(script, timeout=timeout)
-        if command.timed_out:
-            self._kill_runner(timeout=30)
-        return outcome_of(command, timeout)
+        return outcome_of(self.run_measuring(script, timeout), timeout)
 
-    def _kill_runner(self, timeout: float) -> None:
-        pid_file = quote_argv([self.path("run.pid")])
+    @property
+    def pid_file(self) -> str:
+        """Where the runner or native tool measuring now records its PID on the device."""
+        return self.path("run.pid")
+
+    def run_measuring(self, script: str, timeout: float) -> CommandResult:
+        """Run a command that records its PID in ``pid_file``; killed there if it times out
+        (dropping the connection would not stop it on the device)."""
+        self._measuring = True
+        try:
+            command = self.transport.shell(script, timeout=timeout)
+            if command.timed_out:
+                self._kill_measuring(timeout=30)
+            return command
+        finally:
+            self._measuring = False
+
+    def _kill_measuring(self, timeout: float) -> None:
+        pid_file = quote_argv([self.pid_file])
         self.transport.shell(f"kill -9 $(cat {pid_file}) 2>/dev/null; true", timeout=timeout)
 
     def abort_running(self) -> None:
-        # A second command beside the running one: dropping the connection would not stop
-        # the runner on the device, so it is killed by the PID its shell recorded.
+        # Only while something measures: an old PID file could name a reused PID.
+        if not self._measuring:
+            return
         try:
-            self._kill_runner(timeout=10)
+            self._kill_measuring(timeout=10)
         except TransportError as exc:
-            log.warning("%s: could not stop the runner: %s", self.name, exc)
+            log.warning("%s: could not stop what was measuring: %s", self.name, exc)
 
     def output_path(self, cell_key: str) -> str:
         return self.path("outputs", f"{cell_key}.npz")

@@ -245,3 +245,37 @@ def test_devices_command_lists_phone_and_board(run_cli, emulated_phone, shared_s
     assert "model: EmuPhone" in phone and "soc: SM8550" in phone and "Android 14" in phone
     assert "frameworks: onnxruntime" in phone
     assert "online" in board and "profile: x86-generic" in board
+
+
+def test_hung_native_tool_is_killed_on_the_phone(run_cli, emulated_phone, tmp_path, conv_model):
+    """A tool that ignores the hang-up the closed stream sends must still not outlive its
+    cell: edgebench kills it by the PID it recorded."""
+    import os
+    import time
+
+    native_bin = tmp_path / "native-bin"
+    native_bin.mkdir()
+    tool = native_bin / "benchmark_app"
+    tool.write_text("#!/bin/sh\ntrap '' HUP\nexec sleep 300\n")
+    tool.chmod(0o755)
+    lab = write_phone_lab(
+        tmp_path / "lab.toml",
+        emulated_phone,
+        ['runner = "native"', f'native_bin = "{native_bin}"'],
+    )
+    where = ["--lab", str(lab), "--devices", "emu-phone", "--models", str(conv_model)]
+    result = run_cli(
+        ["run", *where, "--frameworks", "openvino", "--timeout", "3", "--format", "jsonl", *QUICK]
+    )
+    assert result.returncode == 1, result.stderr
+    (record,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert record["status"] == "failed" and "timed out" in record["error"]
+    pid_file = emulated_phone.sandbox / "data" / "local" / "tmp" / "edgebench" / "run.pid"
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10  # bounded wait for the kill to land
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = Path(f"/proc/{pid}").exists()
+    if alive:
+        os.kill(pid, 9)  # never leave it behind, even when the test fails
+    assert not alive, "the hung tool outlived its cell"

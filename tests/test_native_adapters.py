@@ -919,3 +919,22 @@ def test_tnn_output_file_raises_only_native_parse_error(text):
     except NativeParseError:
         return
     assert all(isinstance(v, np.ndarray) for v in out.values())
+
+
+def test_shell_command_records_the_tools_own_pid(tmp_path):
+    """With a PID file, the file names the tool itself (the recording shell exec()s it), and
+    the environment assignments still reach it."""
+    binary = tmp_path / "bin dir" / "benchmark_app"
+    binary.parent.mkdir()
+    binary.write_text('#!/bin/sh\necho "PID:$$"\necho "ENV:$LD_LIBRARY_PATH"\n')
+    binary.chmod(0o755)
+    pid_file = tmp_path / "run dir;x" / "run.pid"
+    pid_file.parent.mkdir()
+    adapter = NATIVE_TOOLS["openvino"](env={"LD_LIBRARY_PATH": "/d/lib dir;x"})
+    c = cell(model_path=str(tmp_path / "m.xml"), model_dir=str(tmp_path), cores=None)
+    line = adapter.shell_command(str(binary), c, pid_file=str(pid_file))
+    proc = subprocess.run(["/bin/sh", "-c", line], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    printed = dict(x.split(":", 1) for x in proc.stdout.splitlines() if x[:4] in ("PID:", "ENV:"))
+    assert pid_file.read_text().strip() == printed["PID"]
+    assert printed["ENV"] == "/d/lib dir;x"

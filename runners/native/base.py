@@ -244,6 +244,10 @@ def label_matches(label: str, model_path: str) -> bool:
     return label == model_path or basename(label) == basename(model_path)
 
 
+#: ``sh -c`` script: $0 is the PID file, "$@" the command that replaces the shell.
+_RECORD_PID_THEN_EXEC = 'echo $$ > "$0" && exec "$@"'
+
+
 class NativeAdapter:
     """Builds one native tool's command line for a cell and parses its output.
 
@@ -270,10 +274,19 @@ class NativeAdapter:
         """The tool's argv for ``cell`` (without taskset, unquoted)."""
         raise NotImplementedError
 
-    def shell_command(self, binary_path: str, cell: NativeCell) -> str:
+    def shell_command(self, binary_path: str, cell: NativeCell, pid_file: str | None = None) -> str:
         """The full shell line a device runs: ``cd <model_dir> && [VAR=value ...] [taskset
-        <mask>] <argv...>``, every word quoted with :func:`shlex.quote`."""
+        <mask>] <argv...>``, every word quoted with :func:`shlex.quote`.
+
+        With ``pid_file``, the tool's PID is written there first (a small ``sh -c`` that
+        ``exec``s it, the variables then set through ``env``), so a tool that hangs or a run
+        that is aborted can be killed on the device.
+        """
         words = ["cd", shlex.quote(cell.model_dir), "&&"]
+        if pid_file is not None:
+            words += ["sh", "-c", shlex.quote(_RECORD_PID_THEN_EXEC), shlex.quote(pid_file)]
+            if self.env:
+                words.append("env")
         words += [f"{name}={shlex.quote(value)}" for name, value in self.env.items()]
         if cell.cores is not None:
             words += ["taskset", shlex.quote(taskset_mask(cell.cores))]
