@@ -1,4 +1,4 @@
-"""Run planned cells one after another, storing each record the moment its cell ends."""
+"""Run planned cells, one worker per device, storing each record the moment its cell ends."""
 
 from __future__ import annotations
 
@@ -432,8 +432,7 @@ class _DeviceWorker:
                 done.append(self._visit(cell, round_index, first=not done))
                 if self.stop is not None and self.stop.aborted:
                     return  # killed by the second Ctrl-C: not a measurement
-                finished = last_round or done[-1].status not in _REPEATABLE
-                if finished or (cell.verdict is not None):
+                if last_round or done[-1].status not in _REPEATABLE:
                     record = merge_rounds(done)
                     self.run.append(record)
                     self.results[position] = record
