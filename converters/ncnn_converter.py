@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from .base import ConversionError, ConversionOptions, Converter, unsupported_op
+from .base import ConversionError, ConversionOptions, unsupported_op
 from .subprocess_tools import (
     ModelIO,
     TensorSpec,
@@ -24,7 +24,7 @@ from .subprocess_tools import (
     tensor_entry,
     write_io_json,
 )
-from .toolchains import require_toolchain, toolchain_bin, toolchain_status, toolchain_unavailable
+from .toolchains import ToolchainConverter, require_toolchain, toolchain_bin
 
 TOOLCHAIN = "ncnn"
 FILES = ["model.param", "model.bin", "io.json"]
@@ -34,17 +34,11 @@ _TODO = re.compile(r"^todo (\S+)", re.MULTILINE)
 _UNKNOWN_OP = re.compile(r"unexpected op_type (\S+)")
 
 
-class NcnnConverter(Converter):
+class NcnnConverter(ToolchainConverter):
     format = "ncnn"
     framework = "ncnn"
-    precisions = ("fp32", "fp16")
-    timeout_s = 600.0
-
-    def version(self) -> str:
-        return f"pnnx-{toolchain_status(TOOLCHAIN).version or 'missing'}"
-
-    def unavailable_reason(self) -> str | None:
-        return toolchain_unavailable(TOOLCHAIN)
+    toolchain = TOOLCHAIN
+    tool = "pnnx"
 
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
         require_toolchain(TOOLCHAIN)

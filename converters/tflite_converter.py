@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import ConversionError, ConversionOptions, Converter, unsupported_op
+from .base import ConversionError, ConversionOptions, unsupported_op
 from .subprocess_tools import (
     ModelIO,
     TensorSpec,
@@ -30,11 +30,10 @@ from .subprocess_tools import (
     write_io_json,
 )
 from .toolchains import (
+    ToolchainConverter,
     require_toolchain,
     toolchain_bin,
     toolchain_python,
-    toolchain_status,
-    toolchain_unavailable,
 )
 
 TOOLCHAIN = "tflite"
@@ -63,17 +62,11 @@ print("EDGEBENCH_INSPECT " + json.dumps(result))
 """
 
 
-class TfliteConverter(Converter):
+class TfliteConverter(ToolchainConverter):
     format = "tflite"
     framework = "tflite"
-    precisions = ("fp32", "fp16")
-    timeout_s = 600.0
-
-    def version(self) -> str:
-        return f"onnx2tf-{toolchain_status(TOOLCHAIN).version or 'missing'}"
-
-    def unavailable_reason(self) -> str | None:
-        return toolchain_unavailable(TOOLCHAIN)
+    toolchain = TOOLCHAIN
+    tool = "onnx2tf"
 
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
         require_toolchain(TOOLCHAIN)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from edgebench.paths import cache_dir
 
-from .base import ConversionError
+from .base import ConversionError, Converter
 
 try:
     import fcntl
@@ -470,3 +470,21 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class ToolchainConverter(Converter):
+    """A converter whose tool lives in one of the isolated toolchains: its version and its
+    availability are the toolchain's."""
+
+    #: The toolchain's name (`edgebench toolchains install NAME`).
+    toolchain = ""
+    #: The converting tool, as named in the version string (part of the cache key).
+    tool = ""
+    precisions = ("fp32", "fp16")
+    timeout_s = 600.0
+
+    def version(self) -> str:
+        return f"{self.tool}-{toolchain_status(self.toolchain).version or 'missing'}"
+
+    def unavailable_reason(self) -> str | None:
+        return toolchain_unavailable(self.toolchain)

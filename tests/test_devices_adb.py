@@ -25,6 +25,16 @@ def write_phone_lab(path: Path, phone, extra_lines: list[str] | None = None) -> 
     return path
 
 
+def write_phone_and_board_lab(folder: Path, phone, server) -> Path:
+    """One lab with the emulated phone (emu-phone) and the sshd board (ssh-box)."""
+    from test_devices_ssh import write_lab
+
+    board = write_lab(folder / "ssh.toml", server, folder / "box-wd")
+    lab = write_phone_lab(folder / "lab.toml", phone)
+    lab.write_text(lab.read_text() + "\n" + board.read_text())
+    return lab
+
+
 def transport_for(phone) -> AdbTransport:
     return AdbTransport(AdbTarget("emu-phone", phone.serial, "127.0.0.1", phone.adb_port))
 
@@ -66,11 +76,7 @@ def test_device_facts_come_from_getprop_and_sysfs(emulated_phone):
 def test_run_over_adb_and_ssh_lands_in_one_matrix(
     run_cli, eb_env, emulated_phone, shared_sshd, tmp_path, conv_model
 ):
-    from test_devices_ssh import write_lab
-
-    ssh_lab = write_lab(tmp_path / "ssh.toml", shared_sshd, tmp_path / "box-wd")
-    lab = write_phone_lab(tmp_path / "lab.toml", emulated_phone)
-    lab.write_text(lab.read_text() + "\n" + ssh_lab.read_text())
+    lab = write_phone_and_board_lab(tmp_path, emulated_phone, shared_sshd)
     result = run_cli(
         [
             "run",
@@ -233,11 +239,7 @@ def test_cluster_names_from_the_profile_pin_on_the_device(
 
 
 def test_devices_command_lists_phone_and_board(run_cli, emulated_phone, shared_sshd, tmp_path):
-    from test_devices_ssh import write_lab
-
-    ssh_lab = write_lab(tmp_path / "ssh.toml", shared_sshd, tmp_path / "box-wd")
-    lab = write_phone_lab(tmp_path / "lab.toml", emulated_phone)
-    lab.write_text(lab.read_text() + "\n" + ssh_lab.read_text())
+    lab = write_phone_and_board_lab(tmp_path, emulated_phone, shared_sshd)
     result = run_cli(["devices", "--lab", str(lab)])
     assert result.returncode == 0, result.stderr
     phone, board = result.stdout.split("\nssh-box")[0], result.stdout.split("\nssh-box")[1]

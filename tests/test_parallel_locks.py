@@ -3,8 +3,7 @@
 import json
 from pathlib import Path
 
-from test_devices_adb import write_phone_lab
-from test_devices_ssh import write_lab
+from test_devices_adb import write_phone_and_board_lab
 
 from edgebench.locks import DeviceLock
 
@@ -12,9 +11,7 @@ from edgebench.locks import DeviceLock
 def test_devices_run_in_parallel(
     run_cli, eb_env, emulated_phone, shared_sshd, tmp_path, conv_model
 ):
-    ssh_lab = write_lab(tmp_path / "ssh.toml", shared_sshd, tmp_path / "box-wd")
-    lab = write_phone_lab(tmp_path / "lab.toml", emulated_phone)
-    lab.write_text(lab.read_text() + "\n" + ssh_lab.read_text())
+    lab = write_phone_and_board_lab(tmp_path, emulated_phone, shared_sshd)
     result = run_cli(
         [
             "run",
