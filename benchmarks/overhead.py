@@ -24,14 +24,14 @@ sys.path.insert(0, str(REPO / "tests"))
 from adb_fixtures import connect_phone, disconnect_phone, start_adb_server  # noqa: E402
 from ssh_fixtures import start_sshd  # noqa: E402
 
-from edgebench.device import Device, LocalDevice  # noqa: E402
-from edgebench.device_lock import DeviceLockFile  # noqa: E402
-from edgebench.execute import CheckSettings, run_cell  # noqa: E402
-from edgebench.modelref import resolve_models  # noqa: E402
-from edgebench.plan import Timing, build_cells, resolve_inputs  # noqa: E402
-from edgebench.remote import RemoteDevice  # noqa: E402
-from edgebench.transports.adb import AdbTarget, AdbTransport  # noqa: E402
-from edgebench.transports.ssh import SshTarget, SshTransport  # noqa: E402
+from edgebench.lab.device import Device, LocalDevice  # noqa: E402
+from edgebench.lab.device_lock import DeviceLockFile  # noqa: E402
+from edgebench.lab.remote import RemoteDevice  # noqa: E402
+from edgebench.lab.transports.adb import AdbTarget, AdbTransport  # noqa: E402
+from edgebench.lab.transports.ssh import SshTarget, SshTransport  # noqa: E402
+from edgebench.measure.scheduler import CheckSettings, run_cell  # noqa: E402
+from edgebench.planning.cells import Timing, build_cells, resolve_inputs  # noqa: E402
+from edgebench.planning.modelref import resolve_models  # noqa: E402
 
 from conftest import save_conv_model  # noqa: E402
 

@@ -1,3 +1,3 @@
-from .cli import main
+from edgebench.cli import main
 
 main()

@@ -10,28 +10,28 @@ from typing import Any
 import click
 import onnx
 
-from . import __version__
-from .cli_values import print_records, split_values
-from .converters import (
+from edgebench import __version__
+from edgebench.cli_values import print_records, split_values
+from edgebench.converters import (
     CONVERTERS,
     ArtifactCache,
     ConversionError,
     ConversionOptions,
     get_converter,
 )
-from .cores import format_cpu_list
-from .devices import LOCAL, probe_device, resolve_devices
-from .errors import UserError
-from .lab import load_lab
-from .matrix import METRICS
-from .modelref import input_shapes, parse_shape_overrides, resolve_models
-from .models import BUILTIN_MODELS, builtin_model_path, summarize_model
-from .outputcheck import DEFAULT_TOLERANCE
-from .paths import cache_dir, default_results_dir
-from .profiles import compare_clusters
-from .run_command import RunOptions, run_matrix
-from .store import ResultsStore
-from .transports.base import TransportError
+from edgebench.errors import UserError
+from edgebench.lab.cores import format_cpu_list
+from edgebench.lab.inventory import LOCAL, probe_device, resolve_devices
+from edgebench.lab.lab_file import load_lab
+from edgebench.lab.profiles import compare_clusters
+from edgebench.lab.transports.base import TransportError
+from edgebench.measure.output_check import DEFAULT_TOLERANCE
+from edgebench.models import BUILTIN_MODELS, builtin_model_path, summarize_model
+from edgebench.paths import cache_dir, default_results_dir
+from edgebench.planning.modelref import input_shapes, parse_shape_overrides, resolve_models
+from edgebench.reporting.matrix import METRICS
+from edgebench.results.store import ResultsStore
+from edgebench.run_command import RunOptions, run_matrix
 
 log = logging.getLogger("edgebench")
 
@@ -323,7 +323,7 @@ def show(run_ref: str | None, results_dir: Path | None, output_format: str, metr
 )
 def report(run_ref: str | None, results_dir: Path | None, formats: str, out: Path) -> None:
     """Write a stored run as a self-contained HTML page, Markdown, CSV, Parquet or JSON."""
-    from .report import write_report
+    from edgebench.reporting.report import write_report
 
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
     out.mkdir(parents=True, exist_ok=True)
@@ -366,7 +366,12 @@ def compare(
     junit: Path | None,
 ) -> None:
     """Per-cell verdicts between two stored runs; exit 1 when anything regressed."""
-    from .compare import any_regression, compare_runs, format_comparison, junit_xml
+    from edgebench.analysis.compare import (
+        any_regression,
+        compare_runs,
+        format_comparison,
+        junit_xml,
+    )
 
     store = ResultsStore(results_dir or default_results_dir())
     base, new = store.open(base_ref), store.open(new_ref)
@@ -406,8 +411,8 @@ def recommend(
     results_dir: Path | None,
 ) -> None:
     """Which framework to ship for a list of devices, with the reasoning."""
-    from .recommend import format_recommendation
-    from .recommend import recommend as choose
+    from edgebench.analysis.recommend import format_recommendation
+    from edgebench.analysis.recommend import recommend as choose
 
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
     result = choose(
@@ -438,7 +443,7 @@ def history_cmd(
     results_dir: Path | None,
 ) -> None:
     """The stored runs (date, git sha, lab, plan), or one cell's trend across them."""
-    from .history import build_index, format_history, history, plot_history
+    from edgebench.analysis.history import build_index, format_history, history, plot_history
 
     store = ResultsStore(results_dir or default_results_dir())
     if not (device or model or framework):
@@ -490,7 +495,7 @@ def export_cmd(
     run_ref: str | None, results_dir: Path | None, export_format: str, out: Path | None
 ) -> None:
     """Write a stored run as a flat table for pandas/spreadsheets."""
-    from .export import export_run
+    from edgebench.reporting.export import export_run
 
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
     target = out or Path(f"{run_dir.run_id}.{export_format}")
@@ -614,7 +619,7 @@ def toolchains() -> None:
 @toolchains.command(name="list")
 def toolchains_list() -> None:
     """State, version and size of each toolchain."""
-    from .converters.toolchains import TOOLCHAINS, install_command, toolchain_status
+    from edgebench.converters.toolchains import TOOLCHAINS, install_command, toolchain_status
 
     rows = []
     for name, spec in TOOLCHAINS.items():
@@ -637,7 +642,7 @@ def toolchains_list() -> None:
 @click.option("--force", is_flag=True, help="Reinstall even when healthy.")
 def toolchains_install(names: tuple[str, ...], force: bool) -> None:
     """Install toolchains: ncnn, tflite, or all (the default)."""
-    from .converters.toolchains import TOOLCHAINS, install_toolchain
+    from edgebench.converters.toolchains import TOOLCHAINS, install_toolchain
 
     wanted = split_values(names) or ["all"]
     if "all" in wanted:

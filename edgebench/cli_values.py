@@ -6,9 +6,9 @@ import json
 
 import click
 
-from .errors import UserError
-from .matrix import format_details, format_matrix
-from .records import Record
+from edgebench.errors import UserError
+from edgebench.reporting.matrix import format_details, format_matrix
+from edgebench.results.records import Record
 
 
 def split_values(values: tuple[str, ...] | str | None) -> list[str]:

@@ -18,20 +18,21 @@ from pathlib import Path
 
 import click
 
-from . import __version__
-from .cli_values import positive_ints, print_records, split_values
-from .converters import ArtifactCache
-from .device import Device
-from .device_lock import DeviceLockFile, LockUnavailable
-from .devices import probe_device, resolve_devices
-from .errors import UserError
-from .execute import CheckSettings, StopRequest, execute_cells, pending_cells
-from .lab import load_lab
-from .locks import DeviceLock
-from .modelref import ModelRef, parse_shape_overrides, resolve_models
-from .models import BUILTIN_MODELS
-from .paths import cache_dir, default_results_dir
-from .plan import (
+from edgebench import __version__
+from edgebench.cli_values import positive_ints, print_records, split_values
+from edgebench.converters import ArtifactCache
+from edgebench.errors import UserError
+from edgebench.lab.device import Device
+from edgebench.lab.device_lock import DeviceLockFile, LockUnavailable
+from edgebench.lab.host_lock import DeviceLock
+from edgebench.lab.inventory import probe_device, resolve_devices
+from edgebench.lab.lab_file import load_lab
+from edgebench.lab.transports.base import TransportError
+from edgebench.measure.progress import LineProgress
+from edgebench.measure.scheduler import CheckSettings, StopRequest, execute_cells, pending_cells
+from edgebench.models import BUILTIN_MODELS
+from edgebench.paths import cache_dir, default_results_dir
+from edgebench.planning.cells import (
     DEFAULT_FRAMEWORKS,
     Cell,
     TelemetrySettings,
@@ -41,12 +42,11 @@ from .plan import (
     check_frameworks,
     resolve_inputs,
 )
-from .plans import Plan, load_plan
-from .prepare import prepare_cells
-from .progress import LineProgress
-from .records import Record
-from .store import ResultsStore, RunDir, utc_now
-from .transports.base import TransportError
+from edgebench.planning.modelref import ModelRef, parse_shape_overrides, resolve_models
+from edgebench.planning.plan_file import Plan, load_plan
+from edgebench.planning.prepare import prepare_cells
+from edgebench.results.records import Record
+from edgebench.results.store import ResultsStore, RunDir, utc_now
 
 #: Host-side device locks of this process; kept referenced so their files stay open until exit.
 _HELD_LOCKS: list[DeviceLock] = []
@@ -435,7 +435,12 @@ def _compare_with_baseline(
             f"plan {plan.name}: no earlier good run to compare with; this is the baseline"
         )
         return False
-    from .compare import any_regression, compare_runs, format_comparison, junit_xml
+    from edgebench.analysis.compare import (
+        any_regression,
+        compare_runs,
+        format_comparison,
+        junit_xml,
+    )
 
     verdicts = compare_runs(
         baseline.records(),

@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from edgebench.errors import UserError
-from edgebench.lab import load_lab
-from edgebench.plans import load_plan
-from edgebench.profiles import load_profile
+from edgebench.lab.lab_file import load_lab
+from edgebench.lab.profiles import load_profile
+from edgebench.planning.plan_file import load_plan
 from edgebench.runners.native import NATIVE_TOOLS, NativeParseError
 
 from conftest import CliResult, save_conv_model

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgebench.compare import (
+from edgebench.analysis.compare import (
     any_regression,
     bootstrap_ratio_ci,
     compare_runs,
@@ -18,11 +18,11 @@ from edgebench.compare import (
     junit_xml,
     mann_whitney_u,
 )
-from edgebench.history import build_index, format_history, history, plot_history
-from edgebench.recommend import format_recommendation, recommend
-from edgebench.records import Record
-from edgebench.stats import latency_stats
-from edgebench.store import ResultsStore
+from edgebench.analysis.history import build_index, format_history, history, plot_history
+from edgebench.analysis.recommend import format_recommendation, recommend
+from edgebench.analysis.statistics import latency_stats
+from edgebench.results.records import Record
+from edgebench.results.store import ResultsStore
 
 HAVE_SCIPY = importlib.util.find_spec("scipy") is not None
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
-from edgebench.modelref import sha256_file
-from edgebench.outputcheck import check_outputs, compare_arrays
+from edgebench.measure.output_check import check_outputs, compare_arrays
+from edgebench.planning.modelref import sha256_file
 
 from conftest import save_conv_model
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from edgebench.sustained import summarize
+from edgebench.analysis.sustained import summarize
 
 QUICK = ["--warmup", "1", "--iterations", "5", "--min-time", "0", "--format", "jsonl"]
 

@@ -1,7 +1,7 @@
 import pytest
 
-from edgebench.cores import detect_clusters, format_cpu_list, parse_cpu_list, resolve_cores
 from edgebench.errors import UserError
+from edgebench.lab.cores import detect_clusters, format_cpu_list, parse_cpu_list, resolve_cores
 
 
 def test_cpu_list_round_trip():

@@ -13,9 +13,9 @@ import pytest
 from test_devices_adb import write_phone_lab
 from test_devices_ssh import write_lab
 
-from edgebench.device_lock import LOCK_NAME, DeviceLockFile, LockUnavailable
 from edgebench.errors import UserError
-from edgebench.transports.local import LocalTransport
+from edgebench.lab.device_lock import LOCK_NAME, DeviceLockFile, LockUnavailable
+from edgebench.lab.transports.local import LocalTransport
 
 QUICK = shlex.split(
     "--frameworks onnxruntime --warmup 1 --iterations 5 --min-time 0 --format jsonl"

@@ -4,9 +4,9 @@ import json
 import sys
 from pathlib import Path
 
-from edgebench.remote import RemoteDevice
-from edgebench.transports.adb import AdbTarget, AdbTransport
-from edgebench.transports.base import TransportError
+from edgebench.lab.remote import RemoteDevice
+from edgebench.lab.transports.adb import AdbTarget, AdbTransport
+from edgebench.lab.transports.base import TransportError
 
 QUICK = ["--warmup", "1", "--iterations", "5", "--min-time", "0"]
 

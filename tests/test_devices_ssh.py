@@ -8,8 +8,8 @@ import pytest
 from ssh_fixtures import SshServer
 
 from edgebench.errors import UserError
-from edgebench.remote import RemoteDevice
-from edgebench.transports.ssh import SshTarget, SshTransport
+from edgebench.lab.remote import RemoteDevice
+from edgebench.lab.transports.ssh import SshTarget, SshTransport
 
 QUICK = ["--warmup", "1", "--iterations", "5", "--min-time", "0"]
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from edgebench.energy import analyze, unwrap_counter
+from edgebench.analysis.energy import analyze, unwrap_counter
 
 MS = 1_000_000
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from test_devices_adb import write_phone_and_board_lab
 
-from edgebench.locks import DeviceLock
+from edgebench.lab.host_lock import DeviceLock
 
 
 def test_devices_run_in_parallel(

@@ -7,7 +7,7 @@ from xml.etree import ElementTree
 import pytest
 
 from edgebench.errors import UserError
-from edgebench.plans import load_plan
+from edgebench.planning.plan_file import load_plan
 
 from conftest import save_conv_model
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgebench.cores import detect_clusters
 from edgebench.errors import UserError
-from edgebench.lab import LOCAL, config_dir, find_lab_path, load_lab
-from edgebench.profiles import (
+from edgebench.lab.cores import detect_clusters
+from edgebench.lab.lab_file import LOCAL, config_dir, find_lab_path, load_lab
+from edgebench.lab.profiles import (
     ENERGY_SOURCES,
     RUNNERS,
     TRANSPORTS,

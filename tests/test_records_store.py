@@ -3,8 +3,8 @@ import json
 import pytest
 
 from edgebench.errors import UserError
-from edgebench.records import Record
-from edgebench.store import ResultsStore
+from edgebench.results.records import Record
+from edgebench.results.store import ResultsStore
 
 # docs/results.md promises these names; renaming one breaks every stored run's readers.
 STABLE_FIELDS = [

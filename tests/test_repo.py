@@ -24,7 +24,7 @@ def test_readme_main_line_installs_and_runs_edgebench():
 
 
 def test_documented_stable_fields_exist_on_records():
-    from edgebench.records import Record
+    from edgebench.results.records import Record
 
     doc = (REPO / "docs" / "results.md").read_text()
     stable_section = doc.split("Other fields")[0]

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 from edgebench.errors import UserError
-from edgebench.records import Record
-from edgebench.report import FORMATS, render_markdown, write_report
-from edgebench.report_html import render_html
-from edgebench.store import ResultsStore, RunDir
+from edgebench.reporting.html import render_html
+from edgebench.reporting.report import FORMATS, render_markdown, write_report
+from edgebench.results.records import Record
+from edgebench.results.store import ResultsStore, RunDir
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_APT = "apt-get install -y chromium"

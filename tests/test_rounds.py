@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from edgebench.execute import merge_rounds
-from edgebench.plan import DEFAULT_ROUNDS, auto_rounds
-from edgebench.records import Record
+from edgebench.measure.scheduler import merge_rounds
+from edgebench.planning.cells import DEFAULT_ROUNDS, auto_rounds
+from edgebench.results.records import Record
 
 
 def test_rounds_interleave_cells_and_pool_samples(run_cli, eb_env, conv_model):

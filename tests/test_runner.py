@@ -172,8 +172,8 @@ def test_out_of_memory_is_reported_as_such(conv_model):
 
 
 def test_a_runner_killed_by_sigkill_is_reported_as_probable_oom():
-    from edgebench.device import outcome_of
-    from edgebench.transports.base import CommandResult
+    from edgebench.lab.device import outcome_of
+    from edgebench.lab.transports.base import CommandResult
 
     outcome = outcome_of(CommandResult(-9, "", "Killed"), 60)
     assert outcome.result is None and "out of memory" in outcome.error

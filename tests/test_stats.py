@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from edgebench.stats import HIGH_CV, latency_stats, stats_warnings, throughput_ips
+from edgebench.analysis.statistics import HIGH_CV, latency_stats, stats_warnings, throughput_ips
 
 
 def test_percentiles_interpolate_between_order_statistics():

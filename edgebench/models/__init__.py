@@ -7,7 +7,7 @@ from edgebench.models.registry import (
     UnknownModelError,
     build_model,
 )
-from edgebench.models.stats import ModelSummary, TensorSpec, summarize_model
+from edgebench.models.summary import ModelSummary, TensorSpec, summarize_model
 from edgebench.models.version import GENERATOR_VERSION
 
 __all__ = [

@@ -1,0 +1,93 @@
+"""Core selections: explicit ids ("0", "0-3", "0,2"), "all", or cluster names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from edgebench.errors import UserError
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """Linux cpu-list syntax ("0-3,6") to sorted unique ids; ValueError when malformed."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            raise ValueError(f"empty item in cpu list {text!r}")
+        lo, sep, hi = part.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"{part!r} is not a cpu id or range")
+        if sep:
+            first, last = int(lo), int(hi)
+            if first > last or first < 0:
+                raise ValueError(f"bad cpu range {part!r}")
+            cpus.update(range(first, last + 1))
+        else:
+            cpu = int(part)
+            if cpu < 0:
+                raise ValueError(f"negative cpu id {part!r}")
+            cpus.add(cpu)
+    return sorted(cpus)
+
+
+def format_cpu_list(cpus: list[int]) -> str:
+    """Sorted ids back to compact cpu-list syntax: [0,1,2,5] -> "0-2,5"."""
+    parts: list[str] = []
+    ordered = sorted(set(cpus))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def detect_clusters(max_freq_khz: Mapping[int, int]) -> dict[str, list[int]]:
+    """Cores with equal cpuinfo_max_freq form a cluster, named by rank.
+
+    Two clusters: little/big. Three: little/mid/big. A top cluster of one core on a chip with
+    three or more clusters is also called "prime". One cluster: no names (only "all").
+    """
+    groups: dict[int, list[int]] = {}
+    for cpu, freq in max_freq_khz.items():
+        groups.setdefault(freq, []).append(cpu)
+    ordered = [sorted(groups[f]) for f in sorted(groups)]
+    if len(ordered) < 2:
+        return {}
+    names: dict[str, list[int]] = {"little": ordered[0], "big": ordered[-1]}
+    if len(ordered) == 3:
+        names["mid"] = ordered[1]
+    if len(ordered) >= 4:
+        names["mid"] = sorted(c for group in ordered[1:-2] for c in group)
+        names["big"] = ordered[-2]
+        names["prime"] = ordered[-1]
+    elif len(ordered) == 3 and len(ordered[-1]) == 1:
+        names["prime"] = ordered[-1]
+    return names
+
+
+def resolve_cores(
+    selection: str, available: list[int], clusters: Mapping[str, list[int]], device: str
+) -> list[int] | None:
+    """Cpu ids for ``selection`` on a device; None means "all" (no restriction)."""
+    text = selection.strip().lower()
+    if text in ("", "all"):
+        return None
+    if text in clusters:
+        return list(clusters[text])
+    if text[0].isalpha():
+        known = ", ".join(["all", *sorted(clusters)])
+        raise UserError(f"--cores {selection}: device {device} has no cluster {text!r} ({known})")
+    try:
+        cpus = parse_cpu_list(text)
+    except ValueError as exc:
+        raise UserError(f"--cores {selection}: {exc}; use e.g. 0, 0-3, 0,2 or all") from exc
+    missing = [c for c in cpus if c not in available]
+    if missing:
+        raise UserError(
+            f"--cores {selection}: cpu {format_cpu_list(missing)} is not available on device "
+            f"{device} (cpus {format_cpu_list(available)})"
+        )
+    return cpus

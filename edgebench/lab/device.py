@@ -1,0 +1,318 @@
+"""A device the host measures on: its transport, the runner it uses, and its facts."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgebench import runners
+from edgebench.converters.isolation import prepare_private_home
+from edgebench.lab.cores import detect_clusters, parse_cpu_list
+from edgebench.lab.transports import CommandResult, LocalTransport, Transport
+from edgebench.lab.transports.base import TransportError
+from edgebench.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+RESULT_PREFIX = "EDGEBENCH_RESULT "
+PROBE_TIMEOUT_S = 120.0
+
+
+@dataclass
+class DeviceFacts:
+    """What the host learned about a device; recorded with every cell measured on it."""
+
+    hostname: str | None = None
+    os: str | None = None
+    kernel: str | None = None
+    machine: str | None = None
+    cpu_model: str | None = None
+    cpus: list[int] = field(default_factory=list)
+    max_freq_khz: dict[int, int] = field(default_factory=dict)
+    clusters: dict[str, list[int]] = field(default_factory=dict)
+    governors: list[str] = field(default_factory=list)
+    python: str | None = None
+    numpy: str | None = None
+    frameworks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    model: str | None = None  # product model (getprop ro.product.model, device tree, DMI)
+    soc: str | None = None  # ro.soc.model / ro.board.platform / device-tree compatible
+    os_version: str | None = None  # Android release or /etc/os-release PRETTY_NAME
+    profile: str | None = None
+    profile_differences: list[str] = field(default_factory=list)
+    probe_error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def framework_available(self, name: str) -> bool:
+        return bool(self.frameworks.get(name, {}).get("available"))
+
+
+@dataclass
+class RunnerOutcome:
+    """The runner's JSON result, or why there is none."""
+
+    result: dict[str, Any] | None
+    command: CommandResult
+    error: str | None = None
+
+
+def parse_runner_output(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            try:
+                payload = json.loads(line[len(RESULT_PREFIX) :])
+            except ValueError:
+                return None
+            return payload if isinstance(payload, dict) else None
+    return None
+
+
+def cpu_model_from_cpuinfo(text: str) -> str | None:
+    for key in ("model name", "Hardware", "Processor", "cpu model"):
+        for line in text.splitlines():
+            name, sep, value = line.partition(":")
+            if sep and name.strip() == key and value.strip():
+                return value.strip()
+    return None
+
+
+class Device:
+    """A named device reached through a transport and running the Python runner."""
+
+    #: Launch the runner under taskset so it is pinned from its first instruction.
+    use_taskset = True
+
+    def __init__(self, name: str, transport: Transport, python: str, runner_path: str) -> None:
+        self.name = name
+        self.transport = transport
+        self.python = python
+        self.runner_path = runner_path
+        #: Cluster names from the device profile (they take precedence over detected ones).
+        self.profile_clusters: dict[str, list[int]] = {}
+        self.profile_name: str | None = None
+        self.profile: Any = None  # profiles.DeviceProfile, when the lab names one
+        #: Why the device could not be reached, when it could not (its cells fail with this).
+        self.unreachable: str | None = None
+        #: The lock on the device itself, while this run holds it (remote devices).
+        self.device_lock: Any = None  # device_lock.DeviceLockFile
+        self._facts: DeviceFacts | None = None
+
+    def runner_env(self) -> dict[str, str] | None:
+        return None
+
+    def _runner_argv(self, cores: list[int] | None, arg: str) -> list[str]:
+        argv = [self.python, self.runner_path, arg]
+        if cores and self.use_taskset:
+            # Pin from the first instruction; the runner re-applies and reads back the mask.
+            argv = ["taskset", taskset_mask(cores), *argv]
+        return argv
+
+    def ensure_runner(self) -> None:
+        """Make sure the runner is on the device (a no-op on the host)."""
+
+    def stage_model(self, files: list[Path]) -> str:
+        """Put a model's files on the device; returns the device path of the first one."""
+        return str(files[0])
+
+    def run_runner(
+        self, spec: dict[str, Any], cores: list[int] | None, timeout: float
+    ) -> RunnerOutcome:
+        command = self.transport.run(
+            self._runner_argv(cores, "-"),
+            timeout=timeout,
+            stdin=json.dumps(spec),
+            env=self.runner_env(),
+        )
+        return outcome_of(command, timeout)
+
+    def output_path(self, cell_key: str) -> str:
+        """Where on the device the runner writes a cell's full outputs (.npz)."""
+        raise NotImplementedError
+
+    def fetch_outputs(self, device_path: str) -> Path | None:
+        """Bring a cell's outputs file to the host; None when it is not there."""
+        raise NotImplementedError
+
+    def discard_outputs(self, device_path: str) -> None:
+        """Remove the outputs file from the device (and any host copy)."""
+
+    def renew_lock(self, force: bool = False) -> str | None:
+        """Extend this run's lease on the device lock before a cell. Returns who holds the
+        lock instead, when another host has taken it over."""
+        if self.device_lock is None:
+            return None
+        try:
+            return self.device_lock.renew(force)
+        except TransportError:
+            return None  # the cell meets the dropped link itself, and retries
+
+    def abort_running(self) -> None:
+        """Kill the runner or tool measuring on the device now (the second Ctrl-C)."""
+        self.transport.abort()
+
+    def clean(self) -> str:
+        """Remove what edgebench put on the device; returns what was removed."""
+        return "nothing to clean on the host"
+
+    def facts(self) -> DeviceFacts:
+        if self._facts is None:
+            self._facts = self._gather_facts()
+        return self._facts
+
+    def _probe(self) -> dict[str, Any]:
+        self.ensure_runner()
+        command = self.transport.run(
+            [self.python, self.runner_path, "--probe"],
+            timeout=PROBE_TIMEOUT_S,
+            env=self.runner_env(),
+        )
+        probe = parse_runner_output(command.stdout)
+        if probe is None:
+            tail = (command.stderr or command.stdout).strip().splitlines()[-1:] or ["no output"]
+            return {"error": f"{self.python} could not run the runner: {tail[0][:200]}"}
+        return probe
+
+    def _extra_facts(self, facts: DeviceFacts) -> None:
+        """Transport-specific facts (Android properties, ...)."""
+
+    def _gather_facts(self) -> DeviceFacts:
+        facts = DeviceFacts()
+        probe = self._probe()
+        facts.probe_error = probe.get("error")
+        facts.python = probe.get("python")
+        facts.numpy = probe.get("numpy")
+        facts.machine = probe.get("machine")
+        facts.frameworks = probe.get("frameworks", {})
+        base = [
+            "/proc/sys/kernel/hostname",
+            "/proc/sys/kernel/osrelease",
+            "/proc/sys/kernel/ostype",
+            "/proc/cpuinfo",
+            "/sys/devices/system/cpu/online",
+            "/etc/os-release",
+            "/proc/device-tree/model",
+            "/sys/class/dmi/id/product_name",
+        ]
+        first = self.transport.read_many(base)
+        facts.hostname = (first["/proc/sys/kernel/hostname"] or "").strip() or None
+        facts.kernel = (first["/proc/sys/kernel/osrelease"] or "").strip() or None
+        facts.os = (first["/proc/sys/kernel/ostype"] or "").strip() or None
+        facts.cpu_model = cpu_model_from_cpuinfo(first["/proc/cpuinfo"] or "")
+        facts.os_version = _pretty_name(first["/etc/os-release"] or "")
+        facts.model = (
+            (first["/proc/device-tree/model"] or "").strip("\x00 \n")
+            or (first["/sys/class/dmi/id/product_name"] or "").strip()
+            or None
+        )
+        try:
+            facts.cpus = parse_cpu_list((first["/sys/devices/system/cpu/online"] or "").strip())
+        except ValueError:
+            facts.cpus = list(probe.get("affinity") or range(probe.get("cpu_count") or 1))
+        per_cpu = []
+        for cpu in facts.cpus:
+            folder = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq"
+            per_cpu += [f"{folder}/cpuinfo_max_freq", f"{folder}/scaling_governor"]
+        second = self.transport.read_many(per_cpu)
+        governors = set()
+        for cpu in facts.cpus:
+            folder = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq"
+            freq = (second[f"{folder}/cpuinfo_max_freq"] or "").strip()
+            if freq.isdigit():
+                facts.max_freq_khz[cpu] = int(freq)
+            governor = (second[f"{folder}/scaling_governor"] or "").strip()
+            if governor:
+                governors.add(governor)
+        facts.governors = sorted(governors)
+        facts.clusters = detect_clusters(facts.max_freq_khz)
+        self._extra_facts(facts)
+        facts.profile = self.profile_name
+        return facts
+
+    def core_names(self) -> dict[str, list[int]]:
+        """Cluster names usable with --cores: the profile's, else the detected ones."""
+        return dict(self.profile_clusters) or dict(self.facts().clusters)
+
+
+def taskset_mask(cores: list[int]) -> str:
+    """Hex affinity mask: taskset in util-linux and Android's toybox both take it."""
+    mask = 0
+    for cpu in cores:
+        mask |= 1 << cpu
+    return f"{mask:x}"
+
+
+def outcome_of(command: CommandResult, timeout: float) -> RunnerOutcome:
+    if command.timed_out:
+        return RunnerOutcome(None, command, f"runner timed out after {timeout:.0f} s")
+    result = parse_runner_output(command.stdout)
+    if result is None:
+        rc = command.returncode
+        signum = -rc if rc is not None and rc < 0 else (rc - 128 if rc and rc > 128 else None)
+        if signum == 9:
+            # Nothing in edgebench sends SIGKILL before the timeout: the kernel's OOM killer does.
+            return RunnerOutcome(
+                None,
+                command,
+                "runner was killed by SIGKILL, most likely out of memory (the kernel's OOM "
+                "killer; see dmesg): use a smaller model, input or --concurrency",
+            )
+        how = f"was killed by signal {signum}" if signum else f"exited {rc}"
+        return RunnerOutcome(None, command, f"runner {how} without a result")
+    return RunnerOutcome(result, command)
+
+
+def _pretty_name(os_release: str) -> str | None:
+    for line in os_release.splitlines():
+        key, _, value = line.partition("=")
+        if key == "PRETTY_NAME":
+            return value.strip().strip('"') or None
+    return None
+
+
+class LocalDevice(Device):
+    """The host: the runner runs from the installed package with this interpreter."""
+
+    def __init__(self, name: str = "local") -> None:
+        runner = Path(runners.__file__).with_name("runner.py")
+        super().__init__(name, LocalTransport(), sys.executable, str(runner))
+        # Without taskset the runner still pins itself with sched_setaffinity.
+        self.use_taskset = shutil.which("taskset") is not None
+        self._home = cache_dir() / "runner-home"
+
+    def runner_env(self) -> dict[str, str]:
+        # A private HOME: frameworks that drop ids or caches into $HOME write there, not into
+        # the user's home.
+        prepare_private_home(self._home)
+        env = dict(os.environ)
+        env["HOME"] = str(self._home)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.setdefault("PYTHONHASHSEED", "0")
+        return env
+
+    def output_path(self, cell_key: str) -> str:
+        folder = self._home / "outputs"
+        folder.mkdir(parents=True, exist_ok=True)
+        return str(folder / f"{cell_key}.npz")
+
+    def fetch_outputs(self, device_path: str) -> Path | None:
+        path = Path(device_path)
+        return path if path.is_file() else None
+
+    def discard_outputs(self, device_path: str) -> None:
+        Path(device_path).unlink(missing_ok=True)
+
+    def _gather_facts(self) -> DeviceFacts:
+        facts = super()._gather_facts()
+        facts.hostname = facts.hostname or platform.node()
+        facts.os = platform.system()
+        if not facts.cpus and hasattr(os, "sched_getaffinity"):
+            facts.cpus = sorted(os.sched_getaffinity(0))
+        return facts

@@ -1,0 +1,74 @@
+"""One edgebench run per device at a time: a host-side lock file keyed by the device."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import time
+from collections.abc import Callable
+
+from edgebench.errors import UserError
+from edgebench.paths import cache_dir
+
+
+class DeviceLock:
+    """An exclusive flock on ``<cache>/locks/<device identity>.lock``, released on close.
+
+    The kernel drops the lock when the process dies, so a crashed run never leaves a stale lock.
+    """
+
+    def __init__(self, device_name: str, identity: str) -> None:
+        key = re.sub(r"[^A-Za-z0-9_.-]+", "_", identity)[:120] or "device"
+        self.device_name = device_name
+        self.path = cache_dir() / "locks" / f"{key}.lock"
+        self._fh = None
+
+    def _holder(self) -> str:
+        try:
+            return self.path.read_text().strip() or "another edgebench run"
+        except OSError:
+            return "another edgebench run"
+
+    def acquire(self, *, wait: bool, report: Callable[[str], None], timeout_s: float) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "a+")  # noqa: SIM115 - held open for the whole run
+        try:
+            fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = self._holder()
+            if not wait:
+                self.release()
+                raise UserError(
+                    f"device {self.device_name} is busy ({holder}); wait for that run or "
+                    "drop --no-wait"
+                ) from None
+            report(f"device {self.device_name} is busy ({holder}); waiting for it")
+            if not self._wait(timeout_s):
+                self.release()
+                raise UserError(
+                    f"device {self.device_name} stayed busy for {timeout_s:.0f} s ({holder})"
+                ) from None
+        self._fh.seek(0)
+        self._fh.truncate()
+        self._fh.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        self._fh.flush()
+
+    def _wait(self, timeout_s: float) -> bool:
+        # Blocking flock in slices, so the wait is bounded and Ctrl-C still works.
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                time.sleep(0.2)
+        return False
+
+    def release(self) -> None:
+        if self._fh is not None:
+            try:
+                fcntl.flock(self._fh, fcntl.LOCK_UN)
+            finally:
+                self._fh.close()
+                self._fh = None

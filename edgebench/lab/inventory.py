@@ -1,0 +1,81 @@
+"""Turn lab entries into Device objects, and describe devices for `edgebench devices`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from edgebench.errors import UserError
+from edgebench.lab.device import Device, LocalDevice
+from edgebench.lab.remote import RemoteDevice
+from edgebench.lab.transports.base import TransportError
+
+if TYPE_CHECKING:
+    from edgebench.lab.lab_file import Lab, LabDevice
+
+LOCAL = "local"
+
+
+def open_device(entry: LabDevice) -> Device:
+    if entry.transport == "local":
+        device: Device = LocalDevice(entry.name)
+    elif entry.transport == "adb":
+        from edgebench.lab.transports.adb import AdbTarget, AdbTransport
+
+        transport = AdbTransport(
+            AdbTarget(entry.name, entry.serial or "", entry.adb_host, entry.adb_port)
+        )
+        device = RemoteDevice(
+            entry.name, transport, work_dir=entry.work_dir, python=entry.python or "python3"
+        )
+    elif entry.transport == "ssh":
+        from edgebench.lab.transports.ssh import SshTarget, SshTransport
+
+        transport_ssh = SshTransport(
+            SshTarget(
+                entry.name,
+                entry.host or "",
+                entry.port,
+                entry.user,
+                entry.key,
+                entry.known_hosts,
+            )
+        )
+        device = RemoteDevice(
+            entry.name, transport_ssh, work_dir=entry.work_dir, python=entry.python or "python3"
+        )
+    else:
+        raise UserError(f"device {entry.name}: unknown transport {entry.transport!r}")
+    if isinstance(device, RemoteDevice):
+        device.runner_kind = entry.runner
+        device.native_bin = entry.native_bin
+    if entry.profile is not None:
+        device.profile = entry.profile
+        device.profile_name = entry.profile.name
+        device.profile_clusters = {
+            name: cpus for name, cpus in entry.profile.cluster_map().items() if name != "all"
+        }
+    return device
+
+
+def resolve_devices(names: Sequence[str], lab: Lab) -> list[Device]:
+    devices: list[Device] = []
+    for name in dict.fromkeys(names):
+        if name == LOCAL:
+            devices.append(LocalDevice())
+        elif name in lab.devices:
+            devices.append(open_device(lab.devices[name]))
+        else:
+            known = ", ".join([LOCAL, *lab.devices])
+            where = f" in {lab.path}" if lab.path else " (no lab file found; see --lab)"
+            raise UserError(f"device {name!r} is not defined{where}; available devices: {known}")
+    return devices
+
+
+def probe_device(device: Device) -> str | None:
+    """Gather facts; None when the device answered, else why it did not."""
+    try:
+        device.facts()
+    except (TransportError, UserError) as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,221 @@
+"""Devices reached over ADB or SSH: the runner and models deployed into a work dir."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import posixpath
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edgebench import runners
+from edgebench.lab.device import Device, DeviceFacts, RunnerOutcome, outcome_of, taskset_mask
+from edgebench.lab.transports.base import CommandResult, Transport, TransportError, quote_argv
+
+log = logging.getLogger(__name__)
+
+RUNNER_DIR = Path(runners.__file__).parent
+
+
+@dataclass
+class DeployReport:
+    sent: int = 0
+    unchanged: int = 0
+    bytes_sent: int = 0
+
+
+def local_sha256(path: Path) -> str:
+    stat = path.stat()
+    return _sha256_of(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
+    """Keyed by mtime and size too, so a changed file is hashed again."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def runner_files() -> list[Path]:
+    """What the device needs to run the Python runner: runner.py and its backends."""
+    files = [RUNNER_DIR / "runner.py"]
+    files += sorted((RUNNER_DIR / "backends").glob("*.py"))
+    return files
+
+
+class RemoteDevice(Device):
+    """A phone or board: everything edgebench sends lives under ``work_dir``."""
+
+    def __init__(
+        self, name: str, transport: Transport, *, work_dir: str, python: str = "python3"
+    ) -> None:
+        super().__init__(name, transport, python, "")
+        self._work_dir_spec = work_dir.rstrip("/") or "/"
+        self._work_dir: str | None = None
+        self.deployed = DeployReport()
+        #: "python" (runner.py) or "native" (the frameworks' own benchmark binaries).
+        self.runner_kind = "python"
+        #: Host folder with the user's native benchmark binaries (lab: native_bin).
+        self.native_bin: Path | None = None
+        self._runner_ready = False
+        self._staged: set[str] = set()
+        self._staging = Path(tempfile.mkdtemp(prefix=f"edgebench-{name}-"))
+        self._measuring = False
+
+    @property
+    def work_dir(self) -> str:
+        """The work dir as an absolute device path; "~/" is the login home there."""
+        if self._work_dir is None:
+            spec = self._work_dir_spec
+            if spec == "~" or spec.startswith("~/"):
+                home = self.transport.shell('printf %s "$HOME"', timeout=30).stdout.strip()
+                if not home:
+                    raise TransportError(f"device {self.name}: could not resolve ~ on the device")
+                spec = home + spec[1:]
+            self._work_dir = spec
+        return self._work_dir
+
+    @property
+    def runner_path(self) -> str:
+        return self.path("runner", "runner.py")
+
+    @runner_path.setter
+    def runner_path(self, _value: str) -> None:
+        """Derived from the work dir; the base class's assignment is ignored."""
+
+    def path(self, *parts: str) -> str:
+        return posixpath.join(self.work_dir, *parts)
+
+    # --- deployment -----------------------------------------------------------------------
+
+    def deploy(self, pairs: Sequence[tuple[Path, str]]) -> DeployReport:
+        """Push files whose device copy is missing or differs (sha256 checked on the device)."""
+        report = DeployReport()
+        remote_hashes = self.transport.sha256([remote for _, remote in pairs])
+        for local, remote in pairs:
+            if remote_hashes.get(remote) == local_sha256(local):
+                report.unchanged += 1
+                continue
+            self.transport.push(local, remote)
+            report.sent += 1
+            report.bytes_sent += local.stat().st_size
+        self.deployed.sent += report.sent
+        self.deployed.unchanged += report.unchanged
+        self.deployed.bytes_sent += report.bytes_sent
+        return report
+
+    def ensure_runner(self) -> None:
+        if self._runner_ready:
+            return
+        pairs = [
+            (f, self.path("runner", f.relative_to(RUNNER_DIR).as_posix())) for f in runner_files()
+        ]
+        self.deploy(pairs)
+        self._runner_ready = True
+
+    def stage_model(self, files: list[Path]) -> str:
+        """Models go under models/<hash of their files>/, so names never collide.
+
+        Checked against the device once per run; later cells of the same run reuse it.
+        """
+        digest = hashlib.sha256("".join(local_sha256(f) for f in files).encode()).hexdigest()
+        folder = self.path("models", digest[:20])
+        if digest not in self._staged:
+            self.deploy([(f, posixpath.join(folder, f.name)) for f in files])
+            self._staged.add(digest)
+        return posixpath.join(folder, files[0].name)
+
+    def clean(self) -> str:
+        self.transport.remove(self.work_dir)
+        self._runner_ready = False
+        self._staged.clear()
+        return f"removed {self.work_dir}"
+
+    # --- running --------------------------------------------------------------------------
+
+    def run_runner(
+        self, spec: dict[str, Any], cores: list[int] | None, timeout: float
+    ) -> RunnerOutcome:
+        self.ensure_runner()
+        # The spec travels as one quoted argument: no file to push and remove per cell.
+        argv = [self.python, self.runner_path, json.dumps(spec, separators=(",", ":"))]
+        if cores and self.use_taskset:
+            argv = ["taskset", taskset_mask(cores), *argv]
+        # The shell records its PID and exec()s the runner, so a timed-out runner can be
+        # killed on the device: dropping the connection does not stop it there.
+        script = (
+            f"cd {quote_argv([self.work_dir])} && echo $$ > {quote_argv([self.pid_file])} "
+            f"&& exec {quote_argv(argv)}"
+        )
+        return outcome_of(self.run_measuring(script, timeout), timeout)
+
+    @property
+    def pid_file(self) -> str:
+        """Where the runner or native tool measuring now records its PID on the device."""
+        return self.path("run.pid")
+
+    def run_measuring(self, script: str, timeout: float) -> CommandResult:
+        """Run a command that records its PID in ``pid_file``; killed there if it times out
+        (dropping the connection would not stop it on the device)."""
+        self._measuring = True
+        try:
+            command = self.transport.shell(script, timeout=timeout)
+            if command.timed_out:
+                self._kill_measuring(timeout=30)
+            return command
+        finally:
+            self._measuring = False
+
+    def _kill_measuring(self, timeout: float) -> None:
+        pid_file = quote_argv([self.pid_file])
+        self.transport.shell(f"kill -9 $(cat {pid_file}) 2>/dev/null; true", timeout=timeout)
+
+    def abort_running(self) -> None:
+        # Only while something measures: an old PID file could name a reused PID.
+        if not self._measuring:
+            return
+        try:
+            self._kill_measuring(timeout=10)
+        except TransportError as exc:
+            log.warning("%s: could not stop what was measuring: %s", self.name, exc)
+
+    def output_path(self, cell_key: str) -> str:
+        return self.path("outputs", f"{cell_key}.npz")
+
+    def fetch_outputs(self, device_path: str) -> Path | None:
+        local = self._staging / posixpath.basename(device_path)
+        return local if self.transport.pull(device_path, local) else None
+
+    def discard_outputs(self, device_path: str) -> None:
+        (self._staging / posixpath.basename(device_path)).unlink(missing_ok=True)
+        self.transport.remove(device_path)
+
+    # --- facts ----------------------------------------------------------------------------
+
+    def _probe(self) -> dict[str, Any]:
+        if self.runner_kind == "native":
+            return {"error": "runs native benchmark tools (no Python runner)"}
+        return super()._probe()
+
+    def _extra_facts(self, facts: DeviceFacts) -> None:
+        if self.transport.kind != "adb":
+            return
+        props = self.transport.shell(
+            "getprop ro.product.model; getprop ro.build.version.release; "
+            "getprop ro.soc.model; getprop ro.board.platform",
+            timeout=30,
+        ).stdout.splitlines()
+        props += [""] * (4 - len(props))
+        model, release, soc, platform_name = (p.strip() for p in props[:4])
+        facts.model = model or facts.model
+        facts.os = "Android" if release else facts.os
+        facts.os_version = f"Android {release}" if release else facts.os_version
+        facts.soc = soc or platform_name or facts.soc

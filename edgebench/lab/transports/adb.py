@@ -1,0 +1,114 @@
+"""Phones over ADB, through the adb server with adbutils."""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import adbutils
+
+from edgebench.lab.transports.base import (
+    CommandResult,
+    OutputCallback,
+    Transport,
+    TransportError,
+    quote_argv,
+)
+from edgebench.lab.transports.ssh import read_many_by_shell
+
+
+@dataclass(frozen=True)
+class AdbTarget:
+    name: str  # the lab's device name, for messages
+    serial: str
+    adb_host: str = "127.0.0.1"
+    adb_port: int = 5037
+
+
+class AdbTransport(Transport):
+    kind = "adb"
+
+    def __init__(self, target: AdbTarget) -> None:
+        self.target = target
+        self._client = adbutils.AdbClient(host=target.adb_host, port=target.adb_port)
+
+    def describe(self) -> str:
+        return f"adb {self.target.serial}"
+
+    def _device(self) -> adbutils.AdbDevice:
+        try:
+            states = {d.serial: d for d in self._client.list()}
+        except (adbutils.AdbError, OSError) as exc:
+            raise TransportError(
+                f"device {self.target.name}: no adb server at "
+                f"{self.target.adb_host}:{self.target.adb_port} ({exc}); start it with "
+                "`adb start-server`"
+            ) from exc
+        if self.target.serial not in states:
+            raise TransportError(
+                f"device {self.target.name}: serial {self.target.serial} is not connected "
+                "(`adb devices` lists what is); check the cable or `adb connect`"
+            )
+        return self._client.device(self.target.serial)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        stdin: str | None = None,
+        env: dict[str, str] | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> CommandResult:
+        command = quote_argv(argv)
+        if env:
+            command = quote_argv(["env", *(f"{k}={v}" for k, v in env.items())]) + " " + command
+        if stdin is not None:
+            raise TransportError("the adb transport takes input through files, not stdin")
+        started = time.monotonic()
+        device = self._device()
+        try:
+            result = device.shell2(command, timeout=timeout, v2=True)
+        except adbutils.AdbTimeout:
+            return CommandResult(None, "", "", True, time.monotonic() - started)
+        except (adbutils.AdbError, OSError, ConnectionError) as exc:
+            raise TransportError(
+                f"device {self.target.name}: adb connection to {self.target.serial} lost: {exc}"
+            ) from exc
+        if on_output is not None and result.stdout:
+            on_output(result.stdout)
+        return CommandResult(
+            result.returncode, result.stdout, result.stderr, False, time.monotonic() - started
+        )
+
+    def read_text(self, path: str) -> str | None:
+        return self.read_many([path])[path]
+
+    def read_many(self, paths: Sequence[str]) -> dict[str, str | None]:
+        return read_many_by_shell(self, paths)
+
+    def push(self, local: Path, remote: str) -> None:
+        device = self._device()
+        try:
+            device.shell2(quote_argv(["mkdir", "-p", posixpath.dirname(remote)]), v2=True)
+            device.sync.push(local, remote)
+        except (adbutils.AdbError, OSError, ConnectionError) as exc:
+            raise TransportError(
+                f"device {self.target.name}: could not push {local.name} to {remote}: {exc}"
+            ) from exc
+
+    def pull(self, remote: str, local: Path) -> bool:
+        device = self._device()
+        try:
+            if not device.sync.exists(remote):
+                return False
+            local.parent.mkdir(parents=True, exist_ok=True)
+            device.sync.pull(remote, local)
+        except (adbutils.AdbError, OSError, ConnectionError) as exc:
+            raise TransportError(
+                f"device {self.target.name}: could not pull {remote}: {exc}"
+            ) from exc
+        return True

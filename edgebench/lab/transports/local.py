@@ -1,0 +1,124 @@
+"""The host itself as a device."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from edgebench.lab.transports.base import CommandResult, OutputCallback, Transport
+
+
+class LocalTransport(Transport):
+    kind = "local"
+
+    def __init__(self) -> None:
+        self._running: set[subprocess.Popen] = set()
+        self._running_lock = threading.Lock()
+
+    def abort(self) -> None:
+        with self._running_lock:
+            running = list(self._running)
+        for proc in running:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        stdin: str | None = None,
+        env: dict[str, str] | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> CommandResult:
+        started = time.monotonic()
+        # Own session so a timeout kills the runner and every thread/child it started.
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            env=env,
+            start_new_session=True,
+        )
+        with self._running_lock:
+            self._running.add(proc)
+        try:
+            if on_output is None:
+                out, err = proc.communicate(stdin, timeout=timeout)
+            else:
+                out, err = _communicate_streaming(proc, stdin, timeout, on_output)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            return CommandResult(None, out or "", err or "", True, time.monotonic() - started)
+        except BaseException:
+            # Ctrl-C or similar: never leave an orphaned runner measuring on the device.
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            raise
+        finally:
+            with self._running_lock:
+                self._running.discard(proc)
+        return CommandResult(proc.returncode, out, err, False, time.monotonic() - started)
+
+    def read_text(self, path: str) -> str | None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+        except OSError:
+            return None
+
+    def push(self, local: Path, remote: str) -> None:
+        target = Path(remote)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.resolve() != local.resolve():
+            shutil.copyfile(local, target)
+
+    def pull(self, remote: str, local: Path) -> bool:
+        source = Path(remote)
+        if not source.is_file():
+            return False
+        local.parent.mkdir(parents=True, exist_ok=True)
+        if source.resolve() != local.resolve():
+            shutil.copyfile(source, local)
+        return True
+
+
+def _communicate_streaming(
+    proc: subprocess.Popen, stdin: str | None, timeout: float, on_output: OutputCallback
+) -> tuple[str, str]:
+    """Like communicate(), but hands stdout lines to ``on_output`` as they arrive."""
+    out_parts: list[str] = []
+    err_parts: list[str] = []
+
+    def pump_out() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out_parts.append(line)
+            on_output(line)
+
+    def pump_err() -> None:
+        assert proc.stderr is not None
+        err_parts.append(proc.stderr.read())
+
+    readers = [threading.Thread(target=f, daemon=True) for f in (pump_out, pump_err)]
+    for reader in readers:
+        reader.start()
+    if stdin is not None and proc.stdin is not None:
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+    proc.wait(timeout=timeout)  # TimeoutExpired propagates; the caller kills the group
+    for reader in readers:
+        reader.join(timeout=5)
+    return "".join(out_parts), "".join(err_parts)

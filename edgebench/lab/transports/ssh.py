@@ -1,0 +1,281 @@
+"""Boards over SSH (paramiko + SFTP), with host keys verified against known_hosts."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import logging
+import posixpath
+import select
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+
+from edgebench.errors import UserError
+from edgebench.lab.transports.base import (
+    CommandResult,
+    OutputCallback,
+    Transport,
+    TransportError,
+    quote_argv,
+)
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 15.0
+# paramiko key names -> the names ssh-keyscan -t takes.
+_KEYSCAN_TYPES = {"ssh-ed25519": "ed25519", "ssh-rsa": "rsa", "ecdsa-sha2-nistp256": "ecdsa"}
+READ_CHUNK = 65536
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    name: str  # the lab's device name, for messages
+    host: str
+    port: int = 22
+    user: str | None = None
+    key: Path | None = None
+    known_hosts: Path = Path("~/.ssh/known_hosts")
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+class UnknownHostKey(Exception):
+    def __init__(self, key: paramiko.PKey) -> None:
+        super().__init__("unknown host key")
+        self.key = key
+
+
+class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
+    """Refuse hosts that are not in known_hosts, keeping the offered key for the message."""
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey):
+        raise UnknownHostKey(key)
+
+
+class SshTransport(Transport):
+    kind = "ssh"
+
+    def __init__(self, target: SshTarget) -> None:
+        self.target = target
+        self._client: paramiko.SSHClient | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+
+    def describe(self) -> str:
+        user = f"{self.target.user}@" if self.target.user else ""
+        return f"ssh {user}{self.target.host}:{self.target.port}"
+
+    # --- connection -----------------------------------------------------------------------
+
+    def connect(self) -> paramiko.SSHClient:
+        if self._client is not None and self._client.get_transport() is not None:
+            transport = self._client.get_transport()
+            if transport is not None and transport.is_active():
+                return self._client
+            self.close()
+        target = self.target
+        known_hosts = target.known_hosts.expanduser()
+        client = paramiko.SSHClient()
+        if known_hosts.is_file():
+            client.load_host_keys(str(known_hosts))
+        client.set_missing_host_key_policy(_RefuseUnknown())
+        try:
+            client.connect(
+                target.host,
+                port=target.port,
+                username=target.user,
+                key_filename=str(target.key.expanduser()) if target.key else None,
+                allow_agent=True,
+                look_for_keys=target.key is None,
+                timeout=CONNECT_TIMEOUT_S,
+                banner_timeout=CONNECT_TIMEOUT_S,
+                auth_timeout=CONNECT_TIMEOUT_S,
+            )
+        except UnknownHostKey as exc:
+            client.close()
+            port_opt = f"-p {target.port} " if target.port != 22 else ""
+            key_type = _KEYSCAN_TYPES.get(exc.key.get_name(), exc.key.get_name())
+            raise UserError(
+                f"device {target.name}: host key of {target.host}:{target.port} is not in "
+                f"{known_hosts} ({exc.key.get_name()} {fingerprint(exc.key)}); if that "
+                f"fingerprint is the board's, trust it with: ssh-keyscan {port_opt}"
+                f"-t {key_type} {target.host} >> {known_hosts}"
+            ) from None
+        except paramiko.BadHostKeyException as exc:
+            client.close()
+            raise UserError(
+                f"device {target.name}: host key of {target.host}:{target.port} CHANGED "
+                f"(now {fingerprint(exc.key)}); refusing to connect. If the board was "
+                f"reinstalled, remove its old line from {known_hosts}"
+            ) from None
+        except paramiko.AuthenticationException:
+            client.close()
+            how = f"key {target.key}" if target.key else "the agent and ~/.ssh keys"
+            raise UserError(
+                f"device {target.name}: {target.user or 'the user'}@{target.host} refused "
+                f"{how}; add the public key to the board's authorized_keys or set key = in the lab"
+            ) from None
+        except (OSError, paramiko.SSHException) as exc:
+            client.close()
+            raise TransportError(
+                f"device {target.name}: cannot reach {target.host}:{target.port} over SSH: {exc}"
+            ) from exc
+        self._client = client
+        return client
+
+    def _sftp_client(self) -> paramiko.SFTPClient:
+        if self._sftp is None:
+            self._sftp = self.connect().open_sftp()
+        return self._sftp
+
+    def close(self) -> None:
+        for closer in (self._sftp, self._client):
+            if closer is not None:
+                with contextlib.suppress(OSError, paramiko.SSHException):
+                    closer.close()
+        self._sftp = None
+        self._client = None
+
+    # --- commands -------------------------------------------------------------------------
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        stdin: str | None = None,
+        env: dict[str, str] | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> CommandResult:
+        command = quote_argv(argv)
+        if env:
+            command = quote_argv(["env", *(f"{k}={v}" for k, v in env.items())]) + " " + command
+        return self._exec(command, timeout, stdin, on_output)
+
+    def _exec(
+        self, command: str, timeout: float, stdin: str | None, on_output: OutputCallback | None
+    ) -> CommandResult:
+        started = time.monotonic()
+        try:
+            transport = self.connect().get_transport()
+            if transport is None:
+                raise TransportError(f"device {self.target.name}: SSH session closed")
+            channel = transport.open_session(timeout=CONNECT_TIMEOUT_S)
+            channel.exec_command(command)
+            if stdin is not None:
+                channel.sendall(stdin.encode())
+            channel.shutdown_write()
+            out, err, timed_out = _drain(channel, started + timeout, on_output)
+            code = None if timed_out else channel.recv_exit_status()
+            channel.close()
+        except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:
+            self.close()
+            raise TransportError(
+                f"device {self.target.name}: SSH connection to {self.target.host} lost: {exc}"
+            ) from exc
+        return CommandResult(code, out, err, timed_out, time.monotonic() - started)
+
+    def read_text(self, path: str) -> str | None:
+        try:
+            with self._sftp_client().open(path, "r") as fh:
+                return fh.read().decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def read_many(self, paths: Sequence[str]) -> dict[str, str | None]:
+        return read_many_by_shell(self, paths)
+
+    # --- files ----------------------------------------------------------------------------
+
+    def push(self, local: Path, remote: str) -> None:
+        try:
+            self.mkdir(posixpath.dirname(remote))
+            self._sftp_client().put(str(local), remote)
+        except (OSError, paramiko.SSHException) as exc:
+            raise TransportError(
+                f"device {self.target.name}: could not copy {local.name} to {remote}: {exc}"
+            ) from exc
+
+    def pull(self, remote: str, local: Path) -> bool:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._sftp_client().get(remote, str(local))
+        except FileNotFoundError:
+            return False
+        except (OSError, paramiko.SSHException) as exc:
+            raise TransportError(
+                f"device {self.target.name}: could not fetch {remote}: {exc}"
+            ) from exc
+        return True
+
+
+def _drain(
+    channel: paramiko.Channel, deadline: float, on_output: OutputCallback | None
+) -> tuple[str, str, bool]:
+    out = bytearray()
+    err = bytearray()
+    channel.settimeout(0.2)
+    while True:
+        progressed = False
+        if channel.recv_ready():
+            chunk = channel.recv(READ_CHUNK)
+            out += chunk
+            progressed = True
+            if on_output is not None and chunk:
+                on_output(chunk.decode("utf-8", errors="replace"))
+        if channel.recv_stderr_ready():
+            err += channel.recv_stderr(READ_CHUNK)
+            progressed = True
+        if (
+            channel.exit_status_ready()
+            and not channel.recv_ready()
+            and not (channel.recv_stderr_ready())
+        ):
+            break
+        if time.monotonic() > deadline:
+            return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), True
+        if not progressed:
+            # Wake on data or after 0.2 s at most; the deadline check above bounds the loop.
+            select.select([channel], [], [], 0.2)
+    return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), False
+
+
+_MARK = "@@edgebench-file@@"
+
+
+def read_many_by_shell(transport: Transport, paths: Sequence[str]) -> dict[str, str | None]:
+    """Read many small files with one remote command: each preceded by a marker line."""
+    if not paths:
+        return {}
+    script = "; ".join(
+        f"echo {_MARK}{i}; cat {quote_argv([p])} 2>/dev/null || echo {_MARK}missing"
+        for i, p in enumerate(paths)
+    )
+    result = transport.shell(script, timeout=60.0)
+    found: dict[str, str | None] = dict.fromkeys(paths)
+    current: int | None = None
+    chunks: dict[int, list[str]] = {}
+    for line in result.stdout.splitlines(keepends=True):
+        stripped = line.rstrip("\n")
+        if stripped.startswith(_MARK):
+            tag = stripped[len(_MARK) :]
+            if tag == "missing":
+                if current is not None:
+                    chunks.pop(current, None)
+                current = None
+            elif tag.isdigit():
+                current = int(tag)
+                chunks[current] = []
+            continue
+        if current is not None:
+            chunks[current].append(line)
+    for index, lines in chunks.items():
+        found[paths[index]] = "".join(lines)
+    return found

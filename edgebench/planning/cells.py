@@ -1,0 +1,294 @@
+"""Expand the user's choices into cells: one cell is one measurement on one device."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edgebench.converters import CONVERTERS, FORMAT_OF_FRAMEWORK, Artifact
+from edgebench.errors import UserError
+from edgebench.lab.cores import resolve_cores
+from edgebench.lab.device import Device
+from edgebench.planning.modelref import ModelRef, ShapeOverride, input_shapes
+from edgebench.runners.backends import KNOWN_FRAMEWORKS, NATIVE_ONLY, install_hint
+
+SPEC_SCHEMA = "edgebench.spec/1"
+#: What `edgebench run` measures when --frameworks is not given.
+DEFAULT_FRAMEWORKS = [f for f in KNOWN_FRAMEWORKS if f not in NATIVE_ONLY]
+
+
+@dataclass(frozen=True)
+class TelemetrySettings:
+    """What the runner samples beside the timed loop (None energy source: the profile's)."""
+
+    energy_source: str | None = None
+    period_s: float = 0.05
+    baseline_s: float = 1.0
+    sync_marker: str | None = None
+    temp_limit_c: float | None = None
+    throttle_fraction: float = 0.85
+    cooldown_temp_c: float | None = None
+    cooldown_max_wait_s: float = 120.0
+    set_governor: str | None = None
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class Timing:
+    warmup: int = 10
+    iterations: int = 100
+    min_time_s: float = 2.0
+    max_time_s: float = 120.0
+    timeout_s: float = 600.0
+    sustained: bool = False
+    max_iterations: int = 100_000
+    target_ci: float | None = None  # fraction, e.g. 0.01 for +-1%
+
+
+@dataclass
+class Cell:
+    device: Device
+    model: ModelRef
+    framework: str
+    precision: str
+    threads: int
+    cores_selection: str
+    cores: list[int] | None
+    concurrency: int
+    inputs: list[dict[str, Any]]
+    timing: Timing
+    #: (status, error kind, reason) when the cell is decided without running it.
+    verdict: tuple[str, str, str] | None = None
+    #: The artifact format the framework needs, when the model must be converted first.
+    convert_to: str | None = None
+    artifact: Artifact | None = None
+    telemetry: TelemetrySettings | None = None
+
+    @property
+    def cell_id(self) -> str:
+        return "/".join(
+            [
+                self.device.name,
+                self.model.name,
+                self.framework,
+                self.precision,
+                f"t{self.threads}",
+                f"c{self.cores_selection}",
+                f"s{self.concurrency}",
+            ]
+        )
+
+    @property
+    def run_path(self) -> Path | None:
+        """The file the runner loads: the converted artifact, or the model as given."""
+        if self.artifact is not None:
+            return self.artifact.primary
+        return self.model.path
+
+    def spec(self, seed: int = 0, save_outputs: str | None = None) -> dict[str, Any]:
+        """The runner's JSON spec (runners/runner.py documents each field)."""
+        return {
+            "schema": SPEC_SCHEMA,
+            "model": str(self.run_path),
+            "framework": self.framework,
+            "precision": self.precision,
+            "threads": self.threads,
+            "cores": self.cores,
+            "warmup": self.timing.warmup,
+            "iterations": self.timing.iterations,
+            "min_time_s": self.timing.min_time_s,
+            "max_time_s": self.timing.max_time_s,
+            "max_iterations": self.timing.max_iterations,
+            "target_ci": self.timing.target_ci,
+            "concurrency": self.concurrency,
+            "inputs": self.inputs,
+            "seed": seed,
+            "save_outputs": save_outputs,
+            "telemetry": self.telemetry_spec(),
+        }
+
+    def telemetry_spec(self) -> dict[str, Any] | None:
+        settings = self.telemetry
+        if settings is None or not settings.enabled:
+            return None
+        profile = getattr(self.device, "profile", None)
+        source = settings.energy_source or (profile.energy_source if profile else "auto")
+        return {
+            "energy_source": source,
+            "period_s": settings.period_s,
+            "baseline_s": settings.baseline_s if source != "none" else 0.0,
+            "zones": list(profile.thermal_zones) if profile else [],
+            "sync_marker": settings.sync_marker,
+            "cooldown_temp_c": settings.cooldown_temp_c,
+            "cooldown_max_wait_s": settings.cooldown_max_wait_s,
+            "set_governor": settings.set_governor,
+        }
+
+    @property
+    def timeout_s(self) -> float:
+        """The cell's own timeout plus the waiting the runner does before it."""
+        extra = 0.0
+        if self.telemetry is not None and self.telemetry.enabled:
+            extra = self.telemetry.baseline_s
+            if self.telemetry.cooldown_temp_c is not None:
+                extra += self.telemetry.cooldown_max_wait_s
+        return self.timing.timeout_s + extra
+
+
+def check_frameworks(names: Sequence[str]) -> list[str]:
+    unknown = [n for n in names if n not in KNOWN_FRAMEWORKS]
+    if unknown:
+        raise UserError(
+            f"unknown framework {', '.join(unknown)}; choose from {', '.join(KNOWN_FRAMEWORKS)}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def resolve_inputs(
+    models: Sequence[ModelRef], shapes: Sequence[ShapeOverride]
+) -> dict[str, list[dict[str, Any]]]:
+    """Concrete input shapes per usable model, by model name.
+
+    Called before any device is contacted, so a missing --shape fails the plan at once
+    instead of after an hour of measurements.
+    """
+    return {m.name: input_shapes(m, shapes) for m in models if m.error is None}
+
+
+def _native_availability(device: Device, framework: str) -> tuple[str, str, str] | None:
+    from edgebench.runners.native import NATIVE_TOOLS
+
+    tool = NATIVE_TOOLS.get(framework)
+    if tool is None:
+        return "unsupported", "unsupported", f"no native benchmark tool for {framework}"
+    folder = getattr(device, "native_bin", None)
+    if folder is None or not (Path(folder) / tool.binary).is_file():
+        where = folder or "(no native_bin in the lab entry)"
+        return (
+            "skipped",
+            "not_installed",
+            f"{tool.binary} not found in {where} for {device.name}; copy the {framework} "
+            "benchmark binary built for the device there",
+        )
+    return None
+
+
+def _availability(device: Device, framework: str) -> tuple[str, str, str] | None:
+    if getattr(device, "runner_kind", "python") == "native":
+        return _native_availability(device, framework)
+    facts = device.facts()
+    if facts.framework_available(framework):
+        return None
+    info = facts.frameworks.get(framework, {})
+    reason = info.get("reason")
+    if reason in (None, "not_installed"):
+        hint = install_hint(framework)
+        return "skipped", "not_installed", f"{framework} not installed on {device.name} ({hint})"
+    if reason == "unsupported":
+        return "unsupported", "unsupported", f"{framework} on {device.name}: {info.get('message')}"
+    return (
+        "skipped",
+        "not_installed",
+        f"{framework} unavailable on {device.name}: {info.get('message')}",
+    )
+
+
+def _model_route(model: ModelRef, framework: str) -> tuple[str | None, tuple[str, str, str] | None]:
+    """(format to convert to, or a verdict) for running ``model`` with ``framework``."""
+    if model.format == "onnx":
+        if framework == "onnxruntime":
+            return None, None
+        fmt = FORMAT_OF_FRAMEWORK.get(framework)
+        if fmt is None or fmt not in CONVERTERS:
+            return None, (
+                "unsupported",
+                "unsupported",
+                f"edgebench has no ONNX -> {framework} converter",
+            )
+        return fmt, None
+    if FORMAT_OF_FRAMEWORK.get(framework) == model.format:
+        return None, None
+    return None, (
+        "skipped",
+        "other_format",
+        f"{model.name} is a pre-converted {model.format} model; only "
+        f"{_framework_for_format(model.format)} runs it",
+    )
+
+
+def _framework_for_format(fmt: str) -> str:
+    return next((f for f, v in FORMAT_OF_FRAMEWORK.items() if v == fmt), fmt)
+
+
+def build_cells(
+    devices: Sequence[Device],
+    models: Sequence[ModelRef],
+    frameworks: Sequence[str],
+    *,
+    inputs: dict[str, list[dict[str, Any]]],
+    threads: Sequence[int],
+    cores: Sequence[str],
+    concurrency: int,
+    precision: str,
+    timing: Timing,
+    telemetry: TelemetrySettings | None = None,
+) -> list[Cell]:
+    """Every combination, in device > model > framework > threads > cores order."""
+    cells = []
+    for device in devices:
+        unreachable = device.unreachable
+        if unreachable:
+            # Its cells still exist, each failed with the reason the device was not reached.
+            core_sets: list[tuple[str, list[int] | None]] = [(sel, None) for sel in cores]
+        else:
+            cpus = device.facts().cpus
+            core_sets = [
+                (sel, resolve_cores(sel, cpus, device.core_names(), device.name)) for sel in cores
+            ]
+        for model in models:
+            for framework in frameworks:
+                convert_to, verdict = _model_route(model, framework)
+                if model.error:
+                    verdict = ("failed", "model_load", model.error)
+                if unreachable:
+                    convert_to, verdict = None, ("failed", "transport", unreachable)
+                verdict = verdict or _availability(device, framework)
+                for n_threads in threads:
+                    for selection, cpu_ids in core_sets:
+                        cells.append(
+                            Cell(
+                                device=device,
+                                model=model,
+                                framework=framework,
+                                precision=precision,
+                                threads=n_threads,
+                                cores_selection=selection,
+                                cores=cpu_ids,
+                                concurrency=concurrency,
+                                inputs=inputs.get(model.name, []),
+                                timing=timing,
+                                verdict=verdict,
+                                convert_to=convert_to,
+                                telemetry=telemetry,
+                            )
+                        )
+    return cells
+
+
+#: Rounds used when several frameworks share a device and --rounds is not given.
+DEFAULT_ROUNDS = 3
+
+
+def auto_rounds(cells: Sequence[Cell]) -> int:
+    """How many interleaved rounds a plan gets by default: ``DEFAULT_ROUNDS`` when one device
+    measures the same model under several frameworks (so drift cannot favour whichever runs
+    first), else 1. Long continuous windows (--sustained) and adaptive sampling (--target-ci)
+    stay in one visit: splitting them would change what they measure."""
+    frameworks: dict[tuple[str, str], set[str]] = {}
+    for cell in cells:
+        if cell.verdict is not None or cell.timing.sustained or cell.timing.target_ci:
+            continue
+        frameworks.setdefault((cell.device.name, cell.model.name), set()).add(cell.framework)
+    return DEFAULT_ROUNDS if any(len(f) > 1 for f in frameworks.values()) else 1

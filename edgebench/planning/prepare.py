@@ -1,0 +1,67 @@
+"""Convert every model a plan needs, once, before any cell is measured."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
+from edgebench.planning.cells import Cell
+
+# ConversionError kind -> the status of the cells that needed the artifact.
+_STATUS_OF_KIND = {
+    "unsupported_op": "unsupported",
+    "unsupported_precision": "unsupported",
+    "toolchain_missing": "skipped",
+}
+
+
+def conversion_options(cell: Cell) -> ConversionOptions:
+    return ConversionOptions(
+        precision=cell.precision,
+        input_shapes={i["name"]: list(i["shape"]) for i in cell.inputs},
+    )
+
+
+def prepare_cells(
+    cells: Sequence[Cell],
+    cache: ArtifactCache,
+    *,
+    force: bool = False,
+    report: Callable[[str], None] = lambda _: None,
+) -> int:
+    """Attach artifacts to the cells that need one; returns how many conversions ran.
+
+    A conversion that fails decides the verdict of every cell that needed it; the other cells
+    are untouched.
+    """
+    done: dict[tuple, object] = {}
+    converted = 0
+    for cell in cells:
+        if cell.convert_to is None or cell.verdict is not None:
+            continue
+        options = conversion_options(cell)
+        key = (cell.model.sha256, cell.convert_to, repr(options))
+        if key not in done:
+            label = f"convert {cell.model.name} -> {cell.convert_to} ({cell.precision})"
+            try:
+                converter = get_converter(cell.convert_to)
+                artifact = cache.convert(
+                    converter, cell.model.path, cell.model.sha256, options, force=force
+                )
+            except ConversionError as exc:
+                status = _STATUS_OF_KIND.get(exc.kind, "failed")
+                done[key] = (status, exc.kind, exc.message)
+                report(f"{label}: {status}: {exc.message}")
+            else:
+                done[key] = artifact
+                if artifact.cached:
+                    report(f"{label}: cached")
+                else:
+                    converted += 1
+                    report(f"{label}: {artifact.manifest['time_s']:.2f} s")
+        outcome = done[key]
+        if isinstance(outcome, tuple):
+            cell.verdict = outcome
+        else:
+            cell.artifact = outcome
+    return converted

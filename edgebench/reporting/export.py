@@ -1,0 +1,72 @@
+"""Flat tables of records for pandas, spreadsheets and Parquet readers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from edgebench.errors import UserError
+from edgebench.results.records import Record
+
+# Raw arrays and nested detail stay in the JSON Lines file; the flat table keeps scalars.
+_NESTED = (
+    "samples_ns",
+    "warmup_samples_ns",
+    "outputs",
+    "device_info",
+    "inputs",
+    "telemetry",
+    "energy",
+    "output_check",
+    "artifact",
+    "native",
+)
+
+
+def records_frame(records: Sequence[Record]) -> pd.DataFrame:
+    rows = []
+    for record in records:
+        row = record.to_dict()
+        for key, value in (row.pop("latency_ms") or {}).items():
+            row[f"latency_ms_{key}"] = value
+        info = row.get("device_info") or {}
+        row["cpu_model"] = info.get("cpu_model")
+        row["kernel"] = info.get("kernel")
+        row["governor"] = ",".join(info.get("governors") or [])
+        row["inputs"] = ";".join(
+            f"{i['name']}={'x'.join(str(d) for d in i['shape'])}" for i in row.get("inputs") or []
+        )
+        row["cores_effective"] = ",".join(str(c) for c in row.get("cores_effective") or [])
+        row["warnings"] = " | ".join(row.get("warnings") or [])
+        row["energy_flags"] = " | ".join(row.get("energy_flags") or [])
+        check = row.get("output_check") or {}
+        for key in ("max_abs_diff", "rel_error", "cosine", "top1_agreement", "passed"):
+            row[f"output_{key}"] = check.get(key)
+        artifact = row.get("artifact") or {}
+        row["artifact_format"] = artifact.get("format")
+        row["artifact_converter_version"] = artifact.get("converter_version")
+        row["native_tool"] = (row.get("native") or {}).get("tool")
+        row["baseline_power_w"] = (row.get("energy") or {}).get("baseline_power_w")
+        for key in _NESTED:
+            if key != "inputs":
+                row.pop(key, None)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def export_run(records: Sequence[Record], target: Path, fmt: str) -> int:
+    frame = records_frame(records)
+    if fmt == "csv":
+        frame.to_csv(target, index=False)
+    elif fmt == "parquet":
+        try:
+            frame.to_parquet(target, index=False)
+        except ImportError as exc:
+            raise UserError(
+                "Parquet export needs pyarrow: pip install 'edgebench[parquet]'"
+            ) from exc
+    else:
+        raise UserError(f"unknown export format {fmt!r}; use csv or parquet")
+    return len(frame)

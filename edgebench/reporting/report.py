@@ -1,0 +1,129 @@
+"""Write a stored run as report files: HTML, Markdown (for a PR comment), CSV, Parquet, JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from edgebench.errors import UserError
+from edgebench.reporting.export import export_run
+from edgebench.reporting.html import (
+    _framework_order,
+    _group_key,
+    _group_title,
+    _status_word,
+    render_html,
+)
+from edgebench.reporting.matrix import METRICS
+from edgebench.results.records import Record
+from edgebench.results.store import RunDir
+
+FORMATS = ("html", "md", "csv", "parquet", "json")
+
+
+def _md_cell(text: str) -> str:
+    """Markdown table cells: no pipes, no newlines, no HTML tags."""
+    return (
+        " ".join(text.split())
+        .replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+    )
+
+
+def _fmt_ms(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    if value >= 0.01:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
+    """Per model a device x framework table of p50 (ms); ★ = best ok cell on the device."""
+    metric = METRICS["p50"]
+    frameworks = _framework_order(records)
+    groups: dict[tuple, list[Record]] = {}
+    for record in records:
+        groups.setdefault(_group_key(record), []).append(record)
+    lines = [f"### edgebench run `{_md_cell(run_id)}`" if run_id else "### edgebench run", ""]
+    if not records:
+        lines.append("No cells were recorded.")
+    for key, group in groups.items():
+        group_fw = [f for f in frameworks if any(r.framework == f for r in group)]
+        lines += [f"**{_md_cell(_group_title(key))}** — p50 latency (ms), ★ = best on device", ""]
+        lines.append("| device | " + " | ".join(_md_cell(f) for f in group_fw) + " |")
+        lines.append("|---|" + "---:|" * len(group_fw))
+        for device in dict.fromkeys(r.device for r in group):
+            cells = {r.framework: r for r in group if r.device == device}
+            values = {
+                f: v
+                for f, r in cells.items()
+                if r.status == "ok" and (v := metric.value(r)) is not None
+            }
+            best = min(values.values()) if len(values) > 1 else None
+            row = []
+            for framework in group_fw:
+                r = cells.get(framework)
+                if r is None:
+                    row.append("")
+                elif r.status != "ok":
+                    row.append(_md_cell(_status_word(r)))
+                elif framework in values:
+                    star = " ★" if values[framework] == best else ""
+                    row.append(_fmt_ms(values[framework]) + star)
+                else:
+                    row.append("-")
+            lines.append(f"| {_md_cell(device)} | " + " | ".join(row) + " |")
+        lines.append("")
+    problems = [r for r in records if r.status in ("failed", "mismatch")]
+    if problems:
+        lines += ["**Problems**", ""]
+        for r in problems:
+            reason = (
+                (r.error or r.status).strip().splitlines()[0]
+                if (r.error or "").strip()
+                else r.status
+            )
+            if len(reason) > 200:
+                reason = reason[:197] + "..."
+            lines.append(
+                f"- {_md_cell(r.device)} / {_md_cell(r.model)} / {_md_cell(r.framework)}: "
+                f"{r.status} — {_md_cell(reason)}"
+            )
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(run_dir: RunDir, formats: Sequence[str], out_dir: Path) -> list[Path]:
+    """Write ``<run_id>.<ext>`` into ``out_dir`` for each format; return the paths written."""
+    wanted = [f.strip().lower() for f in formats if f.strip()]
+    unknown = [f for f in wanted if f not in FORMATS]
+    if unknown or not wanted:
+        shown = ", ".join(repr(f) for f in unknown) or "none"
+        raise UserError(f"unknown report format {shown}; valid formats: {', '.join(FORMATS)}")
+    records = run_dir.current_records()
+    meta = run_dir.metadata()
+    run_id = run_dir.run_id
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create report dir {out_dir}: {exc.strerror}") from exc
+    written: list[Path] = []
+    for fmt in dict.fromkeys(wanted):
+        target = out_dir / f"{run_id}.{fmt}"
+        if fmt == "html":
+            target.write_text(render_html(records, {"run_id": run_id, **meta}), encoding="utf-8")
+        elif fmt == "md":
+            target.write_text(render_markdown(records, run_id), encoding="utf-8")
+        elif fmt in ("csv", "parquet"):
+            export_run(records, target, fmt)
+        else:
+            data = [r.to_dict() for r in records]
+            target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        written.append(target)
+    return written
