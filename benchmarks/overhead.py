@@ -21,8 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from adb_fixtures import connect_phone, disconnect_phone, start_adb_server  # noqa: E402
-from ssh_fixtures import start_sshd  # noqa: E402
+from fakes.adb_fixtures import connect_phone, disconnect_phone, start_adb_server  # noqa: E402
+from fakes.ssh_fixtures import start_sshd  # noqa: E402
 
 from edgebench.lab.device import Device, LocalDevice  # noqa: E402
 from edgebench.lab.device_lock import DeviceLockFile  # noqa: E402

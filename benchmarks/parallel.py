@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from adb_fixtures import connect_phone, disconnect_phone, start_adb_server  # noqa: E402
+from fakes.adb_fixtures import connect_phone, disconnect_phone, start_adb_server  # noqa: E402
 
 from conftest import save_conv_model  # noqa: E402
 

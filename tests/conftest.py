@@ -122,5 +122,5 @@ def corrupt_model(tmp_path: Path) -> Path:
 
 # Fixtures that start real peers on loopback, shared by every test module: pytest finds them
 # by their registered names (adb_server, emulated_phone, sshd, shared_sshd).
-from adb_fixtures import adb_server_fixture, emulated_phone_fixture  # noqa: E402, F401
-from ssh_fixtures import shared_sshd, sshd  # noqa: E402, F401
+from fakes.adb_fixtures import adb_server_fixture, emulated_phone_fixture  # noqa: E402, F401
+from fakes.ssh_fixtures import shared_sshd, sshd  # noqa: E402, F401

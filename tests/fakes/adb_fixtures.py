@@ -2,11 +2,11 @@
 
 Import them into a test module (or conftest) to use them::
 
-    from adb_fixtures import adb_server, emulated_phone  # noqa: F401, F811
+    from fakes.adb_fixtures import adb_server, emulated_phone  # noqa: F401, F811
 
 or, without anything for ruff to flag in the tests' signatures::
 
-    from adb_fixtures import adb_server_fixture, emulated_phone_fixture  # noqa: F401
+    from fakes.adb_fixtures import adb_server_fixture, emulated_phone_fixture  # noqa: F401
 
 ``adb_server`` (session scope) runs ``adb -P PORT nodaemon server`` as a child process with a
 private HOME (so ``~/.android/adbkey`` is written there); ``emulated_phone`` (function scope) starts
@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adb_emulator import AdbDeviceEmulator
+
+from fakes.adb_emulator import AdbDeviceEmulator
 
 log = logging.getLogger(__name__)
 

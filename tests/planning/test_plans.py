@@ -11,7 +11,7 @@ from edgebench.planning.plan_file import load_plan
 
 from conftest import save_conv_model
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "nightly.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "nightly.toml"
 
 
 def test_example_plan_loads():
@@ -67,7 +67,8 @@ def write_plan(folder: Path, model: Path) -> Path:
 
 
 def test_plan_gate_passes_unchanged_and_fails_an_injected_regression(run_cli, eb_env, tmp_path):
-    model = save_conv_model(tmp_path / "net.onnx", [1, 3, 48, 48], channels=8)
+    # Large enough (about 1 ms) that timer noise cannot pass for a 25% change.
+    model = save_conv_model(tmp_path / "net.onnx", [1, 3, 96, 96], channels=32)
     plan = write_plan(tmp_path, model)
     first = run_cli(["run", "--plan", str(plan)])
     assert first.returncode == 0, first.stderr
@@ -78,7 +79,7 @@ def test_plan_gate_passes_unchanged_and_fails_an_injected_regression(run_cli, eb
     assert "unchanged" in second.stdout
 
     # The "new build" is far slower: same model name and inputs, eight times the channels.
-    save_conv_model(model, [1, 3, 48, 48], channels=64)
+    save_conv_model(model, [1, 3, 96, 96], channels=256)
     junit = tmp_path / "gate.xml"
     third = run_cli(["run", "--plan", str(plan), "--junit", str(junit)])
     assert third.returncode == 1, third.stdout + third.stderr

@@ -4,35 +4,13 @@ import json
 import sys
 from pathlib import Path
 
+from fakes.labs import write_phone_and_board_lab, write_phone_lab
+
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.transports.adb import AdbTarget, AdbTransport
 from edgebench.lab.transports.base import TransportError
 
 QUICK = ["--warmup", "1", "--iterations", "5", "--min-time", "0"]
-
-
-def write_phone_lab(path: Path, phone, extra_lines: list[str] | None = None) -> Path:
-    lines = [
-        "[devices.emu-phone]",
-        'transport = "adb"',
-        f'serial = "{phone.serial}"',
-        f"adb_port = {phone.adb_port}",
-        f'python = "{sys.executable}"',
-        f'work_dir = "{phone.sandbox / "data" / "local" / "tmp" / "edgebench"}"',
-        *(extra_lines or []),
-    ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def write_phone_and_board_lab(folder: Path, phone, server) -> Path:
-    """One lab with the emulated phone (emu-phone) and the sshd board (ssh-box)."""
-    from test_devices_ssh import write_lab
-
-    board = write_lab(folder / "ssh.toml", server, folder / "box-wd")
-    lab = write_phone_lab(folder / "lab.toml", phone)
-    lab.write_text(lab.read_text() + "\n" + board.read_text())
-    return lab
 
 
 def transport_for(phone) -> AdbTransport:

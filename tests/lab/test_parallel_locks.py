@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from test_devices_adb import write_phone_and_board_lab
+from fakes.labs import write_phone_and_board_lab
 
 from edgebench.lab.host_lock import DeviceLock
 

@@ -106,7 +106,7 @@ def wait_for(condition, what: str, limit_s: float = 60.0):
 def test_second_interrupt_kills_the_cells_running_on_every_device(
     eb_env, shared_sshd, conv_model, tmp_path
 ):
-    from test_devices_ssh import write_lab
+    from fakes.labs import write_lab
 
     work_dir = tmp_path / "wd"
     lab = write_lab(tmp_path / "lab.toml", shared_sshd, work_dir)

@@ -10,10 +10,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ssh_fixtures import SshServer
-from tcp_relay import TcpRelay
-from test_devices_adb import write_phone_lab
-from test_devices_ssh import write_lab
+from fakes.labs import write_lab, write_phone_lab
+from fakes.ssh_fixtures import SshServer
+from fakes.tcp_relay import TcpRelay
 
 
 def descendants(pid: int) -> list[int]:

@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from adb_fixtures import connect_phone, disconnect_phone
-from test_devices_adb import write_phone_lab
+from fakes.adb_fixtures import connect_phone, disconnect_phone
+from fakes.labs import write_phone_lab
 
 VOLTAGE_UV = 4_000_000
 IDLE_UA = 100_000  # 0.4 W

@@ -1,35 +1,17 @@
 """Boards over SSH: a real sshd on 127.0.0.1 running the Python runner on this host."""
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from ssh_fixtures import SshServer
+from fakes.labs import write_lab
+from fakes.ssh_fixtures import SshServer
 
 from edgebench.errors import UserError
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.transports.ssh import SshTarget, SshTransport
 
 QUICK = ["--warmup", "1", "--iterations", "5", "--min-time", "0"]
-
-
-def write_lab(path: Path, server: SshServer, work_dir: Path, **extra: str) -> Path:
-    lines = [
-        "[devices.ssh-box]",
-        'transport = "ssh"',
-        f'host = "{server.host}"',
-        f"port = {server.port}",
-        f'user = "{server.user}"',
-        f'key = "{server.client_key}"',
-        f'known_hosts = "{extra.pop("known_hosts", server.known_hosts)}"',
-        f'python = "{sys.executable}"',
-        f'work_dir = "{work_dir}"',
-        'profile = "x86-generic"',
-    ]
-    lines += [f'{k} = "{v}"' for k, v in extra.items()]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def transport_for(server: SshServer, known_hosts: Path | None = None) -> SshTransport:

@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from adb_emulator import (
+from adbutils.errors import AdbError
+
+from fakes.adb_emulator import (
     A_CLSE,
     A_CNXN,
     A_OKAY,
@@ -25,8 +27,7 @@ from adb_emulator import (
     checksum,
     pack_message,
 )
-from adb_fixtures import AdbServer, EmulatedPhone, connect_phone, disconnect_phone
-from adbutils.errors import AdbError
+from fakes.adb_fixtures import AdbServer, EmulatedPhone, connect_phone, disconnect_phone
 
 MB = 1024 * 1024
 

@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_devices_adb import write_phone_lab
-from test_devices_ssh import write_lab
+from fakes.labs import write_lab, write_phone_lab
 
 from edgebench.errors import UserError
 from edgebench.lab.device_lock import LOCK_NAME, DeviceLockFile, LockUnavailable

@@ -1,0 +1,2 @@
+"""Real-protocol stand-ins for what cannot exist on this machine: an ADB device
+emulator, sshd fixtures, a TCP relay that can drop a link, and lab files that name them."""
