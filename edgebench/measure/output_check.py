@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from edgebench.lab.device import Device as RunnerHost
 
 #: Relative L2 error ||out - ref|| / ||ref|| allowed per precision.
-DEFAULT_TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2}
 
 
 @dataclass

@@ -20,7 +20,6 @@ from edgebench.analysis.sustained import summarize as summarize_sustained
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.native_tool import NativeRunError, run_native_cell
 from edgebench.measure.output_check import (
-    DEFAULT_TOLERANCE,
     OutputCheck,
     ReferenceOutputs,
     ReferenceUnavailable,
@@ -28,6 +27,7 @@ from edgebench.measure.output_check import (
     load_saved_outputs,
 )
 from edgebench.planning.cells import Cell
+from edgebench.planning.config import DEFAULT_TOLERANCE
 from edgebench.results.records import Record
 from edgebench.results.store import RunDir, utc_now
 

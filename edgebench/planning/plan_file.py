@@ -1,4 +1,13 @@
-"""Run plans for nightly runs: what to measure, and the thresholds that decide a regression."""
+"""Run plans for nightly runs: a TOML file that fills the run configuration.
+
+A plan's keys are the run configuration's settings (``edgebench.planning.config``), read
+through the same checkers as the command line: the top level names the plan, its lab and the
+devices, models and frameworks; ``[sweep]``, ``[timing]``, ``[telemetry]``, ``[checks]`` and
+``[thresholds]`` hold the rest. A plan decides the matrix: devices, threads, cores, precision
+and concurrency come from the plan (or their defaults), models and frameworks when it names
+them. Every other key it sets overrides the command line; keys it leaves out keep their
+command-line values.
+"""
 
 from __future__ import annotations
 
@@ -9,25 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import UserError
+from edgebench.planning.config import RunConfig, SettingSpec, assign, settings
 
 PLAN_SCHEMA = "edgebench.plan/1"
-_TOP = {
-    "schema",
-    "name",
-    "lab",
-    "devices",
-    "models",
-    "frameworks",
-    "sweep",
-    "timing",
-    "thresholds",
-    "telemetry",
-}
-_SWEEP = {"threads", "cores", "precision", "concurrency"}
-_TIMING = {"warmup", "iterations", "min_time", "max_time", "timeout"}
-_THRESHOLDS = {"min_effect", "alpha", "metric"}
-_METRICS = ("p50", "p90", "p95", "p99", "mean", "throughput", "energy", "memory")
-_TELEMETRY = {"energy_source", "baseline_s", "period_s", "cooldown_temp", "cooldown_max_wait"}
+#: Sweep settings a plan always decides (its value, else the default).
+DECIDED_BY_PLAN = ("devices", "threads", "cores", "precision", "concurrency")
 
 
 @dataclass(frozen=True)
@@ -35,18 +30,43 @@ class Plan:
     name: str
     path: Path
     lab: Path | None = None
-    devices: list[str] = field(default_factory=lambda: ["local"])
-    models: list[str] = field(default_factory=list)
-    frameworks: list[str] = field(default_factory=list)
-    threads: list[int] = field(default_factory=lambda: [1])
-    cores: list[str] = field(default_factory=lambda: ["all"])
-    precisions: list[str] = field(default_factory=lambda: ["fp32"])
-    concurrency: int = 1
-    timing: dict[str, float] = field(default_factory=dict)
-    min_effect: float = 0.05
-    alpha: float = 0.01
-    metric: str = "p50"
-    telemetry: dict[str, Any] = field(default_factory=dict)
+    #: (part, setting) -> checked value, for every key the plan file sets.
+    values: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def get(self, part: str, name: str, default: Any = None) -> Any:
+        return self.values.get((part, name), default)
+
+    @property
+    def models(self) -> list[str]:
+        return self.get("sweep", "models", [])
+
+    @property
+    def min_effect(self) -> float:
+        return self.get("thresholds", "min_effect", 0.05)
+
+    @property
+    def alpha(self) -> float:
+        return self.get("thresholds", "alpha", 0.01)
+
+    @property
+    def metric(self) -> str:
+        return self.get("thresholds", "metric", "p50")
+
+    def apply(self, config: RunConfig) -> RunConfig:
+        """Fill ``config`` (from the command line) with this plan; see the module doc."""
+        for spec in settings():
+            if spec.plan_key is None:
+                continue
+            if (spec.part, spec.name) in self.values:
+                setattr(getattr(config, spec.part), spec.name, self.values[spec.part, spec.name])
+            elif spec.part == "sweep" and spec.name in DECIDED_BY_PLAN:
+                default = spec.default
+                setattr(
+                    config.sweep, spec.name, list(default) if isinstance(default, list) else default
+                )
+        config.session.lab = self.lab or config.session.lab
+        config.plan_name = self.name
+        return config
 
 
 def _fail(path: Path, where: str, problem: str) -> UserError:
@@ -63,96 +83,59 @@ def _check_keys(path: Path, table: dict, known: set[str], where: str) -> None:
             )
 
 
-def _str_list(path: Path, value: Any, where: str) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise _fail(path, where, "must be a list of strings")
-    return list(value)
-
-
-def load_plan(path: Path) -> Plan:
+def _read_toml(path: Path) -> dict[str, Any]:
     if path.is_dir():
         raise UserError(f"plan {path}: is a folder; give the plan's .toml file")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"plan {path}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"plan {path}: cannot read it ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"plan {path.name}: not valid TOML ({exc})") from None
-    _check_keys(path, data, _TOP, "top level")
+
+
+def load_plan(path: Path) -> Plan:
+    data = _read_toml(path)
+    by_table: dict[str, dict[str, SettingSpec]] = {}
+    for spec in settings():
+        if spec.plan_table is not None and spec.plan_key is not None:
+            by_table.setdefault(spec.plan_table, {})[spec.plan_key] = spec
+    tables = sorted(t for t in by_table if t)
+    _check_keys(path, data, {"schema", "name", "lab", *by_table[""], *tables}, "top level")
     if data.get("schema", PLAN_SCHEMA) != PLAN_SCHEMA:
         raise _fail(path, "schema", f"{data['schema']!r} is not {PLAN_SCHEMA!r}")
     name = data.get("name") or path.stem
     if not isinstance(name, str):
         raise _fail(path, "name", "must be a string")
-    sweep = data.get("sweep", {})
-    timing = data.get("timing", {})
-    thresholds = data.get("thresholds", {})
-    telemetry = data.get("telemetry", {})
-    for table, known, where in (
-        (sweep, _SWEEP, "[sweep]"),
-        (timing, _TIMING, "[timing]"),
-        (thresholds, _THRESHOLDS, "[thresholds]"),
-        (telemetry, _TELEMETRY, "[telemetry]"),
-    ):
-        if not isinstance(table, dict):
+
+    scratch = RunConfig()
+    values: dict[tuple[str, str], Any] = {}
+    for table in ["", *tables]:
+        content = data if table == "" else data.get(table, {})
+        where = "top level" if table == "" else f"[{table}]"
+        if not isinstance(content, dict):
             raise _fail(path, where, "must be a table")
-        _check_keys(path, table, known, where)
-    threads = sweep.get("threads", [1])
-    threads = [threads] if isinstance(threads, int) else threads
-    if not isinstance(threads, list) or not all(
-        isinstance(t, int) and not isinstance(t, bool) and t >= 1 for t in threads
-    ):
-        raise _fail(path, "[sweep] threads", "must be whole numbers >= 1, e.g. [1, 4]")
-    for key, value in timing.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise _fail(path, f"[timing] {key}", "must be a number >= 0")
-    metric = thresholds.get("metric", "p50")
-    if metric not in _METRICS:
-        raise _fail(path, "[thresholds] metric", f"{metric!r} is not one of {', '.join(_METRICS)}")
-    if timing.get("iterations", 1) < 1:
-        raise _fail(path, "[timing] iterations", "must be at least 1")
-    min_effect = thresholds.get("min_effect", 0.05)
-    alpha = thresholds.get("alpha", 0.01)
-    if not isinstance(min_effect, (int, float)) or not 0 <= min_effect < 1:
-        raise _fail(path, "[thresholds] min_effect", "must be a fraction such as 0.05")
-    if not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise _fail(path, "[thresholds] alpha", "must be between 0 and 1, e.g. 0.01")
-    precisions = _str_list(path, sweep.get("precision", ["fp32"]), "[sweep] precision")
-    bad = [p for p in precisions if p not in ("fp32", "fp16")]
-    if bad:
-        raise _fail(path, "[sweep] precision", f"{bad[0]!r} is not fp32 or fp16")
-    lab = data.get("lab")
-    lab_path = None
-    if lab is not None:
-        if not isinstance(lab, str):
-            raise _fail(path, "lab", "must be a path")
-        try:
-            lab_path = Path(lab).expanduser()
-        except RuntimeError as exc:  # "~user" with no such user
-            raise _fail(path, "lab", f"cannot expand {lab!r} ({exc})") from None
-        if not lab_path.is_absolute():
-            lab_path = path.parent / lab_path
-    concurrency = sweep.get("concurrency", 1)
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise _fail(path, "[sweep] concurrency", "must be a whole number >= 1")
-    return Plan(
-        name=name,
-        path=path,
-        lab=lab_path,
-        devices=_str_list(path, data.get("devices", ["local"]), "devices"),
-        models=_str_list(path, data.get("models", []), "models"),
-        frameworks=_str_list(path, data.get("frameworks", []), "frameworks"),
-        threads=threads,
-        cores=_str_list(path, sweep.get("cores", ["all"]), "[sweep] cores"),
-        precisions=precisions,
-        concurrency=concurrency,
-        timing={k: float(v) for k, v in timing.items()},
-        min_effect=float(min_effect),
-        alpha=float(alpha),
-        metric=str(metric),
-        telemetry=dict(telemetry),
-    )
+        if table:
+            _check_keys(path, content, set(by_table[table]), where)
+        for key, spec in by_table[table].items():
+            if key not in content:
+                continue
+            label = key if table == "" else f"[{table}] {key}"
+            assign(scratch, spec, content[key], f"plan {path.name}: {label}")
+            values[spec.part, spec.name] = getattr(getattr(scratch, spec.part), spec.name)
+    return Plan(name=name, path=path, lab=_lab_path(path, data.get("lab")), values=values)
+
+
+def _lab_path(path: Path, lab: Any) -> Path | None:
+    """The plan's lab file; a relative path is relative to the plan."""
+    if lab is None:
+        return None
+    if not isinstance(lab, str):
+        raise _fail(path, "lab", "must be a path")
+    try:
+        lab_path = Path(lab).expanduser()
+    except RuntimeError as exc:  # "~user" with no such user
+        raise _fail(path, "lab", f"cannot expand {lab!r} ({exc})") from None
+    return lab_path if lab_path.is_absolute() else path.parent / lab_path

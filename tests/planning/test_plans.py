@@ -29,7 +29,7 @@ def test_example_plan_loads():
         ("[sweep]\nthreads = [0]\n", "[sweep] threads: must be whole numbers >= 1"),
         ("[sweep]\nprecision = ['int3']\n", "'int3' is not fp32 or fp16"),
         ("[thresholds]\nalpha = 2\n", "[thresholds] alpha: must be between 0 and 1"),
-        ("[timing]\niterations = -1\n", "[timing] iterations: must be a number >= 0"),
+        ("[timing]\niterations = -1\n", "[timing] iterations: must be a whole number >= 1"),
         ("devices = 3\n", "devices: must be a list of strings"),
     ],
 )
@@ -57,7 +57,7 @@ def write_plan(folder: Path, model: Path) -> Path:
                 "iterations = 150",
                 "min_time = 0",
                 "[thresholds]",
-                "min_effect = 0.25",  # generous: this test must never flake on a busy machine
+                "min_effect = 0.5",  # generous: this test must never flake on a busy machine
                 "alpha = 0.01",
             ]
         )
@@ -76,7 +76,9 @@ def test_plan_gate_passes_unchanged_and_fails_an_injected_regression(run_cli, eb
 
     second = run_cli(["run", "--plan", str(plan)])
     assert second.returncode == 0, second.stdout + second.stderr
-    assert "unchanged" in second.stdout
+    # The gate only fails on a regression: a shared machine may also run the same model faster.
+    assert "regressed" not in second.stdout
+    assert "unchanged" in second.stdout or "improved" in second.stdout
 
     # The "new build" is far slower: same model name and inputs, eight times the channels.
     save_conv_model(model, [1, 3, 96, 96], channels=256)

@@ -12,14 +12,13 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
 
 from edgebench import __version__
-from edgebench.cli_values import positive_ints, print_records, split_values
 from edgebench.converters import ArtifactCache
 from edgebench.errors import UserError
 from edgebench.lab.device import Device
@@ -42,6 +41,7 @@ from edgebench.planning.cells import (
     check_frameworks,
     resolve_inputs,
 )
+from edgebench.planning.config import RunConfig
 from edgebench.planning.modelref import ModelRef, parse_shape_overrides, resolve_models
 from edgebench.planning.plan_file import Plan, load_plan
 from edgebench.planning.prepare import prepare_cells
@@ -60,51 +60,8 @@ LEASE_MARGIN_S = 300.0
 
 
 @dataclass
-class RunOptions:
-    """Every option of `edgebench run`, as click parsed them."""
-
-    devices: tuple[str, ...]
-    plan_path: Path | None
-    junit: Path | None
-    rounds: int | None
-    target_ci: float | None
-    no_wait: bool
-    resume_ref: str | None
-    lab_path: Path | None
-    models: tuple[str, ...]
-    frameworks: tuple[str, ...]
-    threads: tuple[str, ...]
-    cores: tuple[str, ...]
-    precision: str
-    warmup: int
-    iterations: int
-    min_time: float
-    max_time: float
-    concurrency: int
-    shape: tuple[str, ...]
-    timeout: float
-    seed: int
-    reference: Path | None
-    tolerance: float
-    tolerance_fp16: float
-    force_convert: bool
-    energy_source: str | None
-    baseline_s: float
-    telemetry_period: float
-    sync_marker: str | None
-    cooldown_temp: float | None
-    cooldown_max_wait: float
-    set_governor: str | None
-    sustained: float | None
-    temp_limit: float | None
-    results_dir: Path | None
-    output_format: str
-    metric: str
-
-
-@dataclass
 class Matrix:
-    """What the options resolve to before any device is measured."""
+    """What the configuration resolves to before any device is measured."""
 
     model_refs: list[ModelRef]
     framework_names: list[str]
@@ -114,20 +71,19 @@ class Matrix:
     timing: Timing
 
 
-def run_matrix(opts: RunOptions) -> int:
-    """Measure, store and print; the exit code is 1 when a cell failed or regressed."""
+def run_session(config: RunConfig, show: Callable[[list[Record], str, str], None]) -> int:
+    """Measure, store and print (``show`` prints the records); the exit code is 1 when a cell
+    failed or regressed."""
     progress = LineProgress()
-    plan = load_plan(opts.plan_path) if opts.plan_path else None
+    plan = load_plan(config.session.plan) if config.session.plan else None
     if plan is not None:
-        opts = _with_plan(opts, plan)
-    elif opts.junit is not None:
+        config = plan.apply(config)
+    elif config.output.junit is not None:
         raise UserError("--junit needs --plan (it reports the comparison with the baseline)")
-    matrix = _resolve_matrix(opts, plan)
-    model_inputs = resolve_inputs(matrix.model_refs, parse_shape_overrides(opts.shape))
-    if opts.devices and not split_values(opts.devices):
-        raise UserError("--devices is empty; name at least one device (e.g. --devices local)")
-    device_list = resolve_devices(split_values(opts.devices) or ["local"], load_lab(opts.lab_path))
-    _connect_devices(device_list, opts, progress)
+    matrix = _resolve_matrix(config)
+    model_inputs = resolve_inputs(matrix.model_refs, parse_shape_overrides(config.sweep.shape))
+    device_list = resolve_devices(config.sweep.devices or ["local"], load_lab(config.session.lab))
+    _connect_devices(device_list, config, progress)
     cells = [
         cell
         for one_precision in matrix.precisions
@@ -138,23 +94,23 @@ def run_matrix(opts: RunOptions) -> int:
             inputs=model_inputs,
             threads=matrix.thread_counts,
             cores=matrix.core_selections,
-            concurrency=opts.concurrency,
+            concurrency=config.sweep.concurrency,
             precision=one_precision,
             timing=matrix.timing,
-            telemetry=_telemetry(opts),
+            telemetry=_telemetry(config),
         )
     ]
     conversions = prepare_cells(
         cells,
         ArtifactCache(cache_dir() / "artifacts"),
-        force=opts.force_convert,
+        force=config.checks.force_convert,
         report=lambda line: progress.message(f"  {line}"),
     )
     progress.message(
         f"conversions: {conversions} run, "
         f"{sum(1 for c in cells if c.artifact is not None and c.artifact.cached)} cells from cache"
     )
-    rounds = opts.rounds
+    rounds = config.timing.rounds
     if rounds is None:
         rounds = auto_rounds(cells)
         if rounds > 1:
@@ -162,11 +118,11 @@ def run_matrix(opts: RunOptions) -> int:
                 f"interleaving: {rounds} rounds per cell, since frameworks share a device "
                 "(--rounds 1 turns it off)"
             )
-    cells = _lock_devices(device_list, cells, wait=not opts.no_wait, progress=progress)
-    store = ResultsStore(opts.results_dir or default_results_dir())
+    cells = _lock_devices(device_list, cells, wait=not config.session.no_wait, progress=progress)
+    store = ResultsStore(config.output.results_dir or default_results_dir())
     earlier: list[Record] = []
-    if opts.resume_ref:
-        run_dir = store.open(opts.resume_ref)
+    if config.session.resume:
+        run_dir = store.open(config.session.resume)
         earlier = run_dir.current_records()
         remaining = pending_cells(cells, earlier)
         progress.message(
@@ -179,14 +135,16 @@ def run_matrix(opts: RunOptions) -> int:
         cells = remaining
         run_dir.update_metadata(status="running", resumed_at=utc_now())
     else:
-        run_dir = store.create_run(_run_metadata(opts, plan, matrix, rounds, device_list))
-    records = _measure(opts, run_dir, cells, device_list, rounds, progress)
+        run_dir = store.create_run(_run_metadata(config, plan, matrix, rounds, device_list))
+    records = _measure(config, run_dir, cells, device_list, rounds, progress)
     records = earlier + records
-    print_records(records, opts.output_format, opts.metric)
+    show(records, config.output.format, config.output.metric)
     failed = any(r.status in ("failed", "mismatch") for r in records)
     regressed = False
     if plan is not None:
-        regressed = _compare_with_baseline(plan, store, run_dir, records, opts.junit, progress)
+        regressed = _compare_with_baseline(
+            config, store, run_dir, records, config.output.junit, progress
+        )
     run_dir.update_metadata(
         status="complete", finished_at=utc_now(), good=not failed and not regressed
     )
@@ -194,75 +152,57 @@ def run_matrix(opts: RunOptions) -> int:
     return 1 if failed or regressed else 0
 
 
-def _with_plan(opts: RunOptions, plan: Plan) -> RunOptions:
-    """The plan decides the matrix; options it leaves out keep their command-line values."""
-    timing, telemetry = plan.timing, plan.telemetry
-    return replace(
-        opts,
-        devices=tuple(plan.devices),
-        lab_path=plan.lab or opts.lab_path,
-        models=tuple(plan.models) or opts.models,
-        frameworks=tuple(plan.frameworks) or opts.frameworks,
-        threads=tuple(str(t) for t in plan.threads),
-        cores=tuple(plan.cores),
-        concurrency=plan.concurrency,
-        warmup=int(timing.get("warmup", opts.warmup)),
-        iterations=int(timing.get("iterations", opts.iterations)),
-        min_time=timing.get("min_time", opts.min_time),
-        max_time=timing.get("max_time", opts.max_time),
-        timeout=timing.get("timeout", opts.timeout),
-        energy_source=telemetry.get("energy_source", opts.energy_source),
-        baseline_s=float(telemetry.get("baseline_s", opts.baseline_s)),
-    )
-
-
-def _resolve_matrix(opts: RunOptions, plan: Plan | None) -> Matrix:
+def _resolve_matrix(config: RunConfig) -> Matrix:
+    t = config.timing
     timing = Timing(
-        opts.warmup,
-        opts.iterations,
-        opts.min_time,
-        opts.max_time,
-        opts.timeout,
-        max_iterations=max(100_000, opts.iterations),
-        target_ci=opts.target_ci / 100 if opts.target_ci else None,
+        t.warmup,
+        t.iterations,
+        t.min_time,
+        t.max_time,
+        t.timeout,
+        max_iterations=max(100_000, t.iterations),
+        target_ci=t.target_ci / 100 if t.target_ci else None,
     )
-    if opts.sustained:
+    if t.sustained:
         # One long continuous window per cell: the way an app session loads the phone.
-        s = opts.sustained
-        timing = Timing(opts.warmup, 1, s, s + 1.0, opts.timeout + s, True, SUSTAINED_MAX_SAMPLES)
+        s = t.sustained
+        timing = Timing(t.warmup, 1, s, s + 1.0, t.timeout + s, True, SUSTAINED_MAX_SAMPLES)
+    sweep = config.sweep
     return Matrix(
         model_refs=resolve_models(
-            split_values(opts.models) or list(BUILTIN_MODELS), cache_dir(), opts.reference
+            sweep.models or list(BUILTIN_MODELS), cache_dir(), config.checks.reference
         ),
-        framework_names=check_frameworks(split_values(opts.frameworks) or DEFAULT_FRAMEWORKS),
-        thread_counts=positive_ints(opts.threads, "--threads"),
-        # Commas belong to the cpu-list syntax (0,2), so sweeping cores means repeating --cores.
-        core_selections=list(dict.fromkeys(c.strip() for c in opts.cores if c.strip())) or ["all"],
-        precisions=plan.precisions if plan is not None else [opts.precision],
+        framework_names=check_frameworks(sweep.frameworks or DEFAULT_FRAMEWORKS),
+        thread_counts=sweep.threads,
+        core_selections=sweep.cores or ["all"],
+        precisions=sweep.precision,
         timing=timing,
     )
 
 
-def _telemetry(opts: RunOptions) -> TelemetrySettings:
+def _telemetry(config: RunConfig) -> TelemetrySettings:
+    t = config.telemetry
     return TelemetrySettings(
-        energy_source=opts.energy_source,
-        period_s=opts.telemetry_period,
-        baseline_s=opts.baseline_s,
-        sync_marker=opts.sync_marker,
-        temp_limit_c=opts.temp_limit,
-        cooldown_temp_c=opts.cooldown_temp,
-        cooldown_max_wait_s=opts.cooldown_max_wait,
-        set_governor=opts.set_governor,
+        energy_source=t.energy_source,
+        period_s=t.period_s,
+        baseline_s=t.baseline_s,
+        sync_marker=t.sync_marker,
+        temp_limit_c=t.temp_limit,
+        cooldown_temp_c=t.cooldown_temp,
+        cooldown_max_wait_s=t.cooldown_max_wait,
+        set_governor=t.set_governor,
     )
 
 
-def _connect_devices(device_list: list[Device], opts: RunOptions, progress: LineProgress) -> None:
+def _connect_devices(device_list: list[Device], config: RunConfig, progress: LineProgress) -> None:
     """Host-side locks first (held until exit), then each device probed; an unreachable one
     keeps a reason, and its cells are failed with it."""
     for device in device_list:
         # Held until this process exits (the kernel releases flocks then, even on a crash).
         lock = DeviceLock(device.name, device.transport.describe())
-        lock.acquire(wait=not opts.no_wait, report=progress.message, timeout_s=LOCK_WAIT_S)
+        lock.acquire(
+            wait=not config.session.no_wait, report=progress.message, timeout_s=LOCK_WAIT_S
+        )
         _HELD_LOCKS.append(lock)
     for device in device_list:
         progress.message(f"device {device.name}: connecting ({device.transport.describe()})")
@@ -313,7 +253,7 @@ def _lock_devices(
 
 
 def _run_metadata(
-    opts: RunOptions,
+    config: RunConfig,
     plan: Plan | None,
     matrix: Matrix,
     rounds: int,
@@ -324,7 +264,7 @@ def _run_metadata(
         "argv": sys.argv[1:],
         "status": "running",
         "plan": plan.name if plan else None,
-        "lab": str(opts.lab_path) if opts.lab_path else None,
+        "lab": str(config.session.lab) if config.session.lab else None,
         "git_sha": git_sha(),
         "options": {
             "models": [m.source for m in matrix.model_refs],
@@ -332,11 +272,12 @@ def _run_metadata(
             "threads": matrix.thread_counts,
             "cores": matrix.core_selections,
             "precision": matrix.precisions,
-            "concurrency": opts.concurrency,
+            "concurrency": config.sweep.concurrency,
             "rounds": rounds,
-            "seed": opts.seed,
+            "seed": config.checks.seed,
             "timing": matrix.timing.__dict__,
         },
+        "config": config.as_dict(),
         "models": {
             m.name: {"source": m.source, "sha256": m.sha256, "error": m.error}
             for m in matrix.model_refs
@@ -349,7 +290,7 @@ def _run_metadata(
 
 
 def _measure(
-    opts: RunOptions,
+    config: RunConfig,
     run_dir: RunDir,
     cells: list[Cell],
     device_list: list[Device],
@@ -385,9 +326,7 @@ def _measure(
     # Announced only once Ctrl-C is handled: from here a first Ctrl-C finishes the cell.
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
     try:
-        checks = CheckSettings(
-            tolerance={"fp32": opts.tolerance, "fp16": opts.tolerance_fp16}, seed=opts.seed
-        )
+        checks = CheckSettings(tolerance=config.checks.tolerances(), seed=config.checks.seed)
         records = execute_cells(cells, run_dir, progress, checks, stop, rounds)
     except KeyboardInterrupt:
         run_dir.update_metadata(status="interrupted", finished_at=utc_now())
@@ -412,7 +351,7 @@ def _abort_devices(devices: Sequence[Device]) -> None:
 
 
 def _compare_with_baseline(
-    plan: Plan,
+    config: RunConfig,
     store: ResultsStore,
     run_dir: RunDir,
     records: list[Record],
@@ -420,20 +359,19 @@ def _compare_with_baseline(
     progress: LineProgress,
 ) -> bool:
     """Compare with the last good run of the same plan; True when a cell regressed."""
+    name = config.plan_name
     baseline = next(
         (
             r
             for r in reversed(store.runs())
             if r.run_id != run_dir.run_id
-            and r.metadata().get("plan") == plan.name
+            and r.metadata().get("plan") == name
             and r.metadata().get("good")
         ),
         None,
     )
     if baseline is None:
-        progress.message(
-            f"plan {plan.name}: no earlier good run to compare with; this is the baseline"
-        )
+        progress.message(f"plan {name}: no earlier good run to compare with; this is the baseline")
         return False
     from edgebench.analysis.compare import (
         any_regression,
@@ -445,14 +383,14 @@ def _compare_with_baseline(
     verdicts = compare_runs(
         baseline.records(),
         records,
-        min_effect=plan.min_effect,
-        alpha=plan.alpha,
-        metric=plan.metric,
+        min_effect=config.thresholds.min_effect,
+        alpha=config.thresholds.alpha,
+        metric=config.thresholds.metric,
     )
-    progress.message(f"plan {plan.name}: compared with {baseline.run_id}")
+    progress.message(f"plan {name}: compared with {baseline.run_id}")
     click.echo(format_comparison(verdicts))
     if junit is not None:
-        junit.write_text(junit_xml(verdicts, f"edgebench.{plan.name}"))
+        junit.write_text(junit_xml(verdicts, f"edgebench.{name}"))
         progress.message(f"JUnit XML: {junit}")
     run_dir.update_metadata(baseline=baseline.run_id)
     return any_regression(verdicts)

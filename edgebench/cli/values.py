@@ -6,7 +6,6 @@ import json
 
 import click
 
-from edgebench.errors import UserError
 from edgebench.reporting.matrix import format_details, format_matrix
 from edgebench.results.records import Record
 
@@ -18,16 +17,6 @@ def split_values(values: tuple[str, ...] | str | None) -> list[str]:
     if isinstance(values, str):
         values = (values,)
     return [item.strip() for value in values for item in value.split(",") if item.strip()]
-
-
-def positive_ints(values: tuple[str, ...], option: str) -> list[int]:
-    try:
-        numbers = [int(v) for v in split_values(values)]
-    except ValueError as exc:
-        raise UserError(f"{option} takes whole numbers, e.g. {option} 1,4") from exc
-    if not numbers or any(n < 1 for n in numbers):
-        raise UserError(f"{option} must be 1 or more")
-    return numbers
 
 
 def print_records(records: list[Record], output_format: str, metric: str) -> None:

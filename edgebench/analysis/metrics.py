@@ -1,0 +1,74 @@
+"""The metrics registry: every figure edgebench can show, compare or rank frameworks by.
+
+One entry per metric: its name on the command line and in plan files, its label and unit,
+whether lower is better, the quantile it takes from raw samples (latency metrics), and how it
+is read from a stored record. The matrix, compare, recommend, history and plan files all look
+metrics up here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgebench.results.records import Record
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    label: str
+    unit: str
+    lower_is_better: bool
+    #: Reads the stored value from a record (None when the record has none).
+    stored: Callable[[Record], float | None]
+    #: Latency metrics: the quantile of the raw samples (None: the mean). Others: not sampled.
+    quantile: float | None = None
+    sampled: bool = False
+
+    def value(self, record: Record) -> float | None:
+        """The stored figure, recomputed from the raw samples when the record lacks it."""
+        stored = self.stored(record)
+        if stored is not None:
+            return float(stored)
+        if self.sampled and record.samples_ns:
+            ms = np.asarray(record.samples_ns, dtype=np.float64) / 1e6
+            return float(np.mean(ms) if self.quantile is None else np.quantile(ms, self.quantile))
+        return None
+
+
+def _latency(key: str) -> Callable[[Record], float | None]:
+    return lambda r: (r.latency_ms or {}).get(key)
+
+
+def _latency_metric(key: str, quantile: float | None, label: str) -> Metric:
+    return Metric(key, label, "ms", True, _latency(key), quantile, sampled=True)
+
+
+METRICS: dict[str, Metric] = {
+    "p50": _latency_metric("p50", 0.50, "p50 latency"),
+    "p90": _latency_metric("p90", 0.90, "p90 latency"),
+    "p95": _latency_metric("p95", 0.95, "p95 latency"),
+    "p99": _latency_metric("p99", 0.99, "p99 latency"),
+    "mean": _latency_metric("mean", None, "mean latency"),
+    "throughput": Metric("throughput", "throughput", "inf/s", False, lambda r: r.throughput_ips),
+    "memory": Metric("memory", "peak RSS", "MB", True, lambda r: r.peak_rss_mb),
+    "energy": Metric("energy", "energy per inference", "mJ", True, lambda r: r.energy_mj_per_inf),
+}
+
+#: Metrics a regression can be judged on (all of them: latency ones on the raw samples).
+REGRESSION_METRICS = tuple(METRICS)
+
+
+def get_metric(name: str) -> Metric:
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise ValueError(f"unknown metric {name!r}; one of {', '.join(METRICS)}") from None
+
+
+def metric_value(record: Record, name: str) -> float | None:
+    """One number for a record: latency metrics in ms, others in their own unit."""
+    return get_metric(name).value(record)

@@ -1,0 +1,71 @@
+"""The `edgebench` command group, the options several commands share, and ``main``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from edgebench import __version__
+from edgebench.analysis.metrics import METRICS
+from edgebench.errors import UserError
+
+lab_option = click.option(
+    "--lab",
+    "lab_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Lab inventory TOML [default: $EDGEBENCH_LAB, then ~/.config/edgebench/lab.toml].",
+)
+results_dir_option = click.option(
+    "--results-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where runs are stored [default: $EDGEBENCH_RESULTS or ~/.local/share/edgebench/runs].",
+)
+metric_option = click.option(
+    "--metric",
+    type=click.Choice(list(METRICS)),
+    default="p50",
+    show_default=True,
+    help="What the matrix shows.",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="edgebench")
+@click.option("-v", "--verbose", is_flag=True, help="Log what edgebench does.")
+def cli(verbose: bool) -> None:
+    """Compare on-device inference frameworks with numbers you can trust."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="edgebench: %(message)s",
+        stream=sys.stderr,
+    )
+    # paramiko logs its own tracebacks (e.g. a banner read cut short by a dropped link) from
+    # its transport thread; edgebench reports those failures itself, in one line.
+    logging.getLogger("paramiko").setLevel(logging.WARNING if verbose else logging.CRITICAL)
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=False)
+    except UserError as exc:
+        click.echo(f"edgebench: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("edgebench: aborted", err=True)
+        sys.exit(130)
+    except click.UsageError as exc:
+        # One line, like every other user error (click's default is a usage block).
+        message = " ".join(exc.format_message().split())
+        command = exc.ctx.command_path if exc.ctx else "edgebench"
+        click.echo(f"edgebench: error: {message} (see `{command} --help`)", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        click.echo(f"edgebench: error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

@@ -1,0 +1,82 @@
+"""Commands about the lab: devices (live status and probed facts) and clean."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from edgebench.cli.app import cli, lab_option
+from edgebench.cli.values import split_values
+from edgebench.lab.cores import format_cpu_list
+from edgebench.lab.inventory import LOCAL, probe_device, resolve_devices
+from edgebench.lab.lab_file import load_lab
+from edgebench.lab.profiles import compare_clusters
+from edgebench.lab.transports.base import TransportError
+
+
+@cli.command(name="devices")
+@lab_option
+@click.option("--devices", "names", multiple=True, help="Only these devices [default: all].")
+def devices_cmd(lab_path: Path | None, names: tuple[str, ...]) -> None:
+    """The lab's devices with live status and what was probed on each."""
+    lab = load_lab(lab_path)
+    wanted = split_values(names) or [LOCAL, *lab.devices]
+    click.echo(f"lab: {lab.path or 'none found (only the local device)'}")
+    for device in resolve_devices(wanted, lab):
+        problem = probe_device(device)
+        click.echo(f"\n{device.name}  [{device.transport.describe()}]  ", nl=False)
+        if problem:
+            click.echo("OFFLINE")
+            click.echo(f"  {problem}")
+            continue
+        click.echo("online")
+        for line in describe_facts(device):
+            click.echo(f"  {line}")
+
+
+def describe_facts(device) -> list[str]:
+    facts = device.facts()
+    freq = facts.max_freq_khz
+    clusters = ", ".join(
+        f"{name} {format_cpu_list(cpus)}"
+        + (f" @{freq[cpus[0]] / 1000:.0f} MHz" if cpus and cpus[0] in freq else "")
+        for name, cpus in facts.clusters.items()
+    )
+    available = [n for n, info in facts.frameworks.items() if info.get("available")]
+    lines = [
+        f"model: {facts.model or '?'}   soc: {facts.soc or '?'}   os: "
+        f"{facts.os_version or facts.os or '?'}   kernel: {facts.kernel or '?'}",
+        f"cpu: {facts.cpu_model or '?'}, cpus {format_cpu_list(facts.cpus) or '?'}; "
+        f"clusters detected: {clusters or 'one (all cores equal)'}",
+        f"governor: {', '.join(facts.governors) or 'unknown'}",
+        f"python: {facts.python or 'not usable: ' + (facts.probe_error or '?')}; "
+        f"frameworks: {', '.join(available) or 'none'}",
+    ]
+    if device.profile is not None:
+        lines.append(f"profile: {device.profile_name}")
+        differences = compare_clusters(
+            device.profile, facts.clusters, max_freq_khz=facts.max_freq_khz
+        )
+        lines += [f"  differs from profile: {d}" for d in differences] or [
+            "  clusters match the profile"
+        ]
+    return lines
+
+
+@cli.command()
+@lab_option
+@click.option("--devices", "names", multiple=True, required=True, help="Devices to clean.")
+def clean(lab_path: Path | None, names: tuple[str, ...]) -> None:
+    """Remove the runner, models and outputs edgebench put on devices."""
+    lab = load_lab(lab_path)
+    failures = 0
+    for device in resolve_devices(split_values(names), lab):
+        try:
+            click.echo(f"{device.name}: {device.clean()}")
+        except TransportError as exc:
+            failures += 1
+            click.echo(f"{device.name}: not cleaned: {exc}", err=True)
+    if failures:
+        sys.exit(1)

@@ -1,0 +1,240 @@
+"""Commands that read stored runs: show, report, compare, recommend, history, export."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from edgebench.cli.app import cli, metric_option, results_dir_option
+from edgebench.cli.values import print_records, split_values
+from edgebench.errors import UserError
+from edgebench.paths import default_results_dir
+from edgebench.results.store import ResultsStore
+
+
+@cli.command()
+@click.argument("run_ref", required=False)
+@results_dir_option
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "jsonl"]),
+    default="table",
+    show_default=True,
+)
+@metric_option
+def show(run_ref: str | None, results_dir: Path | None, output_format: str, metric: str) -> None:
+    """Print a stored run's matrix (RUN: id, id prefix, folder, or latest)."""
+    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    records = run_dir.current_records()
+    meta = run_dir.metadata()
+    if output_format == "table":
+        click.echo(
+            f"run {run_dir.run_id} ({meta.get('status', 'unknown')}, "
+            f"{len(records)} cells, edgebench {meta.get('edgebench_version', '?')})"
+        )
+    if not records:
+        click.echo("no finished cells in this run")
+        return
+    print_records(records, output_format, metric)
+
+
+@cli.command()
+@click.argument("run_ref", required=False)
+@results_dir_option
+@click.option(
+    "--format",
+    "formats",
+    default="html,md,csv",
+    show_default=True,
+    help="Comma-separated: html, md, csv, parquet, json.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports"),
+    show_default=True,
+    help="Folder for the report files.",
+)
+def report(run_ref: str | None, results_dir: Path | None, formats: str, out: Path) -> None:
+    """Write a stored run as a self-contained HTML page, Markdown, CSV, Parquet or JSON."""
+    from edgebench.reporting.report import write_report
+
+    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    out.mkdir(parents=True, exist_ok=True)
+    for path in write_report(run_dir, split_values(formats), out):
+        click.echo(str(path))
+
+
+@cli.command()
+@click.argument("base_ref")
+@click.argument("new_ref")
+@results_dir_option
+@click.option("--metric", default="p50", show_default=True, help="p50, throughput, energy, memory.")
+@click.option(
+    "--min-effect",
+    type=click.FloatRange(min=0, max=1),
+    default=0.05,
+    show_default=True,
+    help="Smallest relative change that counts.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=0.01,
+    show_default=True,
+    help="Significance level of the Mann-Whitney U test on the raw samples.",
+)
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the verdicts as JUnit XML.",
+)
+def compare(
+    base_ref: str,
+    new_ref: str,
+    results_dir: Path | None,
+    metric: str,
+    min_effect: float,
+    alpha: float,
+    junit: Path | None,
+) -> None:
+    """Per-cell verdicts between two stored runs; exit 1 when anything regressed."""
+    from edgebench.analysis.compare import (
+        any_regression,
+        compare_runs,
+        format_comparison,
+        junit_xml,
+    )
+
+    store = ResultsStore(results_dir or default_results_dir())
+    base, new = store.open(base_ref), store.open(new_ref)
+    verdicts = compare_runs(
+        base.current_records(),
+        new.current_records(),
+        min_effect=min_effect,
+        alpha=alpha,
+        metric=metric,
+    )
+    click.echo(f"base {base.run_id} -> new {new.run_id}")
+    click.echo(format_comparison(verdicts))
+    if junit is not None:
+        junit.write_text(junit_xml(verdicts, "edgebench.compare"))
+    if any_regression(verdicts):
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--devices", "names", required=True, help="Devices the app must run on, e.g. A,B,C.")
+@click.option("--model", required=True, help="Model name as stored in the run.")
+@click.option(
+    "--metric",
+    type=click.Choice(["p50", "p99", "throughput", "energy", "memory"]),
+    default="p50",
+    show_default=True,
+)
+@click.option("--budget-ms", type=float, default=None, help="Latency budget per inference.")
+@click.option("--run", "run_ref", default=None, help="Stored run to decide from [default: newest].")
+@results_dir_option
+def recommend(
+    names: str,
+    model: str,
+    metric: str,
+    budget_ms: float | None,
+    run_ref: str | None,
+    results_dir: Path | None,
+) -> None:
+    """Which framework to ship for a list of devices, with the reasoning."""
+    from edgebench.analysis.recommend import format_recommendation
+    from edgebench.analysis.recommend import recommend as choose
+
+    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    result = choose(
+        run_dir.current_records(), split_values(names), model, metric=metric, budget_ms=budget_ms
+    )
+    click.echo(f"from run {run_dir.run_id}")
+    click.echo(format_recommendation(result))
+
+
+@cli.command(name="history")
+@click.option("--device", default=None)
+@click.option("--model", default=None)
+@click.option("--framework", default=None)
+@click.option("--metric", default="p50", show_default=True)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="SVG file for the trend [default: reports/history-DEVICE-MODEL-FRAMEWORK.svg].",
+)
+@results_dir_option
+def history_cmd(
+    device: str | None,
+    model: str | None,
+    framework: str | None,
+    metric: str,
+    plot: Path | None,
+    results_dir: Path | None,
+) -> None:
+    """The stored runs (date, git sha, lab, plan), or one cell's trend across them."""
+    from edgebench.analysis.history import build_index, format_history, history, plot_history
+
+    store = ResultsStore(results_dir or default_results_dir())
+    if not (device or model or framework):
+        rows = [
+            (
+                r.run_id,
+                (r.created_at or "-")[:19],
+                (r.git_sha or "-")[:10],
+                r.plan or "-",
+                r.lab_path or "-",
+                ",".join(r.devices) or "-",
+                str(r.n_records),
+                r.status or "-",
+            )
+            for r in build_index(store)
+        ]
+        header = ("run", "created", "git", "plan", "lab", "devices", "cells", "status")
+        widths = [max(len(x[i]) for x in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        return
+    if not (device and model and framework):
+        raise UserError("history of one cell needs --device, --model and --framework together")
+    points = history(store, device, model, framework, metric=metric)
+    click.echo(format_history(points))
+    target = plot or Path("reports") / f"history-{device}-{model}-{framework}.svg"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    plot_history(points, target)
+    click.echo(f"plot: {target}")
+
+
+@cli.command(name="export")
+@click.argument("run_ref", required=False)
+@results_dir_option
+@click.option(
+    "--format",
+    "export_format",
+    type=click.Choice(["csv", "parquet"]),
+    default="csv",
+    show_default=True,
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Output file [default: RUN.csv / RUN.parquet in the current folder].",
+)
+def export_cmd(
+    run_ref: str | None, results_dir: Path | None, export_format: str, out: Path | None
+) -> None:
+    """Write a stored run as a flat table for pandas/spreadsheets."""
+    from edgebench.reporting.export import export_run
+
+    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    target = out or Path(f"{run_dir.run_id}.{export_format}")
+    rows = export_run(run_dir.current_records(), target, export_format)
+    click.echo(f"wrote {rows} rows to {target}")

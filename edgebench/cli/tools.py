@@ -1,0 +1,134 @@
+"""Commands around models and converters: convert, toolchains, models."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import onnx
+
+from edgebench.cli.app import cli
+from edgebench.cli.values import split_values
+from edgebench.converters import (
+    CONVERTERS,
+    ArtifactCache,
+    ConversionError,
+    ConversionOptions,
+    get_converter,
+)
+from edgebench.errors import UserError
+from edgebench.models import BUILTIN_MODELS, builtin_model_path, summarize_model
+from edgebench.paths import cache_dir
+from edgebench.planning.modelref import input_shapes, parse_shape_overrides, resolve_models
+
+
+@cli.command()
+@click.argument("model")
+@click.option(
+    "--to", "targets", default=",".join(CONVERTERS), show_default=True, help="Formats to produce."
+)
+@click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True)
+@click.option(
+    "--shape",
+    multiple=True,
+    help="Input shape for dynamic models: 1,3,640,640 or name=1,3,640,640.",
+)
+@click.option("--force", is_flag=True, help="Reconvert even when the cache has the artifact.")
+def convert(model: str, targets: str, precision: str, shape: tuple[str, ...], force: bool) -> None:
+    """Convert MODEL (built-in name or .onnx path) to other formats, through the cache."""
+    formats = split_values(targets)
+    unknown = [f for f in formats if f not in CONVERTERS]
+    if unknown or not formats:
+        raise UserError(f"--to {targets}: choose from {', '.join(CONVERTERS)}")
+    (ref,) = resolve_models([model], cache_dir())
+    if ref.error:
+        raise UserError(ref.error)
+    if ref.format != "onnx":
+        raise UserError(f"{model} is already a {ref.format} model; convert takes an ONNX model")
+    inputs = input_shapes(ref, parse_shape_overrides(shape))
+    options = ConversionOptions(
+        precision=precision, input_shapes={i["name"]: list(i["shape"]) for i in inputs}
+    )
+    cache = ArtifactCache(cache_dir() / "artifacts")
+    failures = 0
+    for fmt in formats:
+        try:
+            artifact = cache.convert(get_converter(fmt), ref.path, ref.sha256, options, force=force)
+        except ConversionError as exc:
+            failures += 1
+            click.echo(f"{fmt}: {exc.kind}: {exc.message}")
+            continue
+        how = "cached" if artifact.cached else f"converted in {artifact.manifest['time_s']:.2f} s"
+        click.echo(f"{fmt}: {how} -> {artifact.path} ({', '.join(artifact.files)})")
+    if failures:
+        sys.exit(1)
+
+
+@cli.group()
+def toolchains() -> None:
+    """Converter toolchains that live in their own environments (ncnn: pnnx, tflite: onnx2tf)."""
+
+
+@toolchains.command(name="list")
+def toolchains_list() -> None:
+    """State, version and size of each toolchain."""
+    from edgebench.converters.toolchains import TOOLCHAINS, install_command, toolchain_status
+
+    rows = []
+    for name, spec in TOOLCHAINS.items():
+        status = toolchain_status(name)
+        size = f"{status.size_bytes / 1e6:.0f} MB" if status.size_bytes else "-"
+        note = spec.description
+        if status.state == "missing":
+            note = f"install: {install_command(name)}"
+        elif status.state == "broken":
+            note = f"{(status.detail or '').splitlines()[0]}; repair: {install_command(name)}"
+        rows.append((name, status.state, status.version or "-", size, note))
+    header = ("toolchain", "state", "version", "size", "")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+@toolchains.command(name="install")
+@click.argument("names", nargs=-1)
+@click.option("--force", is_flag=True, help="Reinstall even when healthy.")
+def toolchains_install(names: tuple[str, ...], force: bool) -> None:
+    """Install toolchains: ncnn, tflite, or all (the default)."""
+    from edgebench.converters.toolchains import TOOLCHAINS, install_toolchain
+
+    wanted = split_values(names) or ["all"]
+    if "all" in wanted:
+        wanted = list(TOOLCHAINS)
+    unknown = [n for n in wanted if n not in TOOLCHAINS]
+    if unknown:
+        raise UserError(
+            f"unknown toolchain {', '.join(unknown)}; choose from {', '.join(TOOLCHAINS)} or all"
+        )
+    broken = []
+    for name in wanted:
+        status = install_toolchain(
+            name, progress=lambda line: click.echo(line, err=True), force=force
+        )
+        if status.state != "installed":
+            broken.append(name)
+            click.echo(f"{name}: {status.state}: {(status.detail or '').strip()}", err=True)
+    if broken:
+        sys.exit(1)
+
+
+@cli.command(name="models")
+def models_cmd() -> None:
+    """List the built-in models: parameters, MACs, inputs."""
+
+    rows = []
+    for name, model in BUILTIN_MODELS.items():
+        path = builtin_model_path(name, cache_dir() / "models")
+        summary = summarize_model(onnx.load(str(path)))
+        shapes = "; ".join(f"{i.name} {list(i.shape)} {i.dtype}" for i in summary.inputs)
+        macs = f"{summary.macs / 1e9:.2f} G" + ("" if summary.macs_complete else "+")
+        rows.append((name, f"{summary.params / 1e6:.2f} M", macs, shapes, model.description))
+    header = ("model", "params", "MACs", "inputs", "description")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

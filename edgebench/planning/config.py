@@ -1,0 +1,527 @@
+"""One run configuration, composed of parts, filled by the command line and by plan files.
+
+Every setting of `edgebench run` is declared once here, as a dataclass field with its checker,
+its help text and its place in a plan file. The command line options are generated from these
+declarations (``edgebench.cli.run``) and a plan's tables are read through the same checkers
+(``edgebench.planning.plan_file``), so a name, a default or a rule cannot differ between them.
+The whole configuration is stored in ``run.json`` under ``"config"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgebench.analysis.metrics import METRICS, REGRESSION_METRICS
+from edgebench.errors import UserError
+
+Check = Callable[[Any], Any]
+
+
+# --------------------------------------------------------------------------- checkers
+# Each takes a raw value (a string from the command line, or a TOML value from a plan) and
+# returns the checked value, or raises ValueError with what it must be.
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def whole(minimum: int) -> Check:
+    def check(value: Any) -> int:
+        if isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                raise ValueError(f"must be a whole number >= {minimum}") from None
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise ValueError(f"must be a whole number >= {minimum}")
+        return value
+
+    return check
+
+
+def number(minimum: float | None = None, maximum: float | None = None) -> Check:
+    span = " and ".join(
+        part
+        for part in (
+            f">= {minimum:g}" if minimum is not None else "",
+            f"<= {maximum:g}" if maximum is not None else "",
+        )
+        if part
+    )
+    problem = f"must be a number {span}".rstrip()
+
+    def check(value: Any) -> float:
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise ValueError(problem) from None
+        if not _is_number(value) or value != value:  # NaN
+            raise ValueError(problem)
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            raise ValueError(problem)
+        return float(value)
+
+    return check
+
+
+def fraction(low_open: bool) -> Check:
+    """A probability-like value: (0, 1) or [0, 1)."""
+    problem = (
+        "must be between 0 and 1, e.g. 0.01" if low_open else "must be a fraction such as 0.05"
+    )
+
+    def check(value: Any) -> float:
+        checked = number()(value) if not isinstance(value, bool) else None
+        if checked is None or not (0 < checked < 1 if low_open else 0 <= checked < 1):
+            raise ValueError(problem)
+        return checked
+
+    return check
+
+
+def choice(*allowed: str) -> Check:
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or value not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    return check
+
+
+def text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value
+
+
+def path(value: Any) -> Path:
+    if not isinstance(value, (str, Path)) or not str(value).strip():
+        raise ValueError("must be a path")
+    try:
+        return Path(value).expanduser()
+    except RuntimeError as exc:  # "~user" with no such user
+        raise ValueError(f"cannot expand {value!r} ({exc})") from None
+
+
+def flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false")
+    return value
+
+
+def _items(value: Any, split: bool) -> list[Any]:
+    """A list from "a,b", ("a,b", "c"), ["a", "b"] or a single TOML value."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ValueError("must be a list")
+    items: list[Any] = []
+    for item in value:
+        if isinstance(item, str) and split:
+            items += [part.strip() for part in item.split(",") if part.strip()]
+        elif isinstance(item, str):
+            items += [item.strip()] if item.strip() else []
+        else:
+            items.append(item)
+    return items
+
+
+def names(value: Any) -> list[str]:
+    """Comma-separated or repeated names; duplicates dropped, order kept."""
+    items = _items(value, split=True)
+    if not all(isinstance(i, str) and i for i in items):
+        raise ValueError("must be a list of strings")
+    return list(dict.fromkeys(items))
+
+
+def entries(value: Any) -> list[str]:
+    """Like ``names`` but never split on commas (cpu lists such as 0,2 contain them)."""
+    items = _items(value, split=False)
+    if not all(isinstance(i, str) and i for i in items):
+        raise ValueError("must be a list of strings")
+    return list(dict.fromkeys(items))
+
+
+def wholes(minimum: int) -> Check:
+    def check(value: Any) -> list[int]:
+        try:
+            numbers = [whole(minimum)(item) for item in _items(value, split=True)]
+        except ValueError:
+            raise ValueError(f"must be whole numbers >= {minimum}, e.g. 1,4") from None
+        if not numbers:
+            raise ValueError(f"must be whole numbers >= {minimum}, e.g. 1,4")
+        return list(dict.fromkeys(numbers))
+
+    return check
+
+
+def choices(*allowed: str) -> Check:
+    def check(value: Any) -> list[str]:
+        items = names(value)
+        bad = [i for i in items if i not in allowed]
+        if bad or not items:
+            shown = repr(bad[0]) if bad else "nothing"
+            raise ValueError(f"{shown} is not {' or '.join(allowed)}")
+        return items
+
+    return check
+
+
+def optional(check: Check) -> Check:
+    def checked(value: Any) -> Any:
+        return None if value is None else check(value)
+
+    checked.__name__ = f"optional_{getattr(check, '__name__', 'value')}"
+    return checked
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+def setting(
+    default: Any,
+    check: Check,
+    help: str,
+    *,
+    option: str | None = "",
+    plan: str | None = "",
+    repeat: bool = False,
+    show_default: bool = True,
+) -> Any:
+    """A field of a config part.
+
+    ``option`` is the command-line flag ("" derives ``--field-name``; None: plan file only);
+    ``plan`` is the key in the plan's table ("" the field name; None: command line only);
+    ``repeat`` lets the option be given several times.
+    """
+    metadata = {
+        "check": check,
+        "help": help,
+        "option": option,
+        "plan": plan,
+        "repeat": repeat,
+        "show_default": show_default,
+    }
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+ENERGY_SOURCES = ("auto", "android_fuel_gauge", "android_odpm", "ina3221", "rapl", "none")
+PRECISIONS = ("fp32", "fp16")
+#: The relative L2 error allowed against ONNX Runtime, per precision.
+DEFAULT_TOLERANCE = {"fp32": 1e-3, "fp16": 3e-2}
+
+
+@dataclass
+class Sweep:
+    """What is measured: the matrix of cells. In a plan: top level and ``[sweep]``."""
+
+    devices: list[str] = setting(
+        ["local"], names, "Devices to measure on.", repeat=True, plan="devices"
+    )
+    models: list[str] = setting(
+        [], names, "Built-in names or .onnx paths [default: all built-in].", repeat=True
+    )
+    frameworks: list[str] = setting(
+        [], names, "Frameworks [default: every one with a Python runtime].", repeat=True
+    )
+    threads: list[int] = setting([1], wholes(1), "Thread counts to sweep, e.g. 1,4.", repeat=True)
+    cores: list[str] = setting(
+        ["all"],
+        entries,
+        "Cores: all, 0, 0-3, 0,2 or a cluster name; repeat to sweep.",
+        repeat=True,
+    )
+    precision: list[str] = setting(
+        ["fp32"], choices(*PRECISIONS), "Precisions to sweep: fp32, fp16.", repeat=True
+    )
+    concurrency: int = setting(1, whole(1), "Concurrent inference streams (throughput mode).")
+    shape: list[str] = setting(
+        [],
+        entries,
+        "Input shape for dynamic models: 1,3,640,640 or name=1,3,640,640.",
+        repeat=True,
+    )
+
+
+@dataclass
+class TimingConfig:
+    """How long and how often each cell is timed. In a plan: ``[timing]``."""
+
+    warmup: int = setting(10, whole(0), "Untimed iterations first.")
+    iterations: int = setting(100, whole(1), "Minimum timed iterations.")
+    min_time: float = setting(2.0, number(0), "Minimum timed seconds per cell.")
+    max_time: float = setting(120.0, number(0.01), "Stop timing a cell after this many seconds.")
+    timeout: float = setting(600.0, number(1), "Seconds before a cell is abandoned.")
+    rounds: int | None = setting(
+        None,
+        optional(whole(1)),
+        "Visit each device's cells in N interleaved rounds (A B C A B C) and pool the samples "
+        "[default: 3 when several frameworks share a device, else 1].",
+    )
+    target_ci: float | None = setting(
+        None,
+        optional(number(0.01, 50)),
+        "Keep sampling until the 95% CI of the median is within +-PCT % (capped by --max-time).",
+    )
+    sustained: float | None = setting(
+        None,
+        optional(number(1)),
+        "Run each cell continuously for this many seconds and compare its first and last 10%.",
+    )
+
+
+@dataclass
+class TelemetryConfig:
+    """What is sampled on the device beside the timed loop. In a plan: ``[telemetry]``."""
+
+    energy_source: str | None = setting(
+        None,
+        optional(choice(*ENERGY_SOURCES)),
+        "Energy source on the devices [default: the device profile's, else auto].",
+    )
+    baseline_s: float = setting(
+        1.0, number(0), "Idle power is measured this long before each cell."
+    )
+    period_s: float = setting(
+        0.05,
+        number(0.005),
+        "Seconds between telemetry samples on the device.",
+        option="--telemetry-period",
+    )
+    sync_marker: str | None = setting(
+        None,
+        optional(text),
+        "Device file that exists while the timed window runs (for external power meters).",
+    )
+    cooldown_temp: float | None = setting(
+        None,
+        optional(number()),
+        "Before each cell, wait until the hottest thermal zone is below this, C.",
+    )
+    cooldown_max_wait: float = setting(120.0, number(0), "Longest cool-down wait per cell, s.")
+    set_governor: str | None = setting(
+        None,
+        optional(text),
+        "cpufreq governor for the pinned cores during each cell (e.g. performance; needs root "
+        "on the device), restored afterwards.",
+    )
+    temp_limit: float | None = setting(
+        None,
+        optional(number()),
+        "Flag cells hotter than this, C [default: the profile's max_temp_c].",
+    )
+
+
+@dataclass
+class CheckConfig:
+    """The inputs and the output check against ONNX Runtime. In a plan: ``[checks]``."""
+
+    seed: int = setting(0, whole(0), "Seed of the input tensors.")
+    reference: Path | None = setting(
+        None, optional(path), "ONNX model that pre-converted artifacts are checked against."
+    )
+    tolerance: float = setting(
+        DEFAULT_TOLERANCE["fp32"],
+        number(0),
+        "Max relative L2 error vs ONNX Runtime for fp32 cells.",
+    )
+    tolerance_fp16: float = setting(
+        DEFAULT_TOLERANCE["fp16"],
+        number(0),
+        "Max relative L2 error vs ONNX Runtime for fp16 cells.",
+    )
+    force_convert: bool = setting(
+        False, flag, "Reconvert even when the cache has the artifact.", plan=None
+    )
+
+    def tolerances(self) -> dict[str, float]:
+        return {"fp32": self.tolerance, "fp16": self.tolerance_fp16}
+
+
+@dataclass
+class OutputConfig:
+    """Where results go and how they are printed. Command line only."""
+
+    results_dir: Path | None = setting(
+        None,
+        optional(path),
+        "Where runs are stored [default: $EDGEBENCH_RESULTS or ~/.local/share/edgebench/runs].",
+        plan=None,
+    )
+    format: str = setting(
+        "table", choice("table", "jsonl"), "table, or jsonl (records on stdout).", plan=None
+    )
+    metric: str = setting("p50", choice(*METRICS), "What the matrix shows.", plan=None)
+    junit: Path | None = setting(
+        None,
+        optional(path),
+        "With --plan: write the comparison with the baseline as JUnit XML.",
+        plan=None,
+    )
+
+
+@dataclass
+class Thresholds:
+    """What counts as a regression against a plan's last good run. In a plan: ``[thresholds]``."""
+
+    min_effect: float = setting(
+        0.05, fraction(low_open=False), "Smallest relative change that counts.", option=None
+    )
+    alpha: float = setting(
+        0.01, fraction(low_open=True), "Significance level (Mann-Whitney U).", option=None
+    )
+    metric: str = setting(
+        "p50", choice(*REGRESSION_METRICS), "Metric the regression is judged on.", option=None
+    )
+
+
+@dataclass
+class Session:
+    """How the run itself behaves. Command line only."""
+
+    lab: Path | None = setting(
+        None,
+        optional(path),
+        "Lab inventory TOML [default: $EDGEBENCH_LAB, then ~/.config/edgebench/lab.toml].",
+        plan=None,
+    )
+    plan: Path | None = setting(
+        None,
+        optional(path),
+        "A run plan (TOML): matrix, sweeps, thresholds; compares with its last good run.",
+        plan=None,
+    )
+    resume: str | None = setting(
+        None,
+        optional(text),
+        "Continue a stopped run (same options): completed cells are not measured again.",
+        plan=None,
+    )
+    no_wait: bool = setting(
+        False,
+        flag,
+        "Fail at once when another edgebench run holds a device, instead of waiting.",
+        plan=None,
+    )
+
+
+#: Part name -> (class, the plan table that fills it; "" is the top level).
+PARTS: dict[str, tuple[type, str | None]] = {
+    "sweep": (Sweep, "sweep"),
+    "timing": (TimingConfig, "timing"),
+    "telemetry": (TelemetryConfig, "telemetry"),
+    "checks": (CheckConfig, "checks"),
+    "output": (OutputConfig, None),
+    "thresholds": (Thresholds, "thresholds"),
+    "session": (Session, None),
+}
+#: Sweep fields a plan gives at its top level rather than in [sweep].
+TOP_LEVEL_SWEEP = ("devices", "models", "frameworks")
+
+
+@dataclass
+class RunConfig:
+    """Everything `edgebench run` needs to know, in one value."""
+
+    sweep: Sweep = field(default_factory=Sweep)
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    checks: CheckConfig = field(default_factory=CheckConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    session: Session = field(default_factory=Session)
+    #: The plan's name, when a plan filled part of this configuration.
+    plan_name: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, for run.json."""
+        out: dict[str, Any] = {}
+        for part in PARTS:
+            values = dataclasses.asdict(getattr(self, part))
+            out[part] = {k: str(v) if isinstance(v, Path) else v for k, v in values.items()}
+        out["plan_name"] = self.plan_name
+        return out
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One declared setting, as the command line and the plan reader see it."""
+
+    part: str
+    name: str
+    check: Check
+    help: str
+    option: str | None
+    plan_table: str | None
+    plan_key: str | None
+    repeat: bool
+    default: Any
+    show_default: bool
+
+    @property
+    def dest(self) -> str:
+        """The click parameter name: unique across parts."""
+        return f"{self.part}__{self.name}"
+
+
+def settings() -> Iterator[SettingSpec]:
+    for part, (cls, table) in PARTS.items():
+        for f in dataclasses.fields(cls):
+            meta = f.metadata
+            option = meta["option"]
+            if option == "":
+                option = "--" + f.name.replace("_", "-")
+            key = meta["plan"]
+            if key == "":
+                key = f.name
+            plan_table = table
+            if part == "sweep" and f.name in TOP_LEVEL_SWEEP:
+                plan_table = ""
+            default = (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            )
+            yield SettingSpec(
+                part=part,
+                name=f.name,
+                check=meta["check"],
+                help=meta["help"],
+                option=option,
+                plan_table=plan_table if key is not None else None,
+                plan_key=key,
+                repeat=meta["repeat"],
+                default=default,
+                show_default=meta["show_default"],
+            )
+
+
+def assign(config: RunConfig, spec: SettingSpec, raw: Any, where: str) -> None:
+    """Check ``raw`` with the setting's checker and store it; ``where`` names the source in
+    the one-line error (an option such as ``--threads`` or ``plan p.toml: [sweep] threads``)."""
+    try:
+        value = spec.check(raw)
+    except ValueError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    setattr(getattr(config, spec.part), spec.name, value)
+
+
+def from_options(options: dict[str, Any]) -> RunConfig:
+    """A configuration from click's parsed values (``dest`` -> raw value or None/())."""
+    config = RunConfig()
+    for spec in settings():
+        if spec.option is None or spec.dest not in options:
+            continue
+        raw = options[spec.dest]
+        if raw is None or raw == () or raw is False:
+            continue
+        if spec.repeat and spec.name == "devices" and not any(str(r).strip() for r in raw):
+            raise UserError("--devices is empty; name at least one device (e.g. --devices local)")
+        assign(config, spec, raw, spec.option)
+    return config
