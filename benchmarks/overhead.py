@@ -29,7 +29,9 @@ from edgebench.lab.device_lock import DeviceLockFile  # noqa: E402
 from edgebench.lab.remote import RemoteDevice  # noqa: E402
 from edgebench.lab.transports.adb import AdbTarget, AdbTransport  # noqa: E402
 from edgebench.lab.transports.ssh import SshTarget, SshTransport  # noqa: E402
-from edgebench.measure.scheduler import CheckSettings, run_cell  # noqa: E402
+from edgebench.measure.methods import method_for  # noqa: E402
+from edgebench.measure.output_check import CheckSettings  # noqa: E402
+from edgebench.measure.scheduler import run_cell  # noqa: E402
 from edgebench.planning.cells import Timing, build_cells, resolve_inputs  # noqa: E402
 from edgebench.planning.modelref import resolve_models  # noqa: E402
 
@@ -48,6 +50,7 @@ def time_cells(device: Device, model_path: Path, cache: Path, repeats: int) -> l
         concurrency=1,
         precision="fp32",
         timing=Timing(warmup=0, iterations=1, min_time_s=0.0),
+        availability=method_for(device).availability,
     )
     checks = CheckSettings()
     run_cell("warm", cells[0], checks)  # deploys runner + model, computes the reference

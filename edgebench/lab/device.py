@@ -101,6 +101,9 @@ class Device:
         self.profile: Any = None  # profiles.DeviceProfile, when the lab names one
         #: Why the device could not be reached, when it could not (its cells fail with this).
         self.unreachable: str | None = None
+        #: What measures on the device (the lab entry's ``runner``): "python" (runner.py) or
+        #: "native" (the frameworks' own benchmark binaries).
+        self.runner_kind = "python"
         #: The lock on the device itself, while this run holds it (remote devices).
         self.device_lock: Any = None  # device_lock.DeviceLockFile
         self._facts: DeviceFacts | None = None

@@ -61,8 +61,6 @@ class RemoteDevice(Device):
         self._work_dir_spec = work_dir.rstrip("/") or "/"
         self._work_dir: str | None = None
         self.deployed = DeployReport()
-        #: "python" (runner.py) or "native" (the frameworks' own benchmark binaries).
-        self.runner_kind = "python"
         #: Host folder with the user's native benchmark binaries (lab: native_bin).
         self.native_bin: Path | None = None
         self._runner_ready = False

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from edgebench.planning.config import DEFAULT_TOLERANCE
+
 if TYPE_CHECKING:
     from edgebench.lab.device import Device as RunnerHost
-
-#: Relative L2 error ||out - ref|| / ||ref|| allowed per precision.
+    from edgebench.planning.cells import Cell
 
 
 @dataclass
@@ -194,3 +195,27 @@ def load_saved_outputs(path: Path) -> tuple[list[str], list[np.ndarray]]:
         names = [str(n) for n in data["__names__"]]
         outputs = [data[f"output_{i}"] for i in range(len(names))]
     return names, outputs
+
+
+@dataclass
+class CheckSettings:
+    """How outputs are checked against ONNX Runtime: the relative L2 error allowed per
+    precision, the reference (computed once per model and input), and the input seed."""
+
+    tolerance: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TOLERANCE))
+    reference: ReferenceOutputs = field(default_factory=ReferenceOutputs)
+    seed: int = 0
+
+
+def compare_with_reference(
+    cell: Cell, result_file: Path | None, checks: CheckSettings
+) -> OutputCheck | None:
+    """The cell's saved outputs against ONNX Runtime on the host; None without a reference."""
+    reference = cell.model.reference
+    if reference is None or result_file is None:
+        return None
+    names, outputs = load_saved_outputs(result_file)
+    ref_names, ref_outputs = checks.reference.outputs(reference, cell.inputs or [], checks.seed)
+    tolerance = checks.tolerance.get(cell.precision, checks.tolerance["fp32"])
+    label = f"onnxruntime {checks.reference.version} on the host"
+    return check_outputs(names, outputs, ref_names, ref_outputs, tolerance, label)

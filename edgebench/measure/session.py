@@ -27,8 +27,10 @@ from edgebench.lab.host_lock import DeviceLock
 from edgebench.lab.inventory import probe_device, resolve_devices
 from edgebench.lab.lab_file import load_lab
 from edgebench.lab.transports.base import TransportError
+from edgebench.measure.methods import Method, method_for
+from edgebench.measure.output_check import CheckSettings
 from edgebench.measure.progress import LineProgress
-from edgebench.measure.scheduler import CheckSettings, StopRequest, execute_cells, pending_cells
+from edgebench.measure.scheduler import StopRequest, execute_cells, pending_cells
 from edgebench.models import BUILTIN_MODELS
 from edgebench.paths import cache_dir, default_results_dir
 from edgebench.planning.cells import (
@@ -84,6 +86,8 @@ def run_session(config: RunConfig, show: Callable[[list[Record], str, str], None
     model_inputs = resolve_inputs(matrix.model_refs, parse_shape_overrides(config.sweep.shape))
     device_list = resolve_devices(config.sweep.devices or ["local"], load_lab(config.session.lab))
     _connect_devices(device_list, config, progress)
+    # Each device measures through one method, chosen here from its lab entry's runner kind.
+    methods = {device.name: method_for(device) for device in device_list}
     cells = [
         cell
         for one_precision in matrix.precisions
@@ -97,6 +101,9 @@ def run_session(config: RunConfig, show: Callable[[list[Record], str, str], None
             concurrency=config.sweep.concurrency,
             precision=one_precision,
             timing=matrix.timing,
+            availability=lambda device, framework: methods[device.name].availability(
+                device, framework
+            ),
             telemetry=_telemetry(config),
         )
     ]
@@ -136,7 +143,7 @@ def run_session(config: RunConfig, show: Callable[[list[Record], str, str], None
         run_dir.update_metadata(status="running", resumed_at=utc_now())
     else:
         run_dir = store.create_run(_run_metadata(config, plan, matrix, rounds, device_list))
-    records = _measure(config, run_dir, cells, device_list, rounds, progress)
+    records = _measure(config, run_dir, cells, device_list, methods, rounds, progress)
     records = earlier + records
     show(records, config.output.format, config.output.metric)
     failed = any(r.status in ("failed", "mismatch") for r in records)
@@ -294,6 +301,7 @@ def _measure(
     run_dir: RunDir,
     cells: list[Cell],
     device_list: list[Device],
+    methods: dict[str, Method],
     rounds: int,
     progress: LineProgress,
 ) -> list[Record]:
@@ -327,7 +335,7 @@ def _measure(
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
     try:
         checks = CheckSettings(tolerance=config.checks.tolerances(), seed=config.checks.seed)
-        records = execute_cells(cells, run_dir, progress, checks, stop, rounds)
+        records = execute_cells(cells, run_dir, progress, checks, stop, rounds, methods)
     except KeyboardInterrupt:
         run_dir.update_metadata(status="interrupted", finished_at=utc_now())
         kept = len(run_dir.records())

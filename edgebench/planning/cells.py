@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,9 +12,13 @@ from edgebench.errors import UserError
 from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
 from edgebench.planning.modelref import ModelRef, ShapeOverride, input_shapes
-from edgebench.runners.backends import KNOWN_FRAMEWORKS, NATIVE_ONLY, install_hint
+from edgebench.runners.backends import KNOWN_FRAMEWORKS, NATIVE_ONLY
 
 SPEC_SCHEMA = "edgebench.spec/1"
+#: (status, error kind, reason) of a cell decided without measuring it.
+Verdict = tuple[str, str, str]
+#: Whether a device can run a framework: None, or the verdict of the cells that cannot.
+Availability = Callable[[Device, str], Verdict | None]
 #: What `edgebench run` measures when --frameworks is not given.
 DEFAULT_FRAMEWORKS = [f for f in KNOWN_FRAMEWORKS if f not in NATIVE_ONLY]
 
@@ -60,7 +64,7 @@ class Cell:
     inputs: list[dict[str, Any]]
     timing: Timing
     #: (status, error kind, reason) when the cell is decided without running it.
-    verdict: tuple[str, str, str] | None = None
+    verdict: Verdict | None = None
     #: The artifact format the framework needs, when the model must be converted first.
     convert_to: str | None = None
     artifact: Artifact | None = None
@@ -157,45 +161,7 @@ def resolve_inputs(
     return {m.name: input_shapes(m, shapes) for m in models if m.error is None}
 
 
-def _native_availability(device: Device, framework: str) -> tuple[str, str, str] | None:
-    from edgebench.runners.native import NATIVE_TOOLS
-
-    tool = NATIVE_TOOLS.get(framework)
-    if tool is None:
-        return "unsupported", "unsupported", f"no native benchmark tool for {framework}"
-    folder = getattr(device, "native_bin", None)
-    if folder is None or not (Path(folder) / tool.binary).is_file():
-        where = folder or "(no native_bin in the lab entry)"
-        return (
-            "skipped",
-            "not_installed",
-            f"{tool.binary} not found in {where} for {device.name}; copy the {framework} "
-            "benchmark binary built for the device there",
-        )
-    return None
-
-
-def _availability(device: Device, framework: str) -> tuple[str, str, str] | None:
-    if getattr(device, "runner_kind", "python") == "native":
-        return _native_availability(device, framework)
-    facts = device.facts()
-    if facts.framework_available(framework):
-        return None
-    info = facts.frameworks.get(framework, {})
-    reason = info.get("reason")
-    if reason in (None, "not_installed"):
-        hint = install_hint(framework)
-        return "skipped", "not_installed", f"{framework} not installed on {device.name} ({hint})"
-    if reason == "unsupported":
-        return "unsupported", "unsupported", f"{framework} on {device.name}: {info.get('message')}"
-    return (
-        "skipped",
-        "not_installed",
-        f"{framework} unavailable on {device.name}: {info.get('message')}",
-    )
-
-
-def _model_route(model: ModelRef, framework: str) -> tuple[str | None, tuple[str, str, str] | None]:
+def _model_route(model: ModelRef, framework: str) -> tuple[str | None, Verdict | None]:
     """(format to convert to, or a verdict) for running ``model`` with ``framework``."""
     if model.format == "onnx":
         if framework == "onnxruntime":
@@ -233,6 +199,7 @@ def build_cells(
     concurrency: int,
     precision: str,
     timing: Timing,
+    availability: Availability,
     telemetry: TelemetrySettings | None = None,
 ) -> list[Cell]:
     """Every combination, in device > model > framework > threads > cores order."""
@@ -254,7 +221,7 @@ def build_cells(
                     verdict = ("failed", "model_load", model.error)
                 if unreachable:
                     convert_to, verdict = None, ("failed", "transport", unreachable)
-                verdict = verdict or _availability(device, framework)
+                verdict = verdict or availability(device, framework)
                 for n_threads in threads:
                     for selection, cpu_ids in core_sets:
                         cells.append(

@@ -1,0 +1,30 @@
+"""Measurement methods: one per way of measuring a cell on a device.
+
+``METHODS`` maps a lab entry's ``runner`` kind to its method; ``method_for`` picks a device's
+method once, when the run opens its devices.
+"""
+
+from __future__ import annotations
+
+from edgebench.errors import UserError
+from edgebench.lab.device import Device
+from edgebench.measure.methods.base import Method, Visit
+from edgebench.measure.methods.native_tool import NativeTool
+from edgebench.measure.methods.python_runner import PythonRunner
+
+METHODS: dict[str, Method] = {
+    "python": PythonRunner(),
+    "native": NativeTool(),
+}
+
+
+def method_for(device: Device) -> Method:
+    kind = device.runner_kind
+    if kind not in METHODS:
+        raise UserError(
+            f"device {device.name}: unknown runner {kind!r}; choose from {', '.join(METHODS)}"
+        )
+    return METHODS[kind]
+
+
+__all__ = ["METHODS", "Method", "Visit", "method_for"]

@@ -1,0 +1,134 @@
+"""Measurement through a framework's own benchmark binary, for devices without Python: the
+binary from the lab's ``native_bin`` folder is deployed, its adapter builds the command line and
+parses what the tool prints, and telemetry is sampled by a device shell loop beside it."""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+from typing import Any
+
+from edgebench.lab.device import Device
+from edgebench.lab.remote import RemoteDevice
+from edgebench.measure.methods.base import Visit, model_files
+from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_command
+from edgebench.measure.records import attach_energy, failed_record, record_from_native
+from edgebench.planning.cells import Cell, Verdict
+from edgebench.results.records import Record
+from edgebench.runners.native import NATIVE_TOOLS, NativeCell, NativeParseError
+
+
+class NativeRunError(Exception):
+    """The native cell could not be run; the message names the tool and the fix."""
+
+
+class NativeTool:
+    kind = "native"
+
+    def availability(self, device: Device, framework: str) -> Verdict | None:
+        tool = NATIVE_TOOLS.get(framework)
+        if tool is None:
+            return "unsupported", "unsupported", f"no native benchmark tool for {framework}"
+        folder = getattr(device, "native_bin", None)
+        if folder is None or not (Path(folder) / tool.binary).is_file():
+            where = folder or "(no native_bin in the lab entry)"
+            return (
+                "skipped",
+                "not_installed",
+                f"{tool.binary} not found in {where} for {device.name}; copy the {framework} "
+                "benchmark binary built for the device there",
+            )
+        return None
+
+    def visit(self, cell: Cell, visit: Visit) -> Record:
+        device = cell.device
+        assert isinstance(device, RemoteDevice), "native tools run on ADB or SSH devices"
+        model_path = device.stage_model(model_files(cell))
+        try:
+            return _run(cell, device, model_path, visit.run_id)
+        except NativeRunError as exc:
+            return failed_record(visit.run_id, cell, "native_tool", str(exc))
+
+
+def _adapter(cell: Cell, device: RemoteDevice) -> Any:
+    cls = NATIVE_TOOLS.get(cell.framework)
+    if cls is None:
+        raise NativeRunError(f"no native benchmark tool is known for {cell.framework}")
+    if cell.framework == "tnn":
+        return cls(android=device.transport.kind == "adb")
+    return cls()
+
+
+def deploy_binary(device: RemoteDevice, binary: str) -> str:
+    """Push the user's binary from the lab's native_bin folder; returns its device path."""
+    folder = device.native_bin
+    if folder is None:
+        raise NativeRunError(
+            f"device {device.name} runs native tools but its lab entry has no native_bin folder"
+        )
+    local = Path(folder) / binary
+    if not local.is_file():
+        raise NativeRunError(f"{binary} is not in {folder} (native_bin of device {device.name})")
+    remote = device.path("bin", binary)
+    device.deploy([(local, remote)])
+    device.transport.run(["chmod", "755", remote], timeout=30)
+    return remote
+
+
+def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Record:
+    adapter = _adapter(cell, device)
+    binary = deploy_binary(device, adapter.binary)
+    native_cell = NativeCell(
+        model_path=model_path,
+        model_dir=posixpath.dirname(model_path),
+        threads=cell.threads,
+        warmup=cell.timing.warmup,
+        iterations=cell.timing.iterations,
+        cores=cell.cores,
+        precision=cell.precision,
+        input_shapes={i["name"]: list(i["shape"]) for i in cell.inputs},
+    )
+    if adapter.needs_logcat():
+        device.transport.shell(adapter.clear_logcat_command(), timeout=30)
+    tool_line = adapter.shell_command(binary, native_cell, pid_file=device.pid_file)
+    settings = cell.telemetry
+    sampler = None
+    if settings is not None and settings.enabled:
+        profile = device.profile
+        source = settings.energy_source or (profile.energy_source if profile else "auto")
+        zones = list(profile.thermal_zones) if profile else []
+        sampler = plan_sampler(device.transport, source, list(cell.cores or []), zones)
+        tool_line = wrap_command(
+            tool_line,
+            sampler,
+            device.path("telemetry"),
+            period_s=settings.period_s,
+            baseline_s=settings.baseline_s if sampler.source != "none" else 0.0,
+            sync_marker=settings.sync_marker,
+        )
+    command = device.run_measuring(tool_line, cell.timeout_s)
+    if command.timed_out:
+        raise NativeRunError(f"{adapter.binary} timed out after {cell.timing.timeout_s:.0f} s")
+    logcat = ""
+    if adapter.needs_logcat():
+        logcat = device.transport.shell(adapter.logcat_command(), timeout=30).stdout
+    try:
+        result = adapter.parse(command.stdout, command.stderr, logcat, model_path=model_path)
+    except NativeParseError as exc:
+        tail = (command.stderr or command.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise NativeRunError(
+            f"{exc} (exit {command.returncode}; last line: {tail[0][:200]})"
+        ) from exc
+    record = record_from_native(run_id, cell, result)
+    if sampler is not None and settings is not None:
+        work = device.path("telemetry")
+        trace_file, marks_file = (
+            posixpath.join(work, "trace.txt"),
+            posixpath.join(work, "marks.txt"),
+        )
+        files = device.transport.read_many([trace_file, marks_file])
+        trace = build_trace(
+            sampler, files[trace_file] or "", files[marks_file] or "", settings.period_s
+        )
+        attach_energy(record, cell, trace, tool_avg_ms=result.avg_ms or 0.0)
+    return record

@@ -1,0 +1,89 @@
+"""Measurement through edgebench's Python runner (runners/runner.py) on the device: raw
+per-iteration samples, and the outputs compared with ONNX Runtime on the host."""
+
+from __future__ import annotations
+
+import contextlib
+
+from edgebench.lab.device import Device
+from edgebench.lab.transports.base import TransportError
+from edgebench.measure.methods.base import Visit, model_files
+from edgebench.measure.output_check import ReferenceUnavailable, compare_with_reference
+from edgebench.measure.records import STDERR_TAIL_CHARS, failed_record, record_from_result
+from edgebench.planning.cells import Cell, Verdict
+from edgebench.results.records import Record
+from edgebench.runners.backends import install_hint
+
+
+class PythonRunner:
+    kind = "python"
+
+    def availability(self, device: Device, framework: str) -> Verdict | None:
+        facts = device.facts()
+        if facts.framework_available(framework):
+            return None
+        info = facts.frameworks.get(framework, {})
+        reason = info.get("reason")
+        if reason in (None, "not_installed"):
+            hint = install_hint(framework)
+            return (
+                "skipped",
+                "not_installed",
+                f"{framework} not installed on {device.name} ({hint})",
+            )
+        if reason == "unsupported":
+            return (
+                "unsupported",
+                "unsupported",
+                f"{framework} on {device.name}: {info.get('message')}",
+            )
+        return (
+            "skipped",
+            "not_installed",
+            f"{framework} unavailable on {device.name}: {info.get('message')}",
+        )
+
+    def visit(self, cell: Cell, visit: Visit) -> Record:
+        device = cell.device
+        outputs_at = device.output_path(f"{visit.run_id}-{abs(hash(cell.cell_id)):x}")
+        spec = cell.spec(
+            visit.checks.seed, save_outputs=outputs_at if visit.check_outputs else None
+        )
+        spec["model"] = device.stage_model(model_files(cell))
+        outcome = device.run_runner(spec, cell.cores, cell.timeout_s)
+        try:
+            if outcome.result is None:
+                return failed_record(
+                    visit.run_id, cell, "runner", outcome.error, outcome.command.stderr
+                )
+            record = record_from_result(visit.run_id, cell, outcome.result)
+            if record.status != "ok":
+                record.stderr_tail = record.stderr_tail or (
+                    outcome.command.stderr[-STDERR_TAIL_CHARS:] or None
+                )
+                return record
+            if visit.check_outputs:
+                self._check(record, cell, device, outputs_at, visit)
+            return record
+        finally:
+            with contextlib.suppress(TransportError):
+                device.discard_outputs(outputs_at)
+
+    @staticmethod
+    def _check(record: Record, cell: Cell, device: Device, outputs_at: str, visit: Visit) -> None:
+        try:
+            check = compare_with_reference(cell, device.fetch_outputs(outputs_at), visit.checks)
+        except (ReferenceUnavailable, TransportError) as exc:
+            record.warnings.append(f"no output check: {exc}")
+            return
+        if check is None:
+            record.warnings.append("no output check: no ONNX reference for this model")
+            return
+        record.output_check = check.as_dict()
+        if not check.passed:
+            record.status = "mismatch"
+            record.error = (
+                check.problem
+                or f"outputs differ from ONNX Runtime: relative error {check.rel_error:.2e} "
+                f"> tolerance {check.tolerance:.0e} (max abs diff {check.max_abs_diff:.3g})"
+            )

@@ -1,0 +1,202 @@
+"""Records from measurements: the one place a cell's record is assembled, whichever method
+measured it, and the one place telemetry becomes energy figures on a record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgebench import __version__
+from edgebench.analysis.energy import analyze
+from edgebench.analysis.statistics import latency_stats, stats_warnings, throughput_ips
+from edgebench.analysis.sustained import summarize as summarize_sustained
+from edgebench.planning.cells import Cell
+from edgebench.results.records import Record
+from edgebench.runners.native import NativeResult
+
+#: How much of a failed runner's stderr a record keeps.
+STDERR_TAIL_CHARS = 2000
+
+
+def _kb_to_mb(value: Any) -> float | None:
+    return None if value is None else round(float(value) / 1024.0, 3)
+
+
+def _ns_to_ms(value: Any) -> float | None:
+    return None if value is None else float(value) / 1e6
+
+
+def _artifact_info(cell: Cell) -> dict[str, Any] | None:
+    artifact = cell.artifact
+    if artifact is None:
+        return None
+    manifest = artifact.manifest
+    return {
+        "format": artifact.format,
+        "converter": manifest.get("converter"),
+        "converter_version": manifest.get("converter_version"),
+        "cached": artifact.cached,
+        "convert_s": manifest.get("time_s"),
+        "files": [{"name": f["name"], "sha256": f["sha256"]} for f in manifest.get("files", [])],
+        "path": str(artifact.path),
+    }
+
+
+def new_record(run_id: str, cell: Cell, status: str) -> Record:
+    """A record with everything the cell itself says (device, model, framework, sweep)."""
+    return Record(
+        run_id=run_id,
+        cell_id=cell.cell_id,
+        device=cell.device.name,
+        model=cell.model.name,
+        framework=cell.framework,
+        precision=cell.precision,
+        threads=cell.threads,
+        cores=cell.cores_selection,
+        status=status,
+        concurrency=cell.concurrency,
+        model_path=str(cell.model.path) if cell.model.path else None,
+        model_sha256=cell.model.sha256,
+        inputs=cell.inputs or None,
+        device_info={} if cell.device.unreachable else cell.device.facts().as_dict(),
+        edgebench_version=__version__,
+        artifact=_artifact_info(cell),
+    )
+
+
+def failed_record(
+    run_id: str, cell: Cell, kind: str, reason: str | None, stderr: str | None = None
+) -> Record:
+    record = new_record(run_id, cell, "failed")
+    record.error = reason
+    record.error_kind = kind
+    record.stderr_tail = (stderr or "")[-STDERR_TAIL_CHARS:] or None
+    return record
+
+
+def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Record:
+    """Map the runner's raw result onto a record; statistics are recomputed here."""
+    error = result.get("error") or {}
+    status = result.get("status", "failed")
+    if error.get("kind") == "not_installed":
+        status = "skipped"
+    record = new_record(run_id, cell, status)
+    samples = [int(s) for s in result.get("samples_ns") or []]
+    stats = latency_stats(samples) if status == "ok" else None
+    record.error = error.get("message")
+    record.error_kind = error.get("kind")
+    record.framework_version = result.get("framework_version")
+    record.cores_effective = result.get("cores_effective")
+    record.inputs = result.get("inputs") or record.inputs
+    record.samples_ns = samples
+    record.n_samples = len(samples)
+    record.warmup_samples_ns = [int(s) for s in result.get("warmup_samples_ns") or []]
+    record.stop_reason = result.get("stop_reason")
+    record.median_ci = result.get("median_ci")
+    wall_ns = result.get("measure_wall_ns")
+    record.measure_wall_s = None if wall_ns is None else wall_ns / 1e9
+    record.latency_ms = stats.as_record() if stats else None
+    record.throughput_ips = throughput_ips(len(samples), wall_ns) if stats else None
+    record.peak_rss_mb = _kb_to_mb(result.get("peak_rss_kb"))
+    record.rss_before_load_mb = _kb_to_mb(result.get("rss_before_load_kb"))
+    record.load_ms = _ns_to_ms(result.get("load_ns"))
+    record.first_inference_ms = _ns_to_ms(result.get("first_inference_ns"))
+    record.outputs = result.get("outputs")
+    record.warnings = stats_warnings(stats)
+    effective = record.cores_effective
+    if cell.cores and effective is not None and sorted(effective) != sorted(cell.cores):
+        record.warnings.append(f"asked for cores {cell.cores} but the runner ran on {effective}")
+    if status != "ok" and error.get("detail"):
+        record.stderr_tail = str(error["detail"])[-STDERR_TAIL_CHARS:]
+    if result.get("telemetry") is not None:
+        attach_energy(record, cell, result["telemetry"])
+    if cell.timing.sustained and status == "ok":
+        summary = summarize_sustained(record.samples_ns, result.get("telemetry"))
+        record.sustained = summary.as_dict() if summary else None
+    return record
+
+
+def record_from_native(run_id: str, cell: Cell, result: NativeResult) -> Record:
+    """Only what the tool printed: no percentile is computed from min/max/avg."""
+    record = new_record(run_id, cell, "ok")
+    latency = {
+        "min": result.min_ms,
+        "p50": result.median_ms,
+        "mean": result.avg_ms,
+        "std": result.std_ms,
+    }
+    record.latency_ms = {k: v for k, v in latency.items() if v is not None} or None
+    record.n_samples = result.count or 0
+    record.throughput_ips = result.throughput_ips or (
+        1000.0 / result.avg_ms if result.avg_ms else None
+    )
+    record.first_inference_ms = result.first_ms
+    record.load_ms = result.init_ms
+    record.peak_rss_mb = result.memory_mb
+    record.native = {
+        "tool": result.tool,
+        "tool_version": result.tool_version,
+        "stats_available": list(result.stats_available),
+        "max_ms": result.max_ms,
+        "raw_lines": result.raw_lines[-20:],
+    }
+    record.framework_version = result.tool_version
+    if result.median_ms is None:
+        record.warnings.append(
+            f"{result.tool} prints only {', '.join(result.stats_available)}: no percentiles "
+            "(the Python runner records per-iteration samples)"
+        )
+    record.warnings.append("no output check: native tools do not return outputs here")
+    return record
+
+
+def attach_energy(
+    record: Record, cell: Cell, trace: dict[str, Any], tool_avg_ms: float | None = None
+) -> None:
+    """Energy, power, temperature and clock state from a telemetry trace onto ``record``.
+
+    ``tool_avg_ms``: the trace spans a native tool's whole run (load and warm-up too), so energy
+    per inference is (mean power - idle) x the tool's average latency instead of the timed
+    window's energy divided by its iterations.
+    """
+    settings = cell.telemetry
+    profile = getattr(cell.device, "profile", None)
+    limit = settings.temp_limit_c if settings and settings.temp_limit_c else None
+    if limit is None and profile is not None:
+        limit = profile.max_temp_c
+    analysis = analyze(
+        trace,
+        record.n_samples,
+        max_freq_khz={} if cell.device.unreachable else cell.device.facts().max_freq_khz,
+        pinned_cpus=cell.cores,
+        temp_limit_c=limit,
+        throttle_fraction=settings.throttle_fraction if settings else 0.85,
+    )
+    record.telemetry = trace
+    record.energy = analysis.as_dict()
+    record.avg_power_w = analysis.avg_power_w
+    record.energy_flags = list(analysis.flags)
+    if tool_avg_ms is None:
+        record.energy_mj_per_inf = analysis.energy_mj_per_inf
+    elif not analysis.unavailable and analysis.active_power_w is not None and tool_avg_ms:
+        record.energy_mj_per_inf = analysis.active_power_w * tool_avg_ms
+        record.energy["energy_mj_per_inf"] = record.energy_mj_per_inf
+        record.energy_flags.append(
+            "native tool: energy/inference = (mean power - idle) x the tool's average latency"
+        )
+    if analysis.unavailable:
+        record.energy_flags.append(f"energy unavailable: {analysis.unavailable}")
+    cooldown = trace.get("cooldown") or {}
+    if cooldown and not cooldown.get("reached"):
+        record.energy_flags.append(
+            f"cool-down: hottest zone still {cooldown.get('end_c')} C after "
+            f"{cooldown.get('waited_s')} s (limit {cooldown.get('limit_c')} C)"
+        )
+    governor = trace.get("governor") or {}
+    record.warnings += [f"governor: {e}" for e in governor.get("errors", [])]
+    cpus = ((trace.get("state_before") or {}).get("cpus")) or {}
+    slow = sorted({i["governor"] for i in cpus.values() if i.get("governor")} - {"performance"})
+    if slow:
+        record.warnings.append(
+            f"governor {', '.join(slow)} on the pinned cores: clocks may move during the "
+            "cell (--set-governor performance where the device allows it)"
+        )
