@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from edgebench.planning.config import DEFAULT_TOLERANCE
+from edgebench.statuses import Status
 
 if TYPE_CHECKING:
     from edgebench.lab.device import Device as RunnerHost
@@ -93,7 +94,7 @@ class ReferenceOutputs:
         try:
             outcome = self._runner.run_runner(spec, None, timeout=600.0)
             result = outcome.result or {}
-            if result.get("status") != "ok":
+            if result.get("status") != Status.OK:
                 error = result.get("error") or {}
                 raise ReferenceUnavailable(
                     "ONNX Runtime reference failed: "

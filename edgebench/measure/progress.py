@@ -10,6 +10,7 @@ from typing import TextIO
 
 from edgebench.planning.cells import Cell
 from edgebench.results.records import Record
+from edgebench.statuses import Status
 
 
 def describe_cell(cell: Cell) -> str:
@@ -21,7 +22,7 @@ def describe_cell(cell: Cell) -> str:
 
 
 def describe_outcome(record: Record) -> str:
-    if record.status == "ok" and record.latency_ms:
+    if record.status == Status.OK and record.latency_ms:
         lat = record.latency_ms
         shown = [(k, lat[k]) for k in ("p50", "p99") if lat.get(k) is not None]
         if not shown and lat.get("mean") is not None:

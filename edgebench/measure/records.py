@@ -12,6 +12,7 @@ from edgebench.analysis.sustained import summarize as summarize_sustained
 from edgebench.planning.cells import Cell
 from edgebench.results.records import Record
 from edgebench.runners.native import NativeResult
+from edgebench.statuses import ErrorKind, Status
 
 #: How much of a failed runner's stderr a record keeps.
 STDERR_TAIL_CHARS = 2000
@@ -66,7 +67,7 @@ def new_record(run_id: str, cell: Cell, status: str) -> Record:
 def failed_record(
     run_id: str, cell: Cell, kind: str, reason: str | None, stderr: str | None = None
 ) -> Record:
-    record = new_record(run_id, cell, "failed")
+    record = new_record(run_id, cell, Status.FAILED)
     record.error = reason
     record.error_kind = kind
     record.stderr_tail = (stderr or "")[-STDERR_TAIL_CHARS:] or None
@@ -76,12 +77,12 @@ def failed_record(
 def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Record:
     """Map the runner's raw result onto a record; statistics are recomputed here."""
     error = result.get("error") or {}
-    status = result.get("status", "failed")
-    if error.get("kind") == "not_installed":
-        status = "skipped"
+    status = result.get("status", Status.FAILED)
+    if error.get("kind") == ErrorKind.NOT_INSTALLED:
+        status = Status.SKIPPED
     record = new_record(run_id, cell, status)
     samples = [int(s) for s in result.get("samples_ns") or []]
-    stats = latency_stats(samples) if status == "ok" else None
+    stats = latency_stats(samples) if status == Status.OK else None
     record.error = error.get("message")
     record.error_kind = error.get("kind")
     record.framework_version = result.get("framework_version")
@@ -105,11 +106,11 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
     effective = record.cores_effective
     if cell.cores and effective is not None and sorted(effective) != sorted(cell.cores):
         record.warnings.append(f"asked for cores {cell.cores} but the runner ran on {effective}")
-    if status != "ok" and error.get("detail"):
+    if status != Status.OK and error.get("detail"):
         record.stderr_tail = str(error["detail"])[-STDERR_TAIL_CHARS:]
     if result.get("telemetry") is not None:
         attach_energy(record, cell, result["telemetry"])
-    if cell.timing.sustained and status == "ok":
+    if cell.timing.sustained and status == Status.OK:
         summary = summarize_sustained(record.samples_ns, result.get("telemetry"))
         record.sustained = summary.as_dict() if summary else None
     return record
@@ -117,7 +118,7 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
 
 def record_from_native(run_id: str, cell: Cell, result: NativeResult) -> Record:
     """Only what the tool printed: no percentile is computed from min/max/avg."""
-    record = new_record(run_id, cell, "ok")
+    record = new_record(run_id, cell, Status.OK)
     latency = {
         "min": result.min_ms,
         "p50": result.median_ms,

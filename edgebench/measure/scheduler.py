@@ -19,6 +19,7 @@ from edgebench.measure.records import failed_record, new_record
 from edgebench.planning.cells import Cell
 from edgebench.results.records import Record
 from edgebench.results.store import RunDir, utc_now
+from edgebench.statuses import DONE, MEASURED, ErrorKind, Status
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def run_cell(
         try:
             record = method.visit(cell, visit)
         except TransportError as exc:
-            record = failed_record(run_id, cell, "transport", str(exc))
+            record = failed_record(run_id, cell, ErrorKind.TRANSPORT, str(exc))
     record.started_at = started_at
     record.ended_at = utc_now()
     record.duration_s = round(time.monotonic() - t0, 3)
@@ -74,7 +75,7 @@ def _run_with_retries(
     """A cell whose transport dropped is retried with backoff; the connection is reopened."""
     record = run_cell(run_id, cell, checks, check_outputs, method)
     for delay in RETRY_BACKOFF_S:
-        if record.error_kind != "transport":
+        if record.error_kind != ErrorKind.TRANSPORT:
             break
         message = getattr(progress, "message", None)
         if message is not None:
@@ -119,7 +120,7 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     if len(parts) == 1:
         return parts[0]
     merged = replace(parts[0])
-    bad = next((p for p in parts if p.status != "ok"), None)
+    bad = next((p for p in parts if p.status != Status.OK), None)
     merged.rounds = len(parts)
     if bad is not None:
         merged.status, merged.error, merged.error_kind = bad.status, bad.error, bad.error_kind
@@ -130,7 +131,7 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     merged.round_p50_ms = [
         round(statistics.median(p.samples_ns) / 1e6, 6) for p in parts if p.samples_ns
     ]
-    stats = latency_stats(samples) if samples and merged.status in ("ok", "mismatch") else None
+    stats = latency_stats(samples) if samples and merged.status in MEASURED else None
     merged.latency_ms = stats.as_record() if stats else merged.latency_ms
     walls = [p.measure_wall_s for p in parts if p.measure_wall_s]
     merged.measure_wall_s = sum(walls) if walls else None
@@ -143,10 +144,6 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     merged.ended_at = parts[-1].ended_at
     merged.duration_s = round(sum(p.duration_s or 0.0 for p in parts), 3)
     return merged
-
-
-#: Statuses worth measuring again in a later round (a crash or an unsupported op is not).
-_REPEATABLE = ("ok", "mismatch")
 
 
 class _DeviceWorker:
@@ -184,13 +181,13 @@ class _DeviceWorker:
             holder = cell.device.renew_lock()
             if holder is not None:
                 self.lost = (
-                    "lock",
+                    ErrorKind.LOCK,
                     f"device {cell.device.name}: its lock was taken over ({holder}); "
                     "measuring now would share the device",
                 )
         if self.lost is not None and cell.verdict is None:
             kind, reason = self.lost
-            return run_cell(self.run.run_id, replace(cell, verdict=("failed", kind, reason)))
+            return run_cell(self.run.run_id, replace(cell, verdict=(Status.FAILED, kind, reason)))
         record = _run_with_retries(
             self.run.run_id,
             _round_cell(cell, self.rounds, round_index),
@@ -199,8 +196,8 @@ class _DeviceWorker:
             self.method,
             first,
         )
-        if record.error_kind == "transport":
-            self.lost = ("transport", f"device {cell.device.name} lost: {record.error}")
+        if record.error_kind == ErrorKind.TRANSPORT:
+            self.lost = (ErrorKind.TRANSPORT, f"device {cell.device.name} lost: {record.error}")
             if cell.device.device_lock is not None:
                 cell.device.device_lock.abandon()
         return record
@@ -212,7 +209,7 @@ class _DeviceWorker:
             last_round = round_index == self.rounds - 1
             for position, cell in self.cells:
                 done = parts[position]
-                if done and (cell.verdict is not None or done[-1].status not in _REPEATABLE):
+                if done and (cell.verdict is not None or done[-1].status not in MEASURED):
                     continue  # decided without measuring, or nothing to gain from another visit
                 if self.stop is not None and self.stop.requested:
                     return
@@ -222,7 +219,7 @@ class _DeviceWorker:
                 done.append(self._visit(cell, round_index, first=not done))
                 if self.stop is not None and self.stop.aborted:
                     return  # killed by the second Ctrl-C: not a measurement
-                if last_round or done[-1].status not in _REPEATABLE:
+                if last_round or done[-1].status not in MEASURED:
                     record = merge_rounds(done)
                     self.run.append(record)
                     self.results[position] = record
@@ -283,11 +280,7 @@ def execute_cells(
     return [results[p] for p in sorted(results)]
 
 
-#: Statuses that a resumed run does not measure again (failed cells are retried).
-DONE_STATUSES = ("ok", "mismatch", "unsupported", "skipped")
-
-
 def pending_cells(cells: Sequence[Cell], done: Sequence[Record]) -> list[Cell]:
     """The cells of a plan that a stored run has not completed yet."""
-    finished = {r.cell_id for r in done if r.status in DONE_STATUSES}
+    finished = {r.cell_id for r in done if r.status in DONE}
     return [c for c in cells if c.cell_id not in finished]

@@ -49,6 +49,7 @@ from edgebench.planning.plan_file import Plan, load_plan
 from edgebench.planning.prepare import prepare_cells
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir, utc_now
+from edgebench.statuses import PROBLEMS, ErrorKind, Status
 
 #: Host-side device locks of this process; kept referenced so their files stay open until exit.
 _HELD_LOCKS: list[DeviceLock] = []
@@ -146,7 +147,7 @@ def run_session(config: RunConfig, show: Callable[[list[Record], str, str], None
     records = _measure(config, run_dir, cells, device_list, methods, rounds, progress)
     records = earlier + records
     show(records, config.output.format, config.output.metric)
-    failed = any(r.status in ("failed", "mismatch") for r in records)
+    failed = any(r.status in PROBLEMS for r in records)
     regressed = False
     if plan is not None:
         regressed = _compare_with_baseline(
@@ -248,7 +249,7 @@ def _lock_devices(
             reason = str(exc) if str(exc).startswith("device ") else f"device {device.name}: {exc}"
             progress.message(f"  {reason}; its cells are marked failed")
             cells = [
-                replace(c, verdict=("failed", "lock", reason))
+                replace(c, verdict=(Status.FAILED, ErrorKind.LOCK, reason))
                 if c.device is device and c.verdict is None
                 else c
                 for c in cells

@@ -6,12 +6,13 @@ from collections.abc import Callable, Sequence
 
 from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
 from edgebench.planning.cells import Cell
+from edgebench.statuses import ErrorKind, Status
 
 # ConversionError kind -> the status of the cells that needed the artifact.
 _STATUS_OF_KIND = {
-    "unsupported_op": "unsupported",
-    "unsupported_precision": "unsupported",
-    "toolchain_missing": "skipped",
+    ErrorKind.UNSUPPORTED_OP: Status.UNSUPPORTED,
+    ErrorKind.UNSUPPORTED_PRECISION: Status.UNSUPPORTED,
+    ErrorKind.TOOLCHAIN_MISSING: Status.SKIPPED,
 }
 
 
@@ -49,7 +50,7 @@ def prepare_cells(
                     converter, cell.model.path, cell.model.sha256, options, force=force
                 )
             except ConversionError as exc:
-                status = _STATUS_OF_KIND.get(exc.kind, "failed")
+                status = _STATUS_OF_KIND.get(exc.kind, Status.FAILED)
                 done[key] = (status, exc.kind, exc.message)
                 report(f"{label}: {status}: {exc.message}")
             else:

@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from edgebench.statuses import Status
+
 RECORD_SCHEMA = "edgebench.record/1"
-STATUSES = ("ok", "mismatch", "unsupported", "failed", "skipped")
+STATUSES = tuple(Status)
 
 
 @dataclass

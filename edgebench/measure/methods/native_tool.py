@@ -16,6 +16,7 @@ from edgebench.measure.records import attach_energy, failed_record, record_from_
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.records import Record
 from edgebench.runners.native import NATIVE_TOOLS, NativeCell, NativeParseError
+from edgebench.statuses import ErrorKind, Status
 
 
 class NativeRunError(Exception):
@@ -28,13 +29,17 @@ class NativeTool:
     def availability(self, device: Device, framework: str) -> Verdict | None:
         tool = NATIVE_TOOLS.get(framework)
         if tool is None:
-            return "unsupported", "unsupported", f"no native benchmark tool for {framework}"
+            return (
+                Status.UNSUPPORTED,
+                ErrorKind.UNSUPPORTED,
+                f"no native benchmark tool for {framework}",
+            )
         folder = getattr(device, "native_bin", None)
         if folder is None or not (Path(folder) / tool.binary).is_file():
             where = folder or "(no native_bin in the lab entry)"
             return (
-                "skipped",
-                "not_installed",
+                Status.SKIPPED,
+                ErrorKind.NOT_INSTALLED,
                 f"{tool.binary} not found in {where} for {device.name}; copy the {framework} "
                 "benchmark binary built for the device there",
             )
@@ -47,7 +52,7 @@ class NativeTool:
         try:
             return _run(cell, device, model_path, visit.run_id)
         except NativeRunError as exc:
-            return failed_record(visit.run_id, cell, "native_tool", str(exc))
+            return failed_record(visit.run_id, cell, ErrorKind.NATIVE_TOOL, str(exc))
 
 
 def _adapter(cell: Cell, device: RemoteDevice) -> Any:

@@ -13,6 +13,7 @@ from edgebench.measure.records import STDERR_TAIL_CHARS, failed_record, record_f
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.records import Record
 from edgebench.runners.backends import install_hint
+from edgebench.statuses import ErrorKind, Status
 
 
 class PythonRunner:
@@ -24,22 +25,22 @@ class PythonRunner:
             return None
         info = facts.frameworks.get(framework, {})
         reason = info.get("reason")
-        if reason in (None, "not_installed"):
+        if reason in (None, ErrorKind.NOT_INSTALLED):
             hint = install_hint(framework)
             return (
-                "skipped",
-                "not_installed",
+                Status.SKIPPED,
+                ErrorKind.NOT_INSTALLED,
                 f"{framework} not installed on {device.name} ({hint})",
             )
-        if reason == "unsupported":
+        if reason == ErrorKind.UNSUPPORTED:
             return (
-                "unsupported",
-                "unsupported",
+                Status.UNSUPPORTED,
+                ErrorKind.UNSUPPORTED,
                 f"{framework} on {device.name}: {info.get('message')}",
             )
         return (
-            "skipped",
-            "not_installed",
+            Status.SKIPPED,
+            ErrorKind.NOT_INSTALLED,
             f"{framework} unavailable on {device.name}: {info.get('message')}",
         )
 
@@ -54,10 +55,10 @@ class PythonRunner:
         try:
             if outcome.result is None:
                 return failed_record(
-                    visit.run_id, cell, "runner", outcome.error, outcome.command.stderr
+                    visit.run_id, cell, ErrorKind.RUNNER, outcome.error, outcome.command.stderr
                 )
             record = record_from_result(visit.run_id, cell, outcome.result)
-            if record.status != "ok":
+            if record.status != Status.OK:
                 record.stderr_tail = record.stderr_tail or (
                     outcome.command.stderr[-STDERR_TAIL_CHARS:] or None
                 )
@@ -81,7 +82,7 @@ class PythonRunner:
             return
         record.output_check = check.as_dict()
         if not check.passed:
-            record.status = "mismatch"
+            record.status = Status.MISMATCH
             record.error = (
                 check.problem
                 or f"outputs differ from ONNX Runtime: relative error {check.rel_error:.2e} "
