@@ -1,0 +1,166 @@
+"""Checkers for run settings: each takes a raw value (a string from the command line, or a
+TOML value from a plan file) and returns the checked value, or raises ValueError saying what
+the value must be. The command line and plan files use the same checker for a setting."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Check = Callable[[Any], Any]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def whole(minimum: int) -> Check:
+    def check(value: Any) -> int:
+        if isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                raise ValueError(f"must be a whole number >= {minimum}") from None
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise ValueError(f"must be a whole number >= {minimum}")
+        return value
+
+    return check
+
+
+def number(minimum: float | None = None, maximum: float | None = None) -> Check:
+    span = " and ".join(
+        part
+        for part in (
+            f">= {minimum:g}" if minimum is not None else "",
+            f"<= {maximum:g}" if maximum is not None else "",
+        )
+        if part
+    )
+    problem = f"must be a number {span}".rstrip()
+
+    def check(value: Any) -> float:
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise ValueError(problem) from None
+        if not _is_number(value) or value != value:  # NaN
+            raise ValueError(problem)
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            raise ValueError(problem)
+        return float(value)
+
+    return check
+
+
+def fraction(low_open: bool) -> Check:
+    """A probability-like value: (0, 1) or [0, 1)."""
+    problem = (
+        "must be between 0 and 1, e.g. 0.01" if low_open else "must be a fraction such as 0.05"
+    )
+
+    def check(value: Any) -> float:
+        checked = number()(value) if not isinstance(value, bool) else None
+        if checked is None or not (0 < checked < 1 if low_open else 0 <= checked < 1):
+            raise ValueError(problem)
+        return checked
+
+    return check
+
+
+def choice(*allowed: str) -> Check:
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or value not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    return check
+
+
+def text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value
+
+
+def path(value: Any) -> Path:
+    if not isinstance(value, (str, Path)) or not str(value).strip():
+        raise ValueError("must be a path")
+    try:
+        return Path(value).expanduser()
+    except RuntimeError as exc:  # "~user" with no such user
+        raise ValueError(f"cannot expand {value!r} ({exc})") from None
+
+
+def flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false")
+    return value
+
+
+def _items(value: Any, split: bool) -> list[Any]:
+    """A list from "a,b", ("a,b", "c"), ["a", "b"] or a single TOML value."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ValueError("must be a list")
+    items: list[Any] = []
+    for item in value:
+        if isinstance(item, str) and split:
+            items += [part.strip() for part in item.split(",") if part.strip()]
+        elif isinstance(item, str):
+            items += [item.strip()] if item.strip() else []
+        else:
+            items.append(item)
+    return items
+
+
+def names(value: Any) -> list[str]:
+    """Comma-separated or repeated names; duplicates dropped, order kept."""
+    items = _items(value, split=True)
+    if not all(isinstance(i, str) and i for i in items):
+        raise ValueError("must be a list of strings")
+    return list(dict.fromkeys(items))
+
+
+def entries(value: Any) -> list[str]:
+    """Like ``names`` but never split on commas (cpu lists such as 0,2 contain them)."""
+    items = _items(value, split=False)
+    if not all(isinstance(i, str) and i for i in items):
+        raise ValueError("must be a list of strings")
+    return list(dict.fromkeys(items))
+
+
+def wholes(minimum: int) -> Check:
+    def check(value: Any) -> list[int]:
+        try:
+            numbers = [whole(minimum)(item) for item in _items(value, split=True)]
+        except ValueError:
+            raise ValueError(f"must be whole numbers >= {minimum}, e.g. 1,4") from None
+        if not numbers:
+            raise ValueError(f"must be whole numbers >= {minimum}, e.g. 1,4")
+        return list(dict.fromkeys(numbers))
+
+    return check
+
+
+def choices(*allowed: str) -> Check:
+    def check(value: Any) -> list[str]:
+        items = names(value)
+        bad = [i for i in items if i not in allowed]
+        if bad or not items:
+            shown = repr(bad[0]) if bad else "nothing"
+            raise ValueError(f"{shown} is not {' or '.join(allowed)}")
+        return items
+
+    return check
+
+
+def optional(check: Check) -> Check:
+    def checked(value: Any) -> Any:
+        return None if value is None else check(value)
+
+    checked.__name__ = f"optional_{getattr(check, '__name__', 'value')}"
+    return checked
