@@ -28,7 +28,7 @@ def _option(spec: SettingSpec) -> Callable:
         spec.dest,
         multiple=spec.repeat,
         default=None,
-        metavar="VALUE",
+        metavar=getattr(spec.check, "metavar", "VALUE"),
         help=help_text,
     )
 

@@ -26,6 +26,7 @@ def whole(minimum: int) -> Check:
             raise ValueError(f"must be a whole number >= {minimum}")
         return value
 
+    check.metavar = "N"  # type: ignore[attr-defined]
     return check
 
 
@@ -52,6 +53,7 @@ def number(minimum: float | None = None, maximum: float | None = None) -> Check:
             raise ValueError(problem)
         return float(value)
 
+    check.metavar = "X"  # type: ignore[attr-defined]
     return check
 
 
@@ -67,6 +69,7 @@ def fraction(low_open: bool) -> Check:
             raise ValueError(problem)
         return checked
 
+    check.metavar = "X"  # type: ignore[attr-defined]
     return check
 
 
@@ -76,6 +79,7 @@ def choice(*allowed: str) -> Check:
             raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
         return value
 
+    check.metavar = "|".join(allowed)  # type: ignore[attr-defined]
     return check
 
 
@@ -143,6 +147,7 @@ def wholes(minimum: int) -> Check:
             raise ValueError(f"must be whole numbers >= {minimum}, e.g. 1,4")
         return list(dict.fromkeys(numbers))
 
+    check.metavar = "N[,N...]"  # type: ignore[attr-defined]
     return check
 
 
@@ -155,6 +160,7 @@ def choices(*allowed: str) -> Check:
             raise ValueError(f"{shown} is not {' or '.join(allowed)}")
         return items
 
+    check.metavar = "|".join(allowed) + "[,...]"  # type: ignore[attr-defined]
     return check
 
 
@@ -163,4 +169,11 @@ def optional(check: Check) -> Check:
         return None if value is None else check(value)
 
     checked.__name__ = f"optional_{getattr(check, '__name__', 'value')}"
+    checked.metavar = getattr(check, "metavar", "VALUE")  # type: ignore[attr-defined]
     return checked
+
+
+text.metavar = "TEXT"  # type: ignore[attr-defined]
+path.metavar = "PATH"  # type: ignore[attr-defined]
+names.metavar = "NAME[,NAME...]"  # type: ignore[attr-defined]
+entries.metavar = "VALUE"  # type: ignore[attr-defined]
