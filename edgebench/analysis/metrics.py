@@ -2,17 +2,18 @@
 
 One entry per metric: its name on the command line and in plan files, its label and unit,
 whether lower is better, the quantile it takes from raw samples (latency metrics), and how it
-is read from a stored record. The matrix, compare, recommend, history and plan files all look
-metrics up here.
+is read from a stored record. The matrix, the reports, compare, recommend, history, the command
+line and plan files all look metrics up here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
+from edgebench.analysis.statistics import sample_statistic
 from edgebench.results.records import Record
 
 
@@ -20,13 +21,22 @@ from edgebench.results.records import Record
 class Metric:
     name: str
     label: str
+    #: The unit next to the label in a heading: "energy per inference (mJ)".
     unit: str
     lower_is_better: bool
-    #: Reads the stored value from a record (None when the record has none).
+    #: Reads the stored value from a record (None when the record has none). Tables and
+    #: reports show this; compare, recommend and history use ``value``.
     stored: Callable[[Record], float | None]
     #: Latency metrics: the quantile of the raw samples (None: the mean). Others: not sampled.
     quantile: float | None = None
+    #: Computed from raw per-iteration samples (so compare can test significance on them).
     sampled: bool = False
+    #: The unit after a number shown without the label (energy: "mJ/inf"); default ``unit``.
+    bare_unit: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.bare_unit:
+            object.__setattr__(self, "bare_unit", self.unit)
 
     def value(self, record: Record) -> float | None:
         """The stored figure, recomputed from the raw samples when the record lacks it."""
@@ -34,9 +44,21 @@ class Metric:
         if stored is not None:
             return float(stored)
         if self.sampled and record.samples_ns:
-            ms = np.asarray(record.samples_ns, dtype=np.float64) / 1e6
-            return float(np.mean(ms) if self.quantile is None else np.quantile(ms, self.quantile))
+            return float(sample_statistic(self.samples_ms(record), self.quantile))
         return None
+
+    def ok_values(self, records: Iterable[Record]) -> list[tuple[float, Record]]:
+        """``(value, record)`` for each ok record that has a value for this metric."""
+        return [(v, r) for r in records if r.status == "ok" and (v := self.value(r)) is not None]
+
+    def best(self, candidates: Iterable[tuple[float, Record]]) -> tuple[float, Record]:
+        """The best of ``ok_values`` pairs: the lowest value, or the highest (throughput)."""
+        return (min if self.lower_is_better else max)(candidates, key=lambda vr: vr[0])
+
+    @staticmethod
+    def samples_ms(record: Record) -> np.ndarray:
+        """The raw per-iteration samples in milliseconds."""
+        return np.asarray(record.samples_ns, dtype=np.float64) / 1e6
 
 
 def _latency(key: str) -> Callable[[Record], float | None]:
@@ -55,11 +77,20 @@ METRICS: dict[str, Metric] = {
     "mean": _latency_metric("mean", None, "mean latency"),
     "throughput": Metric("throughput", "throughput", "inf/s", False, lambda r: r.throughput_ips),
     "memory": Metric("memory", "peak RSS", "MB", True, lambda r: r.peak_rss_mb),
-    "energy": Metric("energy", "energy per inference", "mJ", True, lambda r: r.energy_mj_per_inf),
+    "energy": Metric(
+        "energy",
+        "energy per inference",
+        "mJ",
+        True,
+        lambda r: r.energy_mj_per_inf,
+        bare_unit="mJ/inf",
+    ),
 }
 
 #: Metrics a regression can be judged on (all of them: latency ones on the raw samples).
 REGRESSION_METRICS = tuple(METRICS)
+#: Metrics recommend ranks by; its latency budget is checked on the latency ones.
+RECOMMEND_METRICS = ("p50", "p99", "throughput", "energy", "memory")
 
 
 def get_metric(name: str) -> Metric:

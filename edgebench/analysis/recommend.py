@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from edgebench.analysis.compare import SCALAR_METRICS, lower_is_better, metric_value
+from edgebench.analysis.metrics import RECOMMEND_METRICS, get_metric, metric_value
 from edgebench.results.records import Record
-
-RECOMMEND_METRICS = ("p50", "p99", "throughput", "energy", "memory")
-_UNITS = {"p50": "ms", "p99": "ms", **{k: v[2] for k, v in SCALAR_METRICS.items()}}
 
 
 @dataclass
@@ -60,7 +57,7 @@ class Recommendation:
     budget_ms: float | None = None
 
 
-def _cell_suffix(cell_id: str) -> str:
+def cell_suffix(cell_id: str) -> str:
     """``device/model/framework/fp32/t4/cbig/s1`` -> ``fp32/t4/cbig/s1``."""
     parts = cell_id.split("/")
     return "/".join(parts[3:]) if len(parts) > 3 else cell_id
@@ -89,27 +86,24 @@ def recommend(
         raise ValueError(f"unknown metric {metric!r}; one of {RECOMMEND_METRICS}")
     if not devices:
         raise ValueError("recommend needs at least one device")
-    lower = lower_is_better(metric)
-    budget_metric = metric if metric in ("p50", "p99") else "p50"
+    ranked_by = get_metric(metric)
+    lower = ranked_by.lower_is_better
+    budget_metric = metric if ranked_by.sampled else "p50"
     wanted = list(dict.fromkeys(devices))
     relevant = [r for r in records if r.model == model and r.device in wanted]
     frameworks = sorted({r.framework for r in relevant})
-    unit = _UNITS[metric]
+    unit = ranked_by.bare_unit
 
     scores: dict[str, FrameworkScore] = {}
     for fw in frameworks:
         score = FrameworkScore(framework=fw)
         for dev in wanted:
             cells = [r for r in relevant if r.framework == fw and r.device == dev]
-            ok = [
-                (v, r)
-                for r in cells
-                if r.status == "ok" and (v := metric_value(r, metric)) is not None
-            ]
+            ok = ranked_by.ok_values(cells)
             if not ok:
                 score.missing[dev] = _missing_reason(cells)
                 continue
-            value, best = (min if lower else max)(ok, key=lambda vr: vr[0])
+            value, best = ranked_by.best(ok)
             lat = metric_value(best, budget_metric)
             meets = None if budget_ms is None or lat is None else lat <= budget_ms
             score.per_device[dev] = DeviceResult(
@@ -206,43 +200,3 @@ def _score_reason(
         over = [d for d in s.per_device if d not in s.devices_meeting_budget]
         parts.append(f"{budget_metric} over {budget_ms:g} ms budget on {', '.join(over)}")
     return ", ".join(parts)
-
-
-def format_recommendation(rec: Recommendation) -> str:
-    """One table (a row per framework, a column per device showing value and chosen cell),
-    followed by the reasoning lines."""
-    unit = _UNITS[rec.metric]
-    headers = ["#", "framework", f"worst {rec.metric}", "mean rank"]
-    if rec.budget_ms is not None:
-        headers.append(f"budget {rec.budget_ms:g}ms")
-    headers += [*rec.devices, "note"]
-    rows = []
-    for s in rec.table:
-        row = [
-            str(s.position),
-            s.framework + (" *" if s.framework == rec.best else ""),
-            "-" if s.worst is None else f"{s.worst:.4g} {unit}",
-            "-" if s.mean_rank is None else f"{s.mean_rank:.2f}",
-        ]
-        if rec.budget_ms is not None:
-            row.append(f"{len(s.devices_meeting_budget)}/{len(rec.devices)}")
-        for dev in rec.devices:
-            r = s.per_device.get(dev)
-            if r is None:
-                row.append("no ok cell")
-            else:
-                mark = "" if r.meets_budget is None else (" ok" if r.meets_budget else " over")
-                row.append(f"{r.value:.4g} #{r.rank} [{_cell_suffix(r.cell_id)}]{mark}")
-        row.append(s.reason if s.missing or s.meets_budget_all is False else "")
-        rows.append(row)
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
-
-    out = [line(headers), line(["-" * w for w in widths])]
-    out += [line(r) for r in rows]
-    out.append("")
-    out.append(f"recommendation: {rec.best or 'none'}")
-    out += [f"  - {r}" for r in rec.reasoning]
-    return "\n".join(out)

@@ -11,10 +11,14 @@ EDGE_FRACTION = 0.10
 
 @dataclass
 class SustainedSummary:
+    """First vs last tenth of the timed window: median latency, mean power (None without a
+    power trace) and the hottest thermal zone's peak (None without temperatures)."""
+
     seconds: float
     first_p50_ms: float
     last_p50_ms: float
-    latency_change_pct: float
+    #: Change of the median from the first to the last tenth, in percent.
+    latency_change_pct: float = 0.0
     first_power_w: float | None = None
     last_power_w: float | None = None
     power_change_pct: float | None = None
@@ -64,7 +68,6 @@ def summarize(samples_ns: list[int], trace: dict[str, Any] | None) -> SustainedS
         seconds=total / 1e9,
         first_p50_ms=statistics.median(first) / 1e6,
         last_p50_ms=statistics.median(last) / 1e6,
-        latency_change_pct=0.0,
     )
     summary.latency_change_pct = _pct(summary.first_p50_ms, summary.last_p50_ms)
     if trace:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
+from edgebench.analysis.metrics import METRICS, RECOMMEND_METRICS, REGRESSION_METRICS
 from edgebench.cli.app import cli, metric_option, results_dir_option
 from edgebench.cli.values import print_records, split_values
 from edgebench.errors import UserError
@@ -14,16 +17,22 @@ from edgebench.paths import default_results_dir
 from edgebench.results.store import ResultsStore
 
 
+def _choice(name: str, dest: str, choices: tuple[str, ...], **kwargs: Any) -> Callable:
+    """An option with a fixed set of values, the first one the default."""
+    return click.option(
+        name,
+        dest,
+        type=click.Choice(list(choices)),
+        default=choices[0],
+        show_default=True,
+        **kwargs,
+    )
+
+
 @cli.command()
 @click.argument("run_ref", required=False)
 @results_dir_option
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["table", "jsonl"]),
-    default="table",
-    show_default=True,
-)
+@_choice("--format", "output_format", ("table", "jsonl"))
 @metric_option
 def show(run_ref: str | None, results_dir: Path | None, output_format: str, metric: str) -> None:
     """Print a stored run's matrix (RUN: id, id prefix, folder, or latest)."""
@@ -72,7 +81,7 @@ def report(run_ref: str | None, results_dir: Path | None, formats: str, out: Pat
 @click.argument("base_ref")
 @click.argument("new_ref")
 @results_dir_option
-@click.option("--metric", default="p50", show_default=True, help="p50, throughput, energy, memory.")
+@_choice("--metric", "metric", REGRESSION_METRICS, help="What the verdicts are judged on.")
 @click.option(
     "--min-effect",
     type=click.FloatRange(min=0, max=1),
@@ -103,12 +112,9 @@ def compare(
     junit: Path | None,
 ) -> None:
     """Per-cell verdicts between two stored runs; exit 1 when anything regressed."""
-    from edgebench.analysis.compare import (
-        any_regression,
-        compare_runs,
-        format_comparison,
-        junit_xml,
-    )
+    from edgebench.analysis.compare import any_regression, compare_runs
+    from edgebench.reporting.junit import junit_xml
+    from edgebench.reporting.text import format_comparison
 
     store = ResultsStore(results_dir or default_results_dir())
     base, new = store.open(base_ref), store.open(new_ref)
@@ -130,12 +136,7 @@ def compare(
 @cli.command()
 @click.option("--devices", "names", required=True, help="Devices the app must run on, e.g. A,B,C.")
 @click.option("--model", required=True, help="Model name as stored in the run.")
-@click.option(
-    "--metric",
-    type=click.Choice(["p50", "p99", "throughput", "energy", "memory"]),
-    default="p50",
-    show_default=True,
-)
+@_choice("--metric", "metric", RECOMMEND_METRICS)
 @click.option("--budget-ms", type=float, default=None, help="Latency budget per inference.")
 @click.option("--run", "run_ref", default=None, help="Stored run to decide from [default: newest].")
 @results_dir_option
@@ -148,8 +149,8 @@ def recommend(
     results_dir: Path | None,
 ) -> None:
     """Which framework to ship for a list of devices, with the reasoning."""
-    from edgebench.analysis.recommend import format_recommendation
     from edgebench.analysis.recommend import recommend as choose
+    from edgebench.reporting.text import format_recommendation
 
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
     result = choose(
@@ -163,7 +164,7 @@ def recommend(
 @click.option("--device", default=None)
 @click.option("--model", default=None)
 @click.option("--framework", default=None)
-@click.option("--metric", default="p50", show_default=True)
+@_choice("--metric", "metric", tuple(METRICS))
 @click.option(
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -180,34 +181,20 @@ def history_cmd(
     results_dir: Path | None,
 ) -> None:
     """The stored runs (date, git sha, lab, plan), or one cell's trend across them."""
-    from edgebench.analysis.history import build_index, format_history, history, plot_history
+    from edgebench.analysis.history import build_index, history
+    from edgebench.reporting.charts import plot_history
+    from edgebench.reporting.text import format_history, format_run_index
 
     store = ResultsStore(results_dir or default_results_dir())
     if not (device or model or framework):
-        rows = [
-            (
-                r.run_id,
-                (r.created_at or "-")[:19],
-                (r.git_sha or "-")[:10],
-                r.plan or "-",
-                r.lab_path or "-",
-                ",".join(r.devices) or "-",
-                str(r.n_records),
-                r.status or "-",
-            )
-            for r in build_index(store)
-        ]
-        header = ("run", "created", "git", "plan", "lab", "devices", "cells", "status")
-        widths = [max(len(x[i]) for x in [header, *rows]) for i in range(len(header))]
-        for row in [header, *rows]:
-            click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        for line in format_run_index(build_index(store)):
+            click.echo(line)
         return
     if not (device and model and framework):
         raise UserError("history of one cell needs --device, --model and --framework together")
     points = history(store, device, model, framework, metric=metric)
     click.echo(format_history(points))
     target = plot or Path("reports") / f"history-{device}-{model}-{framework}.svg"
-    target.parent.mkdir(parents=True, exist_ok=True)
     plot_history(points, target)
     click.echo(f"plot: {target}")
 
@@ -215,13 +202,7 @@ def history_cmd(
 @cli.command(name="export")
 @click.argument("run_ref", required=False)
 @results_dir_option
-@click.option(
-    "--format",
-    "export_format",
-    type=click.Choice(["csv", "parquet"]),
-    default="csv",
-    show_default=True,
-)
+@_choice("--format", "export_format", ("csv", "parquet"))
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),

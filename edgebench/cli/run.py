@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
+from edgebench.analysis.compare import CellVerdict
 from edgebench.cli.app import cli
 from edgebench.cli.values import print_records
 from edgebench.planning.config import SettingSpec, from_options, settings
+from edgebench.reporting.junit import junit_xml
+from edgebench.reporting.text import format_comparison
+from edgebench.results.records import Record
 
 
 def _option(spec: SettingSpec) -> Callable:
@@ -39,12 +44,25 @@ def _with_options(command: Callable) -> Callable:
     return command
 
 
+class _TerminalOutput:
+    """The run's matrix (or JSON lines) on stdout, and a plan's comparison with its baseline."""
+
+    def records(self, records: list[Record], output_format: str, metric: str) -> None:
+        print_records(records, output_format, metric)
+
+    def comparison(self, verdicts: list[CellVerdict], plan_name: str, junit: Path | None) -> None:
+        click.echo(format_comparison(verdicts))
+        if junit is not None:
+            junit.write_text(junit_xml(verdicts, f"edgebench.{plan_name}"))
+            click.echo(f"JUnit XML: {junit}", err=True)
+
+
 @cli.command()
 @_with_options
 def run(**options: Any) -> None:
     """Measure every model x framework on every device and print the matrix."""
     from edgebench.measure.session import run_session
 
-    code = run_session(from_options(options), show=print_records)
+    code = run_session(from_options(options), output=_TerminalOutput())
     if code:
         sys.exit(code)

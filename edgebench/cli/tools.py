@@ -20,6 +20,7 @@ from edgebench.errors import UserError
 from edgebench.models import BUILTIN_MODELS, builtin_model_path, summarize_model
 from edgebench.paths import cache_dir
 from edgebench.planning.modelref import input_shapes, parse_shape_overrides, resolve_models
+from edgebench.reporting.tables import format_table
 
 
 @cli.command()
@@ -84,10 +85,8 @@ def toolchains_list() -> None:
         elif status.state == "broken":
             note = f"{(status.detail or '').splitlines()[0]}; repair: {install_command(name)}"
         rows.append((name, status.state, status.version or "-", size, note))
-    header = ("toolchain", "state", "version", "size", "")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    for line in format_table(("toolchain", "state", "version", "size", ""), rows, underline=False):
+        click.echo(line)
 
 
 @toolchains.command(name="install")
@@ -129,6 +128,5 @@ def models_cmd() -> None:
         macs = f"{summary.macs / 1e9:.2f} G" + ("" if summary.macs_complete else "+")
         rows.append((name, f"{summary.params / 1e6:.2f} M", macs, shapes, model.description))
     header = ("model", "params", "MACs", "inputs", "description")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    for line in format_table(header, rows, underline=False):
+        click.echo(line)

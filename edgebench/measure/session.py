@@ -12,13 +12,13 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-import click
+from typing import Protocol
 
 from edgebench import __version__
+from edgebench.analysis.compare import CellVerdict, any_regression, compare_runs
 from edgebench.converters import ArtifactCache
 from edgebench.errors import UserError
 from edgebench.lab.device import Device
@@ -74,9 +74,19 @@ class Matrix:
     timing: Timing
 
 
-def run_session(config: RunConfig, show: Callable[[list[Record], str, str], None]) -> int:
-    """Measure, store and print (``show`` prints the records); the exit code is 1 when a cell
-    failed or regressed."""
+class RunOutput(Protocol):
+    """Where the session's results are shown: the command line implements it (measure does
+    not import reporting)."""
+
+    def records(self, records: list[Record], output_format: str, metric: str) -> None: ...
+
+    def comparison(
+        self, verdicts: list[CellVerdict], plan_name: str, junit: Path | None
+    ) -> None: ...
+
+
+def run_session(config: RunConfig, output: RunOutput) -> int:
+    """Measure, store and show; the exit code is 1 when a cell failed or regressed."""
     progress = LineProgress()
     plan = load_plan(config.session.plan) if config.session.plan else None
     if plan is not None:
@@ -146,13 +156,11 @@ def run_session(config: RunConfig, show: Callable[[list[Record], str, str], None
         run_dir = store.create_run(_run_metadata(config, plan, matrix, rounds, device_list))
     records = _measure(config, run_dir, cells, device_list, methods, rounds, progress)
     records = earlier + records
-    show(records, config.output.format, config.output.metric)
+    output.records(records, config.output.format, config.output.metric)
     failed = any(r.status in PROBLEMS for r in records)
     regressed = False
     if plan is not None:
-        regressed = _compare_with_baseline(
-            config, store, run_dir, records, config.output.junit, progress
-        )
+        regressed = _compare_with_baseline(config, store, run_dir, records, output, progress)
     run_dir.update_metadata(
         status="complete", finished_at=utc_now(), good=not failed and not regressed
     )
@@ -364,7 +372,7 @@ def _compare_with_baseline(
     store: ResultsStore,
     run_dir: RunDir,
     records: list[Record],
-    junit: Path | None,
+    output: RunOutput,
     progress: LineProgress,
 ) -> bool:
     """Compare with the last good run of the same plan; True when a cell regressed."""
@@ -382,13 +390,6 @@ def _compare_with_baseline(
     if baseline is None:
         progress.message(f"plan {name}: no earlier good run to compare with; this is the baseline")
         return False
-    from edgebench.analysis.compare import (
-        any_regression,
-        compare_runs,
-        format_comparison,
-        junit_xml,
-    )
-
     verdicts = compare_runs(
         baseline.records(),
         records,
@@ -397,10 +398,7 @@ def _compare_with_baseline(
         metric=config.thresholds.metric,
     )
     progress.message(f"plan {name}: compared with {baseline.run_id}")
-    click.echo(format_comparison(verdicts))
-    if junit is not None:
-        junit.write_text(junit_xml(verdicts, f"edgebench.{name}"))
-        progress.message(f"JUnit XML: {junit}")
+    output.comparison(verdicts, name, config.output.junit)
     run_dir.update_metadata(baseline=baseline.run_id)
     return any_regression(verdicts)
 

@@ -1,35 +1,19 @@
-"""Device x framework tables from records: what `run` and `show` print."""
+"""Device x framework tables from records: what `run` and `show` print.
+
+Also how records are laid out in such tables (groups, framework order, status words), which the
+HTML and Markdown reports share. The figures shown are the stored ones (``Metric.stored``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
+from edgebench.analysis.metrics import get_metric
+from edgebench.frameworks import display_order
+from edgebench.reporting.tables import fmt_number, format_table
 from edgebench.results.records import Record
-from edgebench.runners.backends import KNOWN_FRAMEWORKS
 
-
-@dataclass(frozen=True)
-class Metric:
-    title: str
-    unit: str
-    value: Callable[[Record], float | None]
-    lower_is_better: bool = True
-
-
-def _latency(key: str) -> Callable[[Record], float | None]:
-    return lambda r: (r.latency_ms or {}).get(key)
-
-
-METRICS: dict[str, Metric] = {
-    "p50": Metric("p50 latency", "ms", _latency("p50")),
-    "p90": Metric("p90 latency", "ms", _latency("p90")),
-    "p99": Metric("p99 latency", "ms", _latency("p99")),
-    "mean": Metric("mean latency", "ms", _latency("mean")),
-    "throughput": Metric("throughput", "inf/s", lambda r: r.throughput_ips, False),
-    "memory": Metric("peak RSS", "MB", lambda r: r.peak_rss_mb),
-    "energy": Metric("energy per inference", "mJ", lambda r: r.energy_mj_per_inf),
-}
+GroupKey = tuple[str, str, int, str, int]
 
 # Skipped cells say why in one or two words; other statuses speak for themselves.
 SKIP_LABELS = {
@@ -46,56 +30,47 @@ STATUS_LABELS = {
 
 
 def _fmt(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value >= 100:
-        return f"{value:.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
+    return fmt_number(value, tiny=".2f")
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    for row in rows:
-        cells = [str(c).ljust(w) for c, w in zip(row, widths, strict=True)]
-        lines.append("  ".join(cells).rstrip())
-    return lines
+def framework_order(records: Sequence[Record]) -> list[str]:
+    """Known frameworks in their registry order, then any others as they first appear."""
+    return display_order(r.framework for r in records)
 
 
-def _framework_order(records: Sequence[Record]) -> list[str]:
-    present = list(dict.fromkeys(r.framework for r in records))
-    known = [f for f in KNOWN_FRAMEWORKS if f in present]
-    return known + [f for f in present if f not in known]
+def group_records(records: Sequence[Record]) -> dict[GroupKey, list[Record]]:
+    """One table per model, precision, threads, cores and streams, in order of appearance."""
+    groups: dict[GroupKey, list[Record]] = {}
+    for r in records:
+        groups.setdefault((r.model, r.precision, r.threads, r.cores, r.concurrency), []).append(r)
+    return groups
 
 
-def _group_key(r: Record) -> tuple:
-    return (r.model, r.precision, r.threads, r.cores, r.concurrency)
-
-
-def _group_title(key: tuple, metric: Metric) -> str:
+def group_title(key: GroupKey) -> str:
     model, precision, threads, cores, concurrency = key
     parts = [model, precision, f"{threads} thread{'s' if threads != 1 else ''}", f"cores {cores}"]
     if concurrency != 1:
         parts.append(f"{concurrency} streams")
-    return f"{' · '.join(parts)} — {metric.title} ({metric.unit}), * = best on the device"
+    return " · ".join(parts)
+
+
+def status_word(r: Record) -> str:
+    """What a report cell says for a record: its status, or for a skip the short reason."""
+    if r.status == "skipped":
+        return SKIP_LABELS.get(r.error_kind or "", "skipped")
+    return r.status
 
 
 def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
-    metric = METRICS[metric_name]
-    frameworks = _framework_order(records)
-    groups: dict[tuple, list[Record]] = {}
-    for record in records:
-        groups.setdefault(_group_key(record), []).append(record)
+    metric = get_metric(metric_name)
+    frameworks = framework_order(records)
     out: list[str] = []
-    for key, group in groups.items():
+    for key, group in group_records(records).items():
         devices = list(dict.fromkeys(r.device for r in group))
         rows = []
         for device in devices:
             cells = {r.framework: r for r in group if r.device == device}
-            values = {f: metric.value(r) for f, r in cells.items() if r.status == "ok"}
+            values = {f: metric.stored(r) for f, r in cells.items() if r.status == "ok"}
             ranked = [v for v in values.values() if v is not None]
             best = (min(ranked) if metric.lower_is_better else max(ranked)) if ranked else None
             row = [device]
@@ -104,7 +79,7 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
                 if record is None:
                     row.append("")
                 elif record.status == "skipped":
-                    row.append(SKIP_LABELS.get(record.error_kind or "", "skipped"))
+                    row.append(status_word(record))
                 elif record.status != "ok":
                     row.append(STATUS_LABELS.get(record.status, record.status))
                 else:
@@ -116,8 +91,8 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
                     else:
                         row.append(_fmt(value) + mark)
             rows.append(row)
-        out.append(_group_title(key, metric))
-        out.extend(_table(["device", *frameworks], rows))
+        out.append(f"{group_title(key)} — {metric.label} ({metric.unit}), * = best on the device")
+        out.extend(format_table(["device", *frameworks], rows))
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -164,7 +139,7 @@ def format_details(records: Sequence[Record]) -> str:
             for f in r.energy_flags
             if not f.startswith("energy unavailable")
         )
-    lines = _table(header, rows) if rows else []
+    lines = format_table(header, rows) if rows else []
     if skipped:
         lines += ["", "skipped:", *(f"  {reason}" for reason in skipped.values())]
     if energy_gaps:

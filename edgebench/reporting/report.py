@@ -6,16 +6,12 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from edgebench.analysis.metrics import get_metric
 from edgebench.errors import UserError
 from edgebench.reporting.export import export_run
-from edgebench.reporting.html import (
-    _framework_order,
-    _group_key,
-    _group_title,
-    _status_word,
-    render_html,
-)
-from edgebench.reporting.matrix import METRICS
+from edgebench.reporting.html import render_html
+from edgebench.reporting.matrix import framework_order, group_records, group_title, status_word
+from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
 from edgebench.results.store import RunDir
 
@@ -33,29 +29,16 @@ def _md_cell(text: str) -> str:
     )
 
 
-def _fmt_ms(value: float) -> str:
-    if value >= 100:
-        return f"{value:.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    if value >= 0.01:
-        return f"{value:.2f}"
-    return f"{value:.3g}"
-
-
 def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
     """Per model a device x framework table of p50 (ms); ★ = best ok cell on the device."""
-    metric = METRICS["p50"]
-    frameworks = _framework_order(records)
-    groups: dict[tuple, list[Record]] = {}
-    for record in records:
-        groups.setdefault(_group_key(record), []).append(record)
+    metric = get_metric("p50")
+    frameworks = framework_order(records)
     lines = [f"### edgebench run `{_md_cell(run_id)}`" if run_id else "### edgebench run", ""]
     if not records:
         lines.append("No cells were recorded.")
-    for key, group in groups.items():
+    for key, group in group_records(records).items():
         group_fw = [f for f in frameworks if any(r.framework == f for r in group)]
-        lines += [f"**{_md_cell(_group_title(key))}** — p50 latency (ms), ★ = best on device", ""]
+        lines += [f"**{_md_cell(group_title(key))}** — p50 latency (ms), ★ = best on device", ""]
         lines.append("| device | " + " | ".join(_md_cell(f) for f in group_fw) + " |")
         lines.append("|---|" + "---:|" * len(group_fw))
         for device in dict.fromkeys(r.device for r in group):
@@ -63,7 +46,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
             values = {
                 f: v
                 for f, r in cells.items()
-                if r.status == "ok" and (v := metric.value(r)) is not None
+                if r.status == "ok" and (v := metric.stored(r)) is not None
             }
             best = min(values.values()) if len(values) > 1 else None
             row = []
@@ -72,10 +55,10 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
                 if r is None:
                     row.append("")
                 elif r.status != "ok":
-                    row.append(_md_cell(_status_word(r)))
+                    row.append(_md_cell(status_word(r)))
                 elif framework in values:
                     star = " ★" if values[framework] == best else ""
-                    row.append(_fmt_ms(values[framework]) + star)
+                    row.append(fmt_number(values[framework]) + star)
                 else:
                     row.append("-")
             lines.append(f"| {_md_cell(device)} | " + " | ".join(row) + " |")

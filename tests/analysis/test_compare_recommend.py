@@ -10,17 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgebench.analysis.compare import (
-    any_regression,
-    bootstrap_ratio_ci,
-    compare_runs,
-    format_comparison,
-    junit_xml,
-    mann_whitney_u,
-)
-from edgebench.analysis.history import build_index, format_history, history, plot_history
-from edgebench.analysis.recommend import format_recommendation, recommend
-from edgebench.analysis.statistics import latency_stats
+from edgebench.analysis.compare import any_regression, compare_runs
+from edgebench.analysis.history import build_index, history
+from edgebench.analysis.recommend import recommend
+from edgebench.analysis.statistics import bootstrap_ratio_ci, latency_stats, mann_whitney_u
+from edgebench.reporting.charts import plot_history
+from edgebench.reporting.junit import junit_xml
+from edgebench.reporting.text import format_comparison, format_history, format_recommendation
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore
 

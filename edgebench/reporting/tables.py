@@ -1,0 +1,56 @@
+"""Plain-text tables and numbers: every aligned table edgebench prints is laid out here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Sequence
+
+
+def format_table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    right: Collection[int] = (),
+    underline: bool = True,
+) -> list[str]:
+    """The lines of a table: columns two spaces apart, as wide as their widest cell.
+
+    Columns are left-aligned except those whose index is in ``right``; ``underline`` puts a
+    row of dashes under the header; trailing spaces are stripped from every line.
+    """
+    body = [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    lines = [line([str(h) for h in header])]
+    if underline:
+        lines.append(line(["-" * w for w in widths]))
+    lines.extend(line(row) for row in body)
+    return lines
+
+
+def fmt_number(value: float | None, unit: str = "", *, tiny: str = ".3g") -> str:
+    """About three significant figures (123, 12.3, 1.23), "-" for none; values below 0.01
+    use the format ``tiny`` (the text matrix keeps ``.2f`` there)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if abs(value) >= 100:
+        text = f"{value:.0f}"
+    elif abs(value) >= 10:
+        text = f"{value:.1f}"
+    elif abs(value) >= 0.01 or value == 0:
+        text = f"{value:.2f}"
+    else:
+        text = format(value, tiny)
+    return f"{text} {unit}".rstrip()
+
+
+def fmt_or_dash(value: float | None, spec: str) -> str:
+    """``value`` in the format ``spec``, or "-" when there is none."""
+    return "-" if value is None else format(value, spec)

@@ -1,0 +1,115 @@
+"""Plain-text renderings of analysis results: compare verdicts, a recommendation, history."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from edgebench.analysis.compare import VERDICTS, CellVerdict
+from edgebench.analysis.history import HistoryPoint, RunSummary
+from edgebench.analysis.metrics import get_metric
+from edgebench.analysis.recommend import Recommendation, cell_suffix
+from edgebench.reporting.tables import fmt_or_dash, format_table
+
+
+def format_comparison(verdicts: Sequence[CellVerdict]) -> str:
+    """A plain-text table, one row per cell, and a one-line summary."""
+    headers = ["cell", "verdict", "base p50 ms", "new p50 ms", "ratio", "95% CI", "p", "reason"]
+    rows = []
+    for v in verdicts:
+        ci = "-" if v.ci_low is None else f"{v.ci_low:.3f}..{v.ci_high:.3f}"
+        rows.append(
+            [
+                v.cell_id,
+                v.verdict,
+                fmt_or_dash(v.base_p50_ms, ".3f"),
+                fmt_or_dash(v.new_p50_ms, ".3f"),
+                fmt_or_dash(v.ratio, ".3f"),
+                ci,
+                fmt_or_dash(v.p_value, ".2g"),
+                v.reason,
+            ]
+        )
+    out = format_table(headers, rows, right={2, 3, 4, 6})
+    counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in VERDICTS}
+    out.append("")
+    out.append(", ".join(f"{counts[k]} {k}" for k in VERDICTS if counts[k]) or "no cells")
+    return "\n".join(out)
+
+
+def format_recommendation(rec: Recommendation) -> str:
+    """One table (a row per framework, a column per device showing value and chosen cell),
+    followed by the reasoning lines."""
+    unit = get_metric(rec.metric).bare_unit
+    headers = ["#", "framework", f"worst {rec.metric}", "mean rank"]
+    if rec.budget_ms is not None:
+        headers.append(f"budget {rec.budget_ms:g}ms")
+    headers += [*rec.devices, "note"]
+    rows = []
+    for s in rec.table:
+        row = [
+            str(s.position),
+            s.framework + (" *" if s.framework == rec.best else ""),
+            "-" if s.worst is None else f"{s.worst:.4g} {unit}",
+            fmt_or_dash(s.mean_rank, ".2f"),
+        ]
+        if rec.budget_ms is not None:
+            row.append(f"{len(s.devices_meeting_budget)}/{len(rec.devices)}")
+        for dev in rec.devices:
+            r = s.per_device.get(dev)
+            if r is None:
+                row.append("no ok cell")
+            else:
+                mark = "" if r.meets_budget is None else (" ok" if r.meets_budget else " over")
+                row.append(f"{r.value:.4g} #{r.rank} [{cell_suffix(r.cell_id)}]{mark}")
+        row.append(s.reason if s.missing or s.meets_budget_all is False else "")
+        rows.append(row)
+    out = format_table(headers, rows)
+    out.append("")
+    out.append(f"recommendation: {rec.best or 'none'}")
+    out += [f"  - {r}" for r in rec.reasoning]
+    return "\n".join(out)
+
+
+def format_history(points: list[HistoryPoint]) -> str:
+    """One row per run with the metric and its change from the previous ok run."""
+    if not points:
+        return "no runs with this cell"
+    headers = ["run", "created", "value", "change", "status", "cell"]
+    rows = []
+    prev: float | None = None
+    for p in points:
+        change = "-"
+        if p.value is not None and prev:
+            change = f"{p.value / prev - 1:+.1%}"
+        rows.append(
+            [
+                p.run_id,
+                p.created_at or "-",
+                fmt_or_dash(p.value, ".4g"),
+                change,
+                p.status,
+                p.cell_id or "-",
+            ]
+        )
+        if p.value is not None:
+            prev = p.value
+    return "\n".join(format_table(headers, rows))
+
+
+def format_run_index(runs: Sequence[RunSummary]) -> list[str]:
+    """The stored runs, one line each: date, git sha, plan, lab, devices, cells, status."""
+    rows = [
+        (
+            r.run_id,
+            (r.created_at or "-")[:19],
+            (r.git_sha or "-")[:10],
+            r.plan or "-",
+            r.lab_path or "-",
+            ",".join(r.devices) or "-",
+            str(r.n_records),
+            r.status or "-",
+        )
+        for r in runs
+    ]
+    header = ("run", "created", "git", "plan", "lab", "devices", "cells", "status")
+    return format_table(header, rows, underline=False)
