@@ -22,15 +22,6 @@ CONVERTERS: dict[str, tuple[str, str]] = {
     "tnn": ("tnn_converter", "TnnConverter"),
 }
 
-# Runner framework -> the artifact format it executes (onnxruntime runs the ONNX file itself).
-FORMAT_OF_FRAMEWORK: dict[str, str] = {
-    "mnn": "mnn",
-    "ncnn": "ncnn",
-    "tflite": "tflite",
-    "openvino": "openvino",
-    "tnn": "tnn",
-}
-
 # Suffix of a pre-converted artifact's primary file -> (format, companion suffix or None).
 _ARTIFACT_SUFFIXES: dict[str, tuple[str, str | None]] = {
     ".tflite": ("tflite", None),
@@ -62,7 +53,6 @@ def get_converter(fmt: str) -> Converter:
 
 __all__ = [
     "CONVERTERS",
-    "FORMAT_OF_FRAMEWORK",
     "Artifact",
     "ArtifactCache",
     "ConversionError",

@@ -7,14 +7,15 @@ Usage:
     python3 runner.py --probe          (which frameworks this device can run)
 
 Self-contained on purpose: Python 3.8+, the standard library, numpy and the framework under test.
-It imports nothing from the host package, so the whole ``runners/`` folder can be copied to a
-phone or a board and run there. The result is the last line on stdout, prefixed with
-``RESULT_PREFIX``; anything the framework prints goes to stderr (stdout is redirected during
-the run so native logging cannot corrupt the result).
+It imports nothing from the host package: runner.py, protocol.py (what host and runner share),
+telemetry.py and backends/ are copied to a phone or a board and run there. The result is the
+last line on stdout, prefixed with ``RESULT_PREFIX``; anything the framework prints goes to
+stderr (stdout is redirected during the run so native logging cannot corrupt the result).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import platform
@@ -26,23 +27,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from backends import KNOWN_FRAMEWORKS, BackendError, load_backend
+from backends import MODULE_SUFFIX, Backend, BackendError, Declaration, discover
 from backends.base import InputSpec
 from backends.tensors import make_inputs, save_outputs, summarize_outputs
-
-SPEC_SCHEMA = "edgebench.spec/1"
-RESULT_SCHEMA = "edgebench.result/1"
-PROBE_SCHEMA = "edgebench.probe/1"
-RESULT_PREFIX = "EDGEBENCH_RESULT "
-ERROR_KINDS = (
-    "bad_spec",  # the spec itself is malformed
-    "not_installed",  # framework module missing on the device
-    "model_load",  # model file missing, corrupt or rejected
-    "unsupported",  # framework cannot run this model/precision
-    "pinning",  # requested cores could not be applied
-    "inference",  # the inference call raised
-    "out_of_memory",  # an allocation failed (MemoryError)
-    "internal",  # a bug in the runner
+from protocol import (
+    PROBE_SCHEMA,
+    RESULT_PREFIX,
+    RESULT_SCHEMA,
+    SPEC_SCHEMA,
+    install_hint,
+    parse_cpu_list,
+    status_of,
 )
 
 SPEC_DEFAULTS = {
@@ -110,25 +105,14 @@ def peak_rss_kb() -> Optional[int]:
         return None
 
 
-def parse_cpu_list(text: str) -> List[int]:
-    cpus: List[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            cpus.extend(range(int(lo), int(hi) + 1))
-        else:
-            cpus.append(int(part))
-    return cpus
-
-
 def effective_cores() -> Optional[List[int]]:
     """The affinity the kernel actually applied, as reported in /proc/self/status."""
     allowed = read_proc_status().get("Cpus_allowed_list")
     if allowed:
-        return parse_cpu_list(allowed)
+        try:
+            return parse_cpu_list(allowed)
+        except ValueError:
+            pass  # not the kernel's syntax: ask the scheduler instead
     if hasattr(os, "sched_getaffinity"):
         return sorted(os.sched_getaffinity(0))
     return None
@@ -277,6 +261,48 @@ def measure_concurrent(
     }
 
 
+# --- backends --------------------------------------------------------------------------------
+
+
+def load_backend(framework: str) -> Backend:
+    """Instantiate the backend for ``framework`` or raise BackendError with a clear kind.
+
+    Backends are found by listing backends/ (backends/__init__.py says what each declares).
+    """
+    found, broken = discover()
+    declared = found.get(framework)
+    if declared is None:
+        message = "unknown framework %r" % framework
+        if broken:
+            message += " (unreadable backend modules: %s)" % "; ".join(
+                "%s: %s" % item for item in sorted(broken.items())
+            )
+        raise BackendError("bad_spec", message)
+    return instantiate(declared)
+
+
+def instantiate(declared: Declaration) -> Backend:
+    """The backend a module declares, once one of the modules it requires imports."""
+    framework = declared.framework
+    if declared.native_only or declared.backend is None:
+        raise BackendError("unsupported", declared.native_only or "%s has no backend" % framework)
+    errors = []
+    for candidate in declared.requires:
+        try:
+            importlib.import_module(candidate)
+            break
+        except ImportError as exc:
+            errors.append(str(exc))
+    else:
+        hint = install_hint(declared.pip_extra) if declared.pip_extra else "no pip package"
+        raise BackendError(
+            "not_installed",
+            "%s is not installed on this device (%s)" % (framework, hint),
+            "; ".join(errors),
+        )
+    return declared.backend()
+
+
 # --- the run ---------------------------------------------------------------------------------
 
 
@@ -331,7 +357,7 @@ class Telemetry:
     """Energy source, idle baseline and the sampler around the timed window."""
 
     def __init__(self, config: Dict[str, Any], cores: Optional[List[int]]) -> None:
-        from backends import telemetry
+        import telemetry
 
         self.tm = telemetry
         self.root = config.get("root") or os.environ.get("EDGEBENCH_SYSFS_ROOT") or "/"
@@ -561,7 +587,7 @@ def execute(raw_spec: Any) -> Dict[str, Any]:
         result.update(new_result(spec))
         run_spec(spec, result)
     except BackendError as exc:
-        result["status"] = "unsupported" if exc.kind == "unsupported" else "failed"
+        result["status"] = status_of(exc.kind)
         result["error"] = {"kind": exc.kind, "message": exc.message, "detail": exc.detail[-4000:]}
     except MemoryError as exc:
         result["status"] = "failed"
@@ -584,17 +610,20 @@ def execute(raw_spec: Any) -> Dict[str, Any]:
 
 
 def probe() -> Dict[str, Any]:
-    import importlib
-
-    frameworks = {}
-    for name in KNOWN_FRAMEWORKS:
+    found, broken = discover()
+    frameworks: Dict[str, Dict[str, Any]] = {}
+    for name, declared in found.items():
         try:
-            backend = load_backend(name)
+            backend = instantiate(declared)
             frameworks[name] = {"available": True, "version": backend.version()}
         except BackendError as exc:
             frameworks[name] = {"available": False, "reason": exc.kind, "message": exc.message}
         except Exception as exc:  # a framework that crashes on import is unavailable, not fatal
             frameworks[name] = {"available": False, "reason": "import_error", "message": str(exc)}
+    for module_name, message in broken.items():  # named after its file: FRAMEWORK was unreadable
+        name = module_name[: -len(MODULE_SUFFIX)]
+        unreadable = {"available": False, "reason": "import_error", "message": message}
+        frameworks.setdefault(name, unreadable)
     try:
         numpy_version = importlib.import_module("numpy").__version__
     except ImportError:

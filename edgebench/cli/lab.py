@@ -9,6 +9,7 @@ import click
 
 from edgebench.cli.app import cli, lab_option
 from edgebench.cli.values import split_values
+from edgebench.frameworks import display_order
 from edgebench.lab.cores import format_cpu_list
 from edgebench.lab.inventory import LOCAL, probe_device, resolve_devices
 from edgebench.lab.lab_file import load_lab
@@ -44,7 +45,7 @@ def describe_facts(device) -> list[str]:
         + (f" @{freq[cpus[0]] / 1000:.0f} MHz" if cpus and cpus[0] in freq else "")
         for name, cpus in facts.clusters.items()
     )
-    available = [n for n, info in facts.frameworks.items() if info.get("available")]
+    available = display_order(n for n, info in facts.frameworks.items() if info.get("available"))
     lines = [
         f"model: {facts.model or '?'}   soc: {facts.soc or '?'}   os: "
         f"{facts.os_version or facts.os or '?'}   kernel: {facts.kernel or '?'}",

@@ -5,29 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from edgebench.errors import UserError
-
-
-def parse_cpu_list(text: str) -> list[int]:
-    """Linux cpu-list syntax ("0-3,6") to sorted unique ids; ValueError when malformed."""
-    cpus: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            raise ValueError(f"empty item in cpu list {text!r}")
-        lo, sep, hi = part.partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
-            raise ValueError(f"{part!r} is not a cpu id or range")
-        if sep:
-            first, last = int(lo), int(hi)
-            if first > last or first < 0:
-                raise ValueError(f"bad cpu range {part!r}")
-            cpus.update(range(first, last + 1))
-        else:
-            cpu = int(part)
-            if cpu < 0:
-                raise ValueError(f"negative cpu id {part!r}")
-            cpus.add(cpu)
-    return sorted(cpus)
+from edgebench.runners.protocol import parse_cpu_list  # shared with the runner; re-exported
 
 
 def format_cpu_list(cpus: list[int]) -> str:

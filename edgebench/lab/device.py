@@ -18,10 +18,10 @@ from edgebench.lab.cores import detect_clusters, parse_cpu_list
 from edgebench.lab.transports import CommandResult, LocalTransport, Transport
 from edgebench.lab.transports.base import TransportError
 from edgebench.paths import cache_dir
+from edgebench.runners.protocol import RESULT_PREFIX
 
 log = logging.getLogger(__name__)
 
-RESULT_PREFIX = "EDGEBENCH_RESULT "
 PROBE_TIMEOUT_S = 120.0
 
 

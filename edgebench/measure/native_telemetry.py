@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgebench.lab.transports.base import Transport, quote_argv
-from edgebench.runners.backends.telemetry import UNIT_SCALE, AndroidFuelGauge
+from edgebench.runners.telemetry import UNIT_SCALE, AndroidFuelGauge
 
 SUPPORTED = ("android_fuel_gauge", "rapl", "none")
 # Every sysfs path is read under $EDGEBENCH_SYSFS_ROOT when the device's environment sets it

@@ -7,20 +7,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgebench.converters import CONVERTERS, FORMAT_OF_FRAMEWORK, Artifact
+from edgebench.converters import CONVERTERS, Artifact
 from edgebench.errors import UserError
+from edgebench.frameworks import (
+    find_framework,
+    framework_for_format,
+    framework_names,
+    python_frameworks,
+)
 from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
 from edgebench.planning.modelref import ModelRef, ShapeOverride, input_shapes
-from edgebench.runners.backends import KNOWN_FRAMEWORKS, NATIVE_ONLY
+from edgebench.runners.protocol import SPEC_SCHEMA
 
-SPEC_SCHEMA = "edgebench.spec/1"
 #: (status, error kind, reason) of a cell decided without measuring it.
 Verdict = tuple[str, str, str]
 #: Whether a device can run a framework: None, or the verdict of the cells that cannot.
 Availability = Callable[[Device, str], Verdict | None]
 #: What `edgebench run` measures when --frameworks is not given.
-DEFAULT_FRAMEWORKS = [f for f in KNOWN_FRAMEWORKS if f not in NATIVE_ONLY]
+DEFAULT_FRAMEWORKS = python_frameworks()
 
 
 @dataclass(frozen=True)
@@ -142,11 +147,10 @@ class Cell:
 
 
 def check_frameworks(names: Sequence[str]) -> list[str]:
-    unknown = [n for n in names if n not in KNOWN_FRAMEWORKS]
+    known = framework_names()
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise UserError(
-            f"unknown framework {', '.join(unknown)}; choose from {', '.join(KNOWN_FRAMEWORKS)}"
-        )
+        raise UserError(f"unknown framework {', '.join(unknown)}; choose from {', '.join(known)}")
     return list(dict.fromkeys(names))
 
 
@@ -163,29 +167,26 @@ def resolve_inputs(
 
 def _model_route(model: ModelRef, framework: str) -> tuple[str | None, Verdict | None]:
     """(format to convert to, or a verdict) for running ``model`` with ``framework``."""
+    entry = find_framework(framework)
+    fmt = entry.artifact_format if entry else None
     if model.format == "onnx":
-        if framework == "onnxruntime":
-            return None, None
-        fmt = FORMAT_OF_FRAMEWORK.get(framework)
-        if fmt is None or fmt not in CONVERTERS:
+        # No artifact format: the framework runs the ONNX file itself (fmt None, no verdict).
+        if entry is None or (fmt is not None and entry.converter not in CONVERTERS):
             return None, (
                 "unsupported",
                 "unsupported",
                 f"edgebench has no ONNX -> {framework} converter",
             )
         return fmt, None
-    if FORMAT_OF_FRAMEWORK.get(framework) == model.format:
+    if fmt == model.format:
         return None, None
+    owner = framework_for_format(model.format)
     return None, (
         "skipped",
         "other_format",
         f"{model.name} is a pre-converted {model.format} model; only "
-        f"{_framework_for_format(model.format)} runs it",
+        f"{owner.name if owner else model.format} runs it",
     )
-
-
-def _framework_for_format(fmt: str) -> str:
-    return next((f for f, v in FORMAT_OF_FRAMEWORK.items() if v == fmt), fmt)
 
 
 def build_cells(

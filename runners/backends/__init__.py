@@ -1,91 +1,83 @@
-"""Framework backends of the on-device runner, looked up by framework name.
+"""Framework backends of the on-device runner, found by listing this folder.
 
-Adding a framework means adding one module here and one line to ``BACKEND_MODULES``.
+Every ``*_backend.py`` here declares, at module level, what the runner needs to know about one
+framework, so adding a framework is adding one file (plus its entry in the host's
+``edgebench/frameworks.py``):
+
+    FRAMEWORK = "mnn"        # the framework name used in specs, results and on the command line
+    REQUIRES = ("MNN",)      # importable modules; any one of them present means it is installed
+    PIP_EXTRA = "mnn"        # optional: the edgebench extra that installs it (default FRAMEWORK)
+    BACKEND = MnnBackend     # the Backend subclass (base.py) that runs it
+
+A framework without a Python runtime declares ``NATIVE_ONLY = "<why>"`` instead of ``BACKEND``:
+the runner then reports it as unsupported with that reason (its cells run through a native
+benchmark binary, runners/native/). Backend modules import their framework only when the Backend
+is constructed, so listing them is cheap and works with no framework installed.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
-from typing import Dict, Tuple
+import os
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from .base import Backend, BackendError
 
-# framework name -> (module in this package, class name, Python module that must be importable)
-BACKEND_MODULES: Dict[str, Tuple[str, str, str]] = {
-    "onnxruntime": ("onnxruntime_backend", "OnnxRuntimeBackend", "onnxruntime"),
-    "mnn": ("mnn_backend", "MnnBackend", "MNN"),
-    "ncnn": ("ncnn_backend", "NcnnBackend", "ncnn"),
-    "tflite": ("tflite_backend", "TfliteBackend", "ai_edge_litert|tflite_runtime"),
-    "openvino": ("openvino_backend", "OpenVinoBackend", "openvino"),
-}
-
-# Frameworks edgebench knows about, in display order: (pip extra, importable modules).
-KNOWN_FRAMEWORKS: Dict[str, Tuple[str, Tuple[str, ...]]] = {
-    "onnxruntime": ("onnxruntime", ("onnxruntime",)),
-    "mnn": ("mnn", ("MNN",)),
-    "ncnn": ("ncnn", ("ncnn",)),
-    "tflite": ("tflite", ("ai_edge_litert", "tflite_runtime")),
-    "openvino": ("openvino", ("openvino",)),
-    "tnn": ("", ()),
-}
-
-# Frameworks with no Python runtime: they run only through a native benchmark binary.
-NATIVE_ONLY = {
-    "tnn": "TNN has no Python runtime; it runs through its native TNNTest binary on devices "
-    "that have one",
-}
+MODULE_SUFFIX = "_backend"
 
 
-def install_hint(framework: str) -> str:
-    extra = KNOWN_FRAMEWORKS.get(framework, (framework, ()))[0]
-    return "pip install 'edgebench[%s]'" % extra
+class Declaration(NamedTuple):
+    """What one backend module declares (see the module docs)."""
+
+    module: str
+    framework: str
+    requires: Tuple[str, ...]
+    pip_extra: Optional[str]
+    native_only: Optional[str]
+    backend: Optional[Callable[[], Backend]]
 
 
-def is_importable(framework: str) -> bool:
-    modules = KNOWN_FRAMEWORKS.get(framework, ("", ()))[1]
-    return any(importlib.util.find_spec(m) is not None for m in modules)
+def backend_modules() -> List[str]:
+    """The backend modules in this folder, by name (``mnn_backend``, ...)."""
+    folder = os.path.dirname(os.path.abspath(__file__))
+    names = (os.path.splitext(n)[0] for n in os.listdir(folder) if n.endswith(".py"))
+    return sorted(n for n in names if n.endswith(MODULE_SUFFIX))
 
 
-def load_backend(framework: str) -> Backend:
-    """Instantiate the backend for ``framework`` or raise BackendError with a clear kind."""
-    if framework in NATIVE_ONLY:
-        raise BackendError("unsupported", NATIVE_ONLY[framework])
-    if framework not in BACKEND_MODULES:
-        if framework not in KNOWN_FRAMEWORKS:
-            raise BackendError("bad_spec", "unknown framework %r" % framework)
-        if not is_importable(framework):
-            raise BackendError(
-                "not_installed",
-                "%s is not installed on this device (%s)" % (framework, install_hint(framework)),
-            )
-        raise BackendError(
-            "unsupported", "%s is installed but this runner has no backend for it yet" % framework
-        )
-    module_name, class_name, requirement = BACKEND_MODULES[framework]
-    errors = []
-    for candidate in requirement.split("|"):
-        try:
-            importlib.import_module(candidate)
-            break
-        except ImportError as exc:
-            errors.append(str(exc))
-    else:
-        raise BackendError(
-            "not_installed",
-            "%s is not installed on this device (%s)" % (framework, install_hint(framework)),
-            "; ".join(errors),
-        )
+def declaration(module_name: str) -> Declaration:
+    """Import backend module ``module_name`` (not its framework) and read its declarations."""
     module = importlib.import_module("." + module_name, __name__)
-    return getattr(module, class_name)()
+    framework = module.FRAMEWORK
+    return Declaration(
+        module=module_name,
+        framework=framework,
+        requires=tuple(getattr(module, "REQUIRES", ())),
+        pip_extra=getattr(module, "PIP_EXTRA", framework),
+        native_only=getattr(module, "NATIVE_ONLY", None),
+        backend=getattr(module, "BACKEND", None),
+    )
+
+
+def discover() -> Tuple[Dict[str, Declaration], Dict[str, str]]:
+    """(framework -> declaration, backend module -> why it could not be read)."""
+    found: Dict[str, Declaration] = {}
+    broken: Dict[str, str] = {}
+    for module_name in backend_modules():
+        try:
+            declared = declaration(module_name)
+        except Exception as exc:  # one broken module must not hide the other frameworks
+            broken[module_name] = "%s: %s" % (type(exc).__name__, exc)
+            continue
+        found[declared.framework] = declared
+    return found, broken
 
 
 __all__ = [
-    "BACKEND_MODULES",
-    "KNOWN_FRAMEWORKS",
-    "NATIVE_ONLY",
+    "MODULE_SUFFIX",
     "Backend",
     "BackendError",
-    "install_hint",
-    "load_backend",
+    "Declaration",
+    "backend_modules",
+    "declaration",
+    "discover",
 ]

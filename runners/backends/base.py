@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 
 class BackendError(Exception):
-    """A failure with a machine-readable kind (see runner.ERROR_KINDS)."""
+    """A failure with a machine-readable kind (one of protocol.ERROR_KINDS)."""
 
     def __init__(self, kind: str, message: str, detail: str = "") -> None:
         super().__init__(message)
@@ -38,9 +38,8 @@ class Backend:
     outputs as a list of numpy arrays (only the last call's outputs are ever inspected).
     """
 
+    #: The framework name (its module's FRAMEWORK), for messages.
     name = ""
-    #: Importable module whose presence means the framework is installed.
-    module = ""
     precisions = ("fp32",)
 
     def version(self) -> str:

@@ -7,13 +7,15 @@ from typing import Any, Callable, Dict, List
 
 from .base import Backend, BackendError, InputSpec, check_precision, first_line
 
+FRAMEWORK = "mnn"
+REQUIRES = ("MNN",)
+
 # MNN session precision names: fp32 keeps "normal"; fp16 asks for "low" (fp16 where the CPU has it).
 _PRECISION = {"fp32": "normal", "fp16": "low"}
 
 
 class MnnBackend(Backend):
-    name = "mnn"
-    module = "MNN"
+    name = FRAMEWORK
     precisions = ("fp32", "fp16")
 
     def __init__(self) -> None:
@@ -108,3 +110,6 @@ class MnnBackend(Backend):
                 self._interpreter.releaseSession(session)
         self._sessions = []
         self._interpreter = None
+
+
+BACKEND = MnnBackend

@@ -8,10 +8,12 @@ from typing import Any, Callable, Dict, List
 from .base import Backend, BackendError, InputSpec, check_precision
 from .io_map import IoMap, TensorMap
 
+FRAMEWORK = "ncnn"
+REQUIRES = ("ncnn",)
+
 
 class NcnnBackend(Backend):
-    name = "ncnn"
-    module = "ncnn"
+    name = FRAMEWORK
     precisions = ("fp32", "fp16")
 
     def __init__(self) -> None:
@@ -93,3 +95,6 @@ def _drop_batch(tensor: TensorMap, value: Any) -> Any:
     if value.ndim >= 2 and value.shape[0] == 1 and value.ndim > 3:
         return value.reshape(value.shape[1:])
     return value
+
+
+BACKEND = NcnnBackend

@@ -6,6 +6,9 @@ from typing import Any, Callable, Dict, List
 
 from .base import Backend, BackendError, InputSpec, check_precision, first_line
 
+FRAMEWORK = "onnxruntime"
+REQUIRES = ("onnxruntime",)
+
 _ORT_DTYPES = {
     "tensor(float)": "float32",
     "tensor(float16)": "float16",
@@ -19,8 +22,7 @@ _ORT_DTYPES = {
 
 
 class OnnxRuntimeBackend(Backend):
-    name = "onnxruntime"
-    module = "onnxruntime"
+    name = FRAMEWORK
     precisions = ("fp32",)
 
     def __init__(self) -> None:
@@ -72,3 +74,6 @@ class OnnxRuntimeBackend(Backend):
 
     def close(self) -> None:
         self._session = None
+
+
+BACKEND = OnnxRuntimeBackend

@@ -6,12 +6,14 @@ from typing import Any, Callable, Dict, List
 
 from .base import Backend, BackendError, InputSpec, check_precision, first_line
 
+FRAMEWORK = "openvino"
+REQUIRES = ("openvino",)
+
 _PRECISION_HINT = {"fp32": "f32", "fp16": "f16"}
 
 
 class OpenVinoBackend(Backend):
-    name = "openvino"
-    module = "openvino"
+    name = FRAMEWORK
     precisions = ("fp32", "fp16")
 
     def __init__(self) -> None:
@@ -68,3 +70,6 @@ class OpenVinoBackend(Backend):
 
     def close(self) -> None:
         self._compiled = None
+
+
+BACKEND = OpenVinoBackend

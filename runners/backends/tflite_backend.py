@@ -7,6 +7,9 @@ from typing import Any, Callable, Dict, List
 from .base import Backend, BackendError, InputSpec, check_precision, first_line
 from .io_map import IoMap, TensorMap
 
+FRAMEWORK = "tflite"
+REQUIRES = ("ai_edge_litert", "tflite_runtime")
+
 
 def _interpreter_class() -> Any:
     try:
@@ -17,8 +20,7 @@ def _interpreter_class() -> Any:
 
 
 class TfliteBackend(Backend):
-    name = "tflite"
-    module = "ai_edge_litert"
+    name = FRAMEWORK
     # fp16 is a property of the converted file (fp16 weights); the interpreter API is the same.
     precisions = ("fp32", "fp16")
 
@@ -108,3 +110,6 @@ def _indices(details: List[Dict[str, Any]], tensors: List[TensorMap]) -> List[in
         else:
             raise BackendError("model_load", "LiteRT model has no tensor %r" % tensor.name)
     return indices
+
+
+BACKEND = TfliteBackend

@@ -23,19 +23,19 @@ NUMBER = r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|(?i:nan|inf(?:inity)
 _NUMBER_RE = re.compile(NUMBER, re.ASCII)
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]", re.ASCII)
-# `logcat -v threadtime` (the default since Android 7), optionally with `-v year`:
-#   11-30 09:12:01.123  1234  1234 I tflite  : message
-_LOGCAT_THREADTIME_RE = re.compile(
-    r"^(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+\d+\s+\d+\s+[VDIWEFAS]\s+[^:]*?\s*:\s?",
-    re.ASCII,
+#: The logcat prefixes :func:`clean_line` strips (the first that matches).
+_LOGCAT_PREFIXES = tuple(
+    re.compile(pattern, re.ASCII)
+    for pattern in (
+        # `logcat -v threadtime` (the default since Android 7), optionally with `-v year`:
+        #   11-30 09:12:01.123  1234  1234 I tflite  : message
+        r"^(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+\d+\s+\d+\s+[VDIWEFAS]\s+[^:]*?\s*:\s?",
+        # `logcat -v time`:  11-30 09:12:01.123 I/tflite  ( 1234): message
+        r"^(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+[VDIWEFAS]/[^:(]*(?:\(\s*\d+\))?\s*:\s?",
+        # `logcat -v brief` (`I/tflite  ( 1234): message`) and TNN's own `I/tnn: message` prefix.
+        r"^[VDIWEFAS]/[\w.$ -]*(?:\(\s*\d+\))?\s*:\s?",
+    )
 )
-# `logcat -v time`:  11-30 09:12:01.123 I/tflite  ( 1234): message
-_LOGCAT_TIME_RE = re.compile(
-    r"^(?:\d{4}-)?\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+[VDIWEFAS]/[^:(]*(?:\(\s*\d+\))?\s*:\s?",
-    re.ASCII,
-)
-# `logcat -v brief` (`I/tflite  ( 1234): message`) and TNN's own `I/tnn: message` prefix.
-_LOGCAT_BRIEF_RE = re.compile(r"^[VDIWEFAS]/[\w.$ -]*(?:\(\s*\d+\))?\s*:\s?", re.ASCII)
 # TFLITE_LOG severities.
 _SEVERITY_RE = re.compile(r"^(?:INFO|WARN|WARNING|ERROR|VERBOSE|DEBUG|FATAL):\s?", re.ASCII)
 
@@ -211,7 +211,7 @@ def clean_line(line: str) -> str:
     """One output line without ANSI escapes, carriage returns, a logcat prefix
     (threadtime, time, brief or ``I/tag:``) and a ``INFO:``-style severity prefix."""
     text = _ANSI_RE.sub("", line).replace("\r", "").strip()
-    for pattern in (_LOGCAT_THREADTIME_RE, _LOGCAT_TIME_RE, _LOGCAT_BRIEF_RE):
+    for pattern in _LOGCAT_PREFIXES:
         stripped = pattern.sub("", text, count=1)
         if stripped != text:
             text = stripped.lstrip()
@@ -248,27 +248,39 @@ def label_matches(label: str, model_path: str) -> bool:
 _RECORD_PID_THEN_EXEC = 'echo $$ > "$0" && exec "$@"'
 
 
+@dataclass(kw_only=True, eq=False)
 class NativeAdapter:
     """Builds one native tool's command line for a cell and parses its output.
 
-    ``framework`` is the edgebench framework name, ``binary`` the tool's default file name and
-    ``tool`` the name used in results and error messages. ``env`` adds environment assignments
-    (e.g. ``LD_LIBRARY_PATH``) in front of the command in :meth:`shell_command`.
+    ``framework`` is the edgebench framework name, ``binary`` the tool's default file name (and,
+    as :attr:`tool`, the name used in results and error messages) and ``result_line`` what a
+    parse error says is missing. ``env`` adds environment assignments (e.g. ``LD_LIBRARY_PATH``)
+    in front of the command in :meth:`shell_command`.
+
+    Adapters are keyword-only dataclasses: a subclass declares its options as fields (with
+    defaults) and checks them in ``__post_init__`` (calling ``super().__post_init__()``).
     """
 
     framework: ClassVar[str] = ""
     binary: ClassVar[str] = ""
-    tool: ClassVar[str] = ""
+    result_line: ClassVar[str] = ""
     #: logcat tag the tool logs its result under on Android (None: it prints to stdout/stderr).
     logcat_tag: ClassVar[str | None] = None
     #: False when the tool has no switch for the cell's precision (see the adapter's docs).
     controls_precision: ClassVar[bool] = True
 
-    def __init__(self, *, env: Mapping[str, str] | None = None) -> None:
-        self.env: dict[str, str] = dict(env or {})
+    env: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        self.env = dict(self.env or {})
         for name in self.env:
             if not _ENV_NAME_RE.match(name):
                 raise ValueError(f"invalid environment variable name {name!r}")
+
+    @property
+    def tool(self) -> str:
+        """The tool's name in results and error messages."""
+        return self.binary
 
     def command(self, binary_path: str, cell: NativeCell) -> list[str]:
         """The tool's argv for ``cell`` (without taskset, unquoted)."""
@@ -312,7 +324,17 @@ class NativeAdapter:
     ) -> NativeResult:
         """Parse the tool's output. ``model_path`` picks the result line of that model when the
         tool can report several. Raises :class:`NativeParseError` naming the tool and the missing
-        line when the essential timing line is absent."""
+        line when the essential timing line is absent.
+
+        The streams are read one at a time (:func:`streams`); the first with a result wins."""
+        for lines in streams(stdout, stderr, logcat):
+            result = self.parse_lines(lines, model_path)
+            if result is not None:
+                return result
+        raise NativeParseError(self.tool, self.result_line)
+
+    def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
+        """The result in one stream's cleaned lines, or None when it holds none."""
         raise NotImplementedError
 
     def _select(
@@ -348,3 +370,54 @@ def shape_arg(dims: Sequence[int], *, what: str) -> list[int]:
             raise ValueError(f"{what}: shape {list(dims)} has a non-positive or dynamic dim")
         out.append(dim)
     return out
+
+
+@dataclass(kw_only=True, eq=False)
+class SummaryLineAdapter(NativeAdapter):
+    """A tool that prints one ``<model> ... min ... max ... avg`` line (milliseconds) per
+    model it ran, and maybe the iteration count on a line of its own (benchncnn,
+    ``benchmark.out``, TNNTest).
+
+    A subclass sets ``result_re`` (named groups ``min``, ``max``, ``avg`` and, unless it
+    overrides :meth:`label`, ``label``; matched at the start of a line) and ``count_re`` (group 1
+    the count; searched anywhere in a line).
+    """
+
+    result_re: ClassVar[re.Pattern[str]]
+    count_re: ClassVar[re.Pattern[str] | None] = None
+
+    def label(self, match: re.Match[str]) -> str:
+        """The model label of a result line."""
+        return match.group("label")
+
+    def narrow(self, candidates: list[tuple[str, object]]) -> list[tuple[str, object]]:
+        """The candidates to choose from when no ``model_path`` is given."""
+        return candidates
+
+    def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
+        candidates: list[tuple[str, object]] = []
+        count = count_line = None
+        for line in lines:
+            counted = self.count_re.search(line) if self.count_re else None
+            if counted:
+                count, count_line = int_or_none(counted.group(1)), line
+                continue
+            match = self.result_re.match(line)
+            if match:
+                candidates.append((self.label(match), (match, line)))
+        if not candidates:
+            return None
+        if model_path is None:
+            candidates = self.narrow(candidates)
+        match, line = self._select(candidates, model_path, self.result_line)  # type: ignore[misc]
+        result = NativeResult(
+            tool=self.tool,
+            count=count,
+            min_ms=finite_or_none(match.group("min")),
+            max_ms=finite_or_none(match.group("max")),
+            avg_ms=finite_or_none(match.group("avg")),
+            raw_lines=[x for x in (count_line, line) if x is not None],
+        )
+        if result.avg_ms is None and result.min_ms is None:
+            raise NativeParseError(self.tool, self.result_line, "no finite timings")
+        return result.finish()

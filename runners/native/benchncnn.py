@@ -33,26 +33,18 @@ GPU device lines (``[0 Adreno (TM) 640]  queueC=...``) are skipped.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from .base import (
-    NUMBER,
-    NativeAdapter,
-    NativeCell,
-    NativeParseError,
-    NativeResult,
-    finite_or_none,
-    int_or_none,
-    shape_arg,
-    streams,
-)
+from .base import NUMBER, NativeCell, SummaryLineAdapter, shape_arg
 
+# A GPU device line (`[0 Adreno (TM) 640]  queueC=...`) is never a result.
 _RESULT_RE = re.compile(
-    rf"^(?P<label>.*?)\s*\bmin\s*=\s*(?P<min>{NUMBER})\s*(?:ms)?\s+max\s*=\s*(?P<max>{NUMBER})"
+    r"^(?!\[\d+ )"
+    rf"(?P<label>.*?)\s*\bmin\s*=\s*(?P<min>{NUMBER})\s*(?:ms)?\s+max\s*=\s*(?P<max>{NUMBER})"
     rf"\s*(?:ms)?\s+avg\s*=\s*(?P<avg>{NUMBER})\s*(?:ms)?\s*$",
     re.ASCII,
 )
 _LOOP_RE = re.compile(r"^loop_count\s*=\s*(\d+)\s*$", re.ASCII)
-_GPU_INFO_RE = re.compile(r"^\[\d+ ", re.ASCII)
 
 
 def ncnn_shape(dims: list[int], *, name: str = "input") -> list[int]:
@@ -67,18 +59,17 @@ def ncnn_shape(dims: list[int], *, name: str = "input") -> list[int]:
     return list(reversed(dims))
 
 
-class BenchncnnAdapter(NativeAdapter):
+@dataclass(kw_only=True, eq=False)
+class BenchncnnAdapter(SummaryLineAdapter):
     framework = "ncnn"
     binary = "benchncnn"
-    tool = "benchncnn"
     controls_precision = False
+    result_re = _RESULT_RE
+    count_re = _LOOP_RE
+    result_line = "'<model>  min = ...  max = ...  avg = ...' line"
 
-    def __init__(
-        self, *, powersave: int = 0, gpu_device: int = -1, env: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(env=env)
-        self.powersave = powersave
-        self.gpu_device = gpu_device
+    powersave: int = 0
+    gpu_device: int = -1
 
     def command(self, binary_path: str, cell: NativeCell) -> list[str]:
         if not cell.input_shapes:
@@ -97,37 +88,3 @@ class BenchncnnAdapter(NativeAdapter):
             f"param={cell.model_path}",
             f"shape={shapes}",
         ]
-
-    def parse(
-        self, stdout: str, stderr: str = "", logcat: str = "", *, model_path: str | None = None
-    ) -> NativeResult:
-        missing = "'<model>  min = ...  max = ...  avg = ...' line"
-        for lines in streams(stdout, stderr, logcat):
-            candidates = []
-            loop_count = None
-            loop_line = None
-            for line in lines:
-                if _GPU_INFO_RE.match(line):
-                    continue
-                loop = _LOOP_RE.match(line)
-                if loop:
-                    loop_count, loop_line = int_or_none(loop.group(1)), line
-                    continue
-                match = _RESULT_RE.match(line)
-                if match:
-                    candidates.append((match.group("label"), (match, line)))
-            if not candidates:
-                continue
-            match, line = self._select(candidates, model_path, missing)  # type: ignore[misc]
-            result = NativeResult(
-                tool=self.tool,
-                count=loop_count,
-                min_ms=finite_or_none(match.group("min")),
-                max_ms=finite_or_none(match.group("max")),
-                avg_ms=finite_or_none(match.group("avg")),
-                raw_lines=[x for x in (loop_line, line) if x is not None],
-            )
-            if result.avg_ms is None and result.min_ms is None:
-                raise NativeParseError(self.tool, missing, "no finite timings")
-            return result.finish()
-        raise NativeParseError(self.tool, missing)

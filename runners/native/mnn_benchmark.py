@@ -33,18 +33,10 @@ are milliseconds; only max, min and avg are printed. ``count`` is the ``loop`` o
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import (
-    NUMBER,
-    NativeAdapter,
-    NativeCell,
-    NativeParseError,
-    NativeResult,
-    finite_or_none,
-    int_or_none,
-    streams,
-)
+from .base import NUMBER, NativeCell, SummaryLineAdapter
 
 _RESULT_RE = re.compile(
     rf"^\[\s*-\s*\]\s*(?P<label>.*?)\s+max\s*=\s*(?P<max>{NUMBER})\s*ms\s+"
@@ -54,17 +46,18 @@ _RESULT_RE = re.compile(
 _LOOP_RE = re.compile(r"Benchmarking\.\.\.\s*loop\s*=\s*(\d+)", re.ASCII)
 
 
-class MnnBenchmarkAdapter(NativeAdapter):
+@dataclass(kw_only=True, eq=False)
+class MnnBenchmarkAdapter(SummaryLineAdapter):
     framework = "mnn"
     binary = "benchmark.out"
-    tool = "benchmark.out"
+    result_re = _RESULT_RE
+    count_re = _LOOP_RE
+    result_line = "'[ - ] <model>  max = ... ms  min = ... ms  avg = ... ms' line"
 
     #: benchmark.out precision codes (MNN::BackendConfig::PrecisionMode).
     PRECISION_CODES: ClassVar[dict[str, str]] = {"fp32": "0", "fp16": "2"}
 
-    def __init__(self, *, forward_type: int = 0, env: dict[str, str] | None = None) -> None:
-        super().__init__(env=env)
-        self.forward_type = forward_type
+    forward_type: int = 0
 
     def command(self, binary_path: str, cell: NativeCell) -> list[str]:
         return [
@@ -77,38 +70,7 @@ class MnnBenchmarkAdapter(NativeAdapter):
             self.PRECISION_CODES[cell.precision],
         ]
 
-    def parse(
-        self, stdout: str, stderr: str = "", logcat: str = "", *, model_path: str | None = None
-    ) -> NativeResult:
-        missing = "'[ - ] <model>  max = ... ms  min = ... ms  avg = ... ms' line"
-        for lines in streams(stdout, stderr, logcat):
-            candidates = []
-            loop_count = None
-            loop_line = None
-            for line in lines:
-                loop = _LOOP_RE.search(line)
-                if loop:
-                    loop_count, loop_line = int_or_none(loop.group(1)), line
-                    continue
-                match = _RESULT_RE.match(line)
-                if match:
-                    candidates.append((match.group("label"), (match, line)))
-            if not candidates:
-                continue
-            if model_path is None:
-                # A quant-<name> line is the same model run quantized: not a second model.
-                plain = [c for c in candidates if not c[0].startswith("quant-")]
-                candidates = plain or candidates
-            match, line = self._select(candidates, model_path, missing)  # type: ignore[misc]
-            result = NativeResult(
-                tool=self.tool,
-                count=loop_count,
-                min_ms=finite_or_none(match.group("min")),
-                max_ms=finite_or_none(match.group("max")),
-                avg_ms=finite_or_none(match.group("avg")),
-                raw_lines=[x for x in (loop_line, line) if x is not None],
-            )
-            if result.avg_ms is None and result.min_ms is None:
-                raise NativeParseError(self.tool, missing, "no finite timings")
-            return result.finish()
-        raise NativeParseError(self.tool, missing)
+    def narrow(self, candidates: list[tuple[str, object]]) -> list[tuple[str, object]]:
+        # A quant-<name> line is the same model run quantized: not a second model.
+        plain = [c for c in candidates if not c[0].startswith("quant-")]
+        return plain or candidates

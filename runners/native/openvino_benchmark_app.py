@@ -41,18 +41,17 @@ exist) rounds latencies to 0.01 ms, so the text output is what is parsed.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import ClassVar
 
 from .base import (
     NUMBER,
     NativeAdapter,
     NativeCell,
-    NativeParseError,
     NativeResult,
     finite_or_none,
     int_or_none,
     shape_arg,
-    streams,
 )
 
 _UNIT = r"(?P<unit>ms|us|\u00b5s|\u03bcs|s)\b"
@@ -85,25 +84,17 @@ def _ms(match: re.Match[str]) -> float | None:
     return finite_or_none(match.group("value"), scale, divisor)
 
 
+@dataclass(kw_only=True, eq=False)
 class OpenvinoBenchmarkAppAdapter(NativeAdapter):
     framework = "openvino"
     binary = "benchmark_app"
-    tool = "benchmark_app"
+    result_line = "'Latency' statistics ('Median:'/'Average:' ... ms) after 'Count:'"
 
     PRECISION_FLAGS: ClassVar[dict[str, str]] = {"fp32": "f32", "fp16": "f16"}
 
-    def __init__(
-        self,
-        *,
-        device: str = "CPU",
-        set_infer_precision: bool = True,
-        report_folder: str | None = None,
-        env: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(env=env)
-        self.device = device
-        self.set_infer_precision = set_infer_precision
-        self.report_folder = report_folder
+    device: str = "CPU"
+    set_infer_precision: bool = True
+    report_folder: str | None = None
 
     def command(self, binary_path: str, cell: NativeCell) -> list[str]:
         argv = [
@@ -139,18 +130,8 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
             argv.append("-json_stats")
         return argv
 
-    def parse(
-        self, stdout: str, stderr: str = "", logcat: str = "", *, model_path: str | None = None
-    ) -> NativeResult:
-        missing = "'Latency' statistics ('Median:'/'Average:' ... ms) after 'Count:'"
-        for raw in streams(stdout, stderr, logcat):
-            lines = [_PREFIX_RE.sub("", line, count=1).strip() for line in raw]
-            result = self._parse_stream(lines)
-            if result is not None:
-                return result
-        raise NativeParseError(self.tool, missing)
-
-    def _parse_stream(self, lines: list[str]) -> NativeResult | None:
+    def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
+        lines = [_PREFIX_RE.sub("", line, count=1).strip() for line in lines]
         counts = [i for i, s in enumerate(lines) if _COUNT_RE.match(s)]
         start = counts[-1] if counts else 0
         result = NativeResult(tool=self.tool)

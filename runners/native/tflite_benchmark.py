@@ -38,6 +38,7 @@ approximate (the tool says so itself).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from .base import (
     NUMBER,
@@ -47,7 +48,6 @@ from .base import (
     NativeResult,
     finite_or_none,
     int_or_none,
-    streams,
 )
 
 _MARKER_RE = re.compile(r"Running benchmark for (?:at least )?\d+ iterations", re.ASCII)
@@ -63,23 +63,15 @@ _INIT_SESSION_RE = re.compile(rf"Initialized session in ({NUMBER})\s*ms", re.ASC
 _US = 1000.0  # microseconds per millisecond
 
 
+@dataclass(kw_only=True, eq=False)
 class TfliteBenchmarkAdapter(NativeAdapter):
     framework = "tflite"
     binary = "benchmark_model"
-    tool = "benchmark_model"
+    result_line = "'count=... min=... max=... avg=...' line after 'Running benchmark for ...'"
 
-    def __init__(
-        self,
-        *,
-        use_xnnpack: bool | None = True,
-        exact_runs: bool = True,
-        xnnpack_force_fp16: bool = True,
-        env: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(env=env)
-        self.use_xnnpack = use_xnnpack
-        self.exact_runs = exact_runs
-        self.xnnpack_force_fp16 = xnnpack_force_fp16
+    use_xnnpack: bool | None = True
+    exact_runs: bool = True
+    xnnpack_force_fp16: bool = True
 
     def command(self, binary_path: str, cell: NativeCell) -> list[str]:
         argv = [
@@ -99,19 +91,7 @@ class TfliteBenchmarkAdapter(NativeAdapter):
                 argv.append("--xnnpack_force_fp16=true")
         return argv
 
-    def parse(
-        self, stdout: str, stderr: str = "", logcat: str = "", *, model_path: str | None = None
-    ) -> NativeResult:
-        for lines in streams(stdout, stderr, logcat):
-            result = self._parse_stream(lines)
-            if result is not None:
-                return result
-        raise NativeParseError(
-            self.tool,
-            "'count=... min=... max=... avg=...' line after 'Running benchmark for ...'",
-        )
-
-    def _parse_stream(self, lines: list[str]) -> NativeResult | None:
+    def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
         count_idx = _timed_count_line(lines)
         timings_idx = next((i for i, s in enumerate(lines) if _TIMINGS_RE.search(s)), None)
         if count_idx is None and timings_idx is None:

@@ -31,21 +31,19 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
 from .base import (
     NUMBER,
-    NativeAdapter,
     NativeCell,
     NativeParseError,
-    NativeResult,
-    finite_or_none,
+    SummaryLineAdapter,
     int_or_none,
     parse_number,
     shape_arg,
-    streams,
 )
 
 _RESULT_RE = re.compile(
@@ -71,30 +69,25 @@ def _label(head: str) -> str:
     return _DEVICE_SUFFIX_RE.sub("", head).strip()
 
 
-class TnnTestAdapter(NativeAdapter):
+@dataclass(kw_only=True, eq=False)
+class TnnTestAdapter(SummaryLineAdapter):
     framework = "tnn"
     binary = "TNNTest"
-    tool = "TNNTest"
     logcat_tag = "tnn"
+    result_re = _RESULT_RE
+    result_line = "'TNN Benchmark time cost: min = ... ms | max = ... ms | avg = ... ms' line"
 
     PRECISION_FLAGS: ClassVar[dict[str, str]] = {"fp32": "HIGH", "fp16": "LOW"}
 
-    def __init__(
-        self,
-        *,
-        device_type: str = "ARM",
-        android: bool = False,
-        input_shape_syntax: str = "bracket",
-        env: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(env=env)
-        if input_shape_syntax not in ("bracket", "colon"):
-            raise ValueError(
-                f"input_shape_syntax must be 'bracket' or 'colon', got {input_shape_syntax!r}"
-            )
-        self.device_type = device_type
-        self.android = android
-        self.input_shape_syntax = input_shape_syntax
+    device_type: str = "ARM"
+    android: bool = False
+    input_shape_syntax: str = "bracket"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        syntax = self.input_shape_syntax
+        if syntax not in ("bracket", "colon"):
+            raise ValueError(f"input_shape_syntax must be 'bracket' or 'colon', got {syntax!r}")
 
     def needs_logcat(self) -> bool:
         return self.android
@@ -130,33 +123,12 @@ class TnnTestAdapter(NativeAdapter):
             argv += ["-op", cell.output_file]
         return argv
 
-    def parse(
-        self, stdout: str, stderr: str = "", logcat: str = "", *, model_path: str | None = None
-    ) -> NativeResult:
-        missing = "'TNN Benchmark time cost: min = ... ms | max = ... ms | avg = ... ms' line"
-        for lines in streams(stdout, stderr, logcat):
-            candidates = []
-            for line in lines:
-                match = _RESULT_RE.match(line)
-                if match:
-                    candidates.append((_label(match.group("head")), (match, line)))
-            if not candidates:
-                continue
-            if model_path is None:
-                # Both the logcat/printf copies of one result carry the same label; keep the last.
-                candidates = candidates[-1:]
-            match, line = self._select(candidates, model_path, missing)  # type: ignore[misc]
-            result = NativeResult(
-                tool=self.tool,
-                min_ms=finite_or_none(match.group("min")),
-                max_ms=finite_or_none(match.group("max")),
-                avg_ms=finite_or_none(match.group("avg")),
-                raw_lines=[line],
-            )
-            if result.avg_ms is None and result.min_ms is None:
-                raise NativeParseError(self.tool, missing, "no finite timings")
-            return result.finish()
-        raise NativeParseError(self.tool, missing)
+    def label(self, match: re.Match[str]) -> str:
+        return _label(match.group("head"))
+
+    def narrow(self, candidates: list[tuple[str, object]]) -> list[tuple[str, object]]:
+        # Both the logcat/printf copies of one result carry the same label; keep the last.
+        return candidates[-1:]
 
 
 def parse_tnn_output_file(text: str) -> dict[str, np.ndarray]:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from edgebench.runners.backends import telemetry
-from edgebench.runners.backends.telemetry import TelemetryUnavailable
+from edgebench.runners import telemetry
+from edgebench.runners.telemetry import TelemetryUnavailable
 
 WAIT_S = 10.0  # generous upper bound for wait_samples; the tests normally take milliseconds
 

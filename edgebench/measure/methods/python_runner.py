@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 
+from edgebench.frameworks import install_hint
 from edgebench.lab.device import Device
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.methods.base import Visit, model_files
@@ -12,7 +13,6 @@ from edgebench.measure.output_check import ReferenceUnavailable, compare_with_re
 from edgebench.measure.records import STDERR_TAIL_CHARS, failed_record, record_from_result
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.records import Record
-from edgebench.runners.backends import install_hint
 from edgebench.statuses import ErrorKind, Status
 
 

@@ -1,0 +1,8 @@
+"""TNN: no Python runtime, so no backend; the runner reports why, and TNN cells run through the
+native TNNTest binary (runners/native/tnn_test.py) on devices that have one."""
+
+FRAMEWORK = "tnn"
+PIP_EXTRA = None  # no edgebench extra installs it
+NATIVE_ONLY = (
+    "TNN has no Python runtime; it runs through its native TNNTest binary on devices that have one"
+)

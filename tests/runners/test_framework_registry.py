@@ -1,0 +1,151 @@
+"""The frameworks registry (edgebench/frameworks.py) and the runner's backend discovery.
+
+Adding a framework is one registry entry plus one backend file: the test below adds a
+numpy-only framework that way and measures it through the host's own planning and scheduling.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from edgebench import frameworks
+from edgebench.frameworks import FRAMEWORKS, Framework, framework_names, install_hint
+from edgebench.lab.device import LocalDevice
+from edgebench.measure.methods.python_runner import PythonRunner
+from edgebench.measure.scheduler import run_cell
+from edgebench.paths import cache_dir
+from edgebench.planning.cells import Timing, build_cells, check_frameworks, resolve_inputs
+from edgebench.planning.modelref import resolve_model
+from edgebench.runners.backends import discover
+
+from conftest import REPO, RUNNER
+
+# A whole framework: y = 2 * x, with numpy as the "framework module".
+DUMMY_BACKEND = '''
+"""A numpy-only framework for the registry test: y = 2 * x."""
+
+from .base import Backend, InputSpec, check_precision
+
+FRAMEWORK = "dummy"
+REQUIRES = ("numpy",)
+
+
+class DummyBackend(Backend):
+    name = FRAMEWORK
+
+    def version(self):
+        return "0.1"
+
+    def load(self, model_path, threads, precision, options):
+        check_precision(self, precision)
+
+    def model_inputs(self):
+        return [InputSpec("x", [1, 16], "float32")]
+
+    def output_names(self):
+        return ["y"]
+
+    def make_stream(self, feeds):
+        x = feeds["x"]
+        return lambda: [x * 2]
+
+
+BACKEND = DummyBackend
+'''
+
+
+def save_double_model(path: Path) -> Path:
+    """The ONNX model the dummy framework "runs": y = 2 * x, x of shape [1, 16]."""
+    two = numpy_helper.from_array(np.array(2.0, dtype=np.float32), "two")
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "two"], ["y"])],
+        "double",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+        [two],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def test_a_framework_is_one_registry_entry_plus_one_backend_file(tmp_path, monkeypatch):
+    runners = tmp_path / "runners"
+    shutil.copytree(RUNNER.parent, runners, ignore=shutil.ignore_patterns("__pycache__", "native"))
+    (runners / "backends" / "dummy_backend.py").write_text(DUMMY_BACKEND)
+    monkeypatch.setattr(
+        frameworks, "FRAMEWORKS", (*FRAMEWORKS, Framework("dummy", backend="dummy_backend"))
+    )
+
+    device = LocalDevice()
+    device.runner_path = str(runners / "runner.py")
+    model = resolve_model(str(save_double_model(tmp_path / "double.onnx")), cache_dir())
+    (cell,) = build_cells(
+        [device],
+        [model],
+        check_frameworks(["dummy"]),
+        inputs=resolve_inputs([model], []),
+        threads=[1],
+        cores=["all"],
+        concurrency=1,
+        precision="fp32",
+        timing=Timing(warmup=2, iterations=20, min_time_s=0.0),
+        availability=PythonRunner().availability,
+    )
+    assert cell.verdict is None and cell.convert_to is None  # runs the ONNX file itself
+
+    record = run_cell("registry-test", cell)
+    assert record.status == "ok", record.error
+    assert record.framework == "dummy" and record.framework_version == "0.1"
+    assert len(record.samples_ns) >= 20
+    assert record.output_check["passed"]  # against ONNX Runtime, like every framework
+
+
+def test_registry_and_backend_files_agree():
+    found, broken = discover()
+    assert broken == {}
+    assert sorted(found) == sorted(framework_names())
+    for framework in FRAMEWORKS:
+        assert found[framework.name].module == framework.backend
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for framework in FRAMEWORKS:
+        if framework.native_only:
+            assert framework.pip_extra is None and not framework.modules
+        else:
+            assert framework.pip_extra in extras, framework.name
+            assert framework.modules, framework.name
+
+
+def test_hints_and_defaults():
+    assert install_hint("mnn") == "pip install 'edgebench[mnn]'"
+    assert install_hint("tflite") == "pip install 'edgebench[tflite]'"
+    assert "TNNTest" in install_hint("tnn")
+    assert frameworks.find_framework("tflite").modules == ("ai_edge_litert", "tflite_runtime")
+    assert frameworks.python_frameworks() == ["onnxruntime", "mnn", "ncnn", "tflite", "openvino"]
+    assert frameworks.framework_for_format("ncnn").name == "ncnn"
+    assert frameworks.framework_for_format("onnx") is None
+
+
+def test_a_missing_framework_names_its_pip_extra(tmp_path):
+    runners = tmp_path / "runners"
+    shutil.copytree(RUNNER.parent, runners, ignore=shutil.ignore_patterns("__pycache__", "native"))
+    (runners / "backends" / "absent_backend.py").write_text(
+        'FRAMEWORK = "absent"\nREQUIRES = ("no_such_module_xyz",)\nPIP_EXTRA = "absent-extra"\n'
+        "BACKEND = object\n"
+    )
+    device = LocalDevice()
+    device.runner_path = str(runners / "runner.py")
+    facts = device.facts().frameworks
+    assert facts["absent"]["reason"] == "not_installed"
+    assert "pip install 'edgebench[absent-extra]'" in facts["absent"]["message"]
+    assert facts["onnxruntime"]["available"] is True
+    assert facts["tnn"]["reason"] == "unsupported"
