@@ -1,1 +1,3 @@
-"""analysis"""
+"""Analysis of stored records: the metrics registry, statistics, compare, recommend, history,
+energy and sustained-run summaries. Imports: results and the base modules only.
+"""

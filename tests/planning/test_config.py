@@ -167,3 +167,9 @@ def test_command_line_and_plan_share_the_checkers(tmp_path, option, raw, problem
     with pytest.raises(UserError) as from_plan:
         load_plan(path)
     assert str(from_plan.value).endswith(f"{spec.plan_key}: {problem}")
+
+
+def test_docs_list_every_setting():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    missing = [s.name for s in settings() if f"| {s.part} | `{s.name}` |" not in doc]
+    assert not missing, f"docs/configuration.md lacks {missing}"

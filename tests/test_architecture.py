@@ -1,0 +1,88 @@
+"""The package layering written in docs/ARCHITECTURE.md holds in the code."""
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+HOST = REPO / "edgebench"
+
+#: Stage package -> the stage packages it may import. "base" is everything at the top of
+#: edgebench/ (errors, paths, statuses, frameworks, models) plus converters and runners.
+MAY_IMPORT = {
+    "base": {"base"},
+    "results": {"base"},
+    "analysis": {"base", "results"},
+    "lab": {"base"},
+    "planning": {"base", "lab", "analysis"},
+    "measure": {"base", "lab", "planning", "analysis", "results"},
+    "reporting": {"base", "analysis", "results"},
+    "cli": {"base", "lab", "planning", "measure", "analysis", "results", "reporting", "cli"},
+}
+STAGES = set(MAY_IMPORT) - {"base"}
+
+
+def stage_of(module: str) -> str:
+    if module == "edgebench.__main__":
+        return "cli"
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in STAGES else "base"
+
+
+def host_modules() -> dict[str, Path]:
+    out = {}
+    for path in HOST.rglob("*.py"):
+        rel = path.relative_to(REPO).with_suffix("")
+        out[".".join(rel.parts).removesuffix(".__init__")] = path
+    return out
+
+
+def imports_of(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.split(".")[0] == "edgebench"}
+
+
+def test_stage_packages_import_only_downwards():
+    wrong = []
+    for module, path in host_modules().items():
+        stage = stage_of(module)
+        for target in imports_of(path):
+            if stage_of(target) not in MAY_IMPORT[stage] | {stage}:
+                wrong.append(f"{module} ({stage}) imports {target} ({stage_of(target)})")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_converters_and_runners_do_not_import_the_host_stages():
+    for top in ("converters", "runners"):
+        for path in (REPO / top).rglob("*.py"):
+            stages = {stage_of(t) for t in imports_of(path)} - {"base"}
+            assert not stages, f"{path.relative_to(REPO)} imports host stages {stages}"
+
+
+def test_runner_imports_nothing_from_the_host():
+    for path in (REPO / "runners").rglob("*.py"):
+        if "native" in path.parts:
+            continue  # native-tool adapters run on the host; the device only runs the binary
+        assert not imports_of(path), f"{path.relative_to(REPO)} imports edgebench"
+
+
+def test_no_host_module_is_longer_than_500_lines():
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in HOST.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 500
+    }
+    assert not long, f"split these by job: {long}"
+
+
+def test_host_vocabulary_covers_what_the_runner_reports():
+    from edgebench.runners import protocol
+    from edgebench.statuses import ErrorKind, Status
+
+    assert set(protocol.ERROR_KINDS) <= set(ErrorKind)
+    assert set(protocol.STATUSES) <= set(Status)
