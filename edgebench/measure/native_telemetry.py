@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgebench.lab.transports.base import Transport, quote_argv
-from edgebench.runners.telemetry import UNIT_SCALE, AndroidFuelGauge
+from edgebench.runners.telemetry import TRACE_SCHEMA, UNIT_SCALE, AndroidFuelGauge
 
 SUPPORTED = ("android_fuel_gauge", "rapl", "none")
 # Every sysfs path is read under $EDGEBENCH_SYSFS_ROOT when the device's environment sets it
@@ -164,7 +164,7 @@ def build_trace(
             marks[name] = int(value)
     ts = [t for t, _ in rows]
     trace: dict[str, Any] = {
-        "schema": "edgebench.telemetry/1",
+        "schema": TRACE_SCHEMA,
         "source": {"kind": sampler.source, "sampled_by": "device shell loop"},
         "period_s": period_s,
         "t_perf_ns": ts,

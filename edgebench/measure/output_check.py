@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from edgebench.planning.config import DEFAULT_TOLERANCE
+from edgebench.runners.protocol import SPEC_SCHEMA
 from edgebench.statuses import Status
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ class ReferenceOutputs:
             self._runner = LocalDevice("reference")
         out_path = self._runner.output_path(f"reference-{abs(hash((str(onnx_path), seed))):x}")
         spec = {
-            "schema": "edgebench.spec/1",
+            "schema": SPEC_SCHEMA,
             "model": str(onnx_path),
             "framework": "onnxruntime",
             "threads": 1,
