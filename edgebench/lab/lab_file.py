@@ -18,19 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import UserError
-from edgebench.lab.profiles import (
+from edgebench.lab.profile_schema import (
     DEFAULT_WORK_DIRS,
     RUNNERS,
     TRANSPORTS,
-    DeviceProfile,
-    has_breaks,
-    load_profile,
+    work_dir_problem,
+)
+from edgebench.lab.profiles import DeviceProfile, load_profile
+from edgebench.lab.toml_input import (
     one_line,
     read_toml,
     show,
+    string_problem,
     type_name,
     unknown_key_fix,
-    work_dir_problem,
 )
 from edgebench.paths import cache_dir
 
@@ -261,10 +262,9 @@ class _DeviceReader:
         value = self.table.get(key)
         if value is None:
             return None
-        if not isinstance(value, str):
-            raise self.fail(key, f"must be a string like {example}, not {type_name(value)}")
-        if has_breaks(value) or not value.strip():
-            raise self.fail(key, f"must be a non-empty one-line string like {example}")
+        problem = string_problem(value, example)
+        if problem:
+            raise self.fail(key, problem)
         return value
 
     def pattern(self, key: str, regex: re.Pattern[str], example: str, what: str) -> str | None:

@@ -13,15 +13,8 @@ from hypothesis import strategies as st
 from edgebench.errors import UserError
 from edgebench.lab.cores import detect_clusters
 from edgebench.lab.lab_file import LOCAL, config_dir, find_lab_path, load_lab
-from edgebench.lab.profiles import (
-    ENERGY_SOURCES,
-    RUNNERS,
-    TRANSPORTS,
-    compare_clusters,
-    list_profiles,
-    load_profile,
-    match_profile,
-)
+from edgebench.lab.profile_schema import ENERGY_SOURCES, RUNNERS, TRANSPORTS
+from edgebench.lab.profiles import compare_clusters, list_profiles, load_profile, match_profile
 
 BUILTINS = [
     "dimensity-9200",
