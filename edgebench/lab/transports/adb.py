@@ -11,13 +11,13 @@ from pathlib import Path
 import adbutils
 
 from edgebench.lab.transports.base import (
+    Command,
     CommandResult,
-    OutputCallback,
     Transport,
     TransportError,
     quote_argv,
+    read_many_by_shell,
 )
-from edgebench.lab.transports.ssh import read_many_by_shell
 
 
 @dataclass(frozen=True)
@@ -54,32 +54,22 @@ class AdbTransport(Transport):
             )
         return self._client.device(self.target.serial)
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        stdin: str | None = None,
-        env: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> CommandResult:
-        command = quote_argv(argv)
-        if env:
-            command = quote_argv(["env", *(f"{k}={v}" for k, v in env.items())]) + " " + command
-        if stdin is not None:
+    def _run(self, command: Command) -> CommandResult:
+        line = command.shell_line()
+        if command.stdin is not None:
             raise TransportError("the adb transport takes input through files, not stdin")
         started = time.monotonic()
         device = self._device()
         try:
-            result = device.shell2(command, timeout=timeout, v2=True)
+            result = device.shell2(line, timeout=command.timeout, v2=True)
         except adbutils.AdbTimeout:
             return CommandResult(None, "", "", True, time.monotonic() - started)
         except (adbutils.AdbError, OSError, ConnectionError) as exc:
             raise TransportError(
                 f"device {self.target.name}: adb connection to {self.target.serial} lost: {exc}"
             ) from exc
-        if on_output is not None and result.stdout:
-            on_output(result.stdout)
+        if command.on_output is not None and result.stdout:
+            command.on_output(result.stdout)
         return CommandResult(
             result.returncode, result.stdout, result.stderr, False, time.monotonic() - started
         )

@@ -30,12 +30,30 @@ def quote_argv(argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(str(a)) for a in argv)
 
 
+@dataclass(frozen=True)
+class Command:
+    """What ``Transport.run`` was asked to run, as handed to a transport's ``_run``."""
+
+    argv: tuple[str, ...]
+    timeout: float
+    stdin: str | None = None
+    #: Local: the whole environment (None inherits edgebench's). Remote: variables to add.
+    env: dict[str, str] | None = None
+    on_output: OutputCallback | None = None
+
+    def shell_line(self) -> str:
+        """The line a remote shell runs: argv quoted, behind ``env K=V ...`` when env is set."""
+        line = quote_argv(self.argv)
+        if self.env:
+            line = quote_argv(["env", *(f"{k}={v}" for k, v in self.env.items())]) + " " + line
+        return line
+
+
 class Transport(ABC):
     """Runs commands and moves files on one device."""
 
     kind = ""
 
-    @abstractmethod
     def run(
         self,
         argv: Sequence[str],
@@ -46,6 +64,11 @@ class Transport(ABC):
         on_output: OutputCallback | None = None,
     ) -> CommandResult:
         """Run ``argv`` on the device, every argument quoted; wait at most ``timeout`` s."""
+        return self._run(Command(tuple(argv), timeout, stdin, env, on_output))
+
+    @abstractmethod
+    def _run(self, command: Command) -> CommandResult:
+        """Carry out one ``run``; ``on_output`` sees stdout as it arrives (or all at once)."""
 
     def shell(self, script: str, *, timeout: float) -> CommandResult:
         """Run a shell snippet written by edgebench itself (callers quote what they embed)."""
@@ -96,3 +119,37 @@ class Transport(ABC):
 
     def describe(self) -> str:
         return self.kind
+
+
+_MARK = "@@edgebench-file@@"
+
+
+def read_many_by_shell(transport: Transport, paths: Sequence[str]) -> dict[str, str | None]:
+    """Read many small files with one remote command: each preceded by a marker line."""
+    if not paths:
+        return {}
+    script = "; ".join(
+        f"echo {_MARK}{i}; cat {quote_argv([p])} 2>/dev/null || echo {_MARK}missing"
+        for i, p in enumerate(paths)
+    )
+    result = transport.shell(script, timeout=60.0)
+    found: dict[str, str | None] = dict.fromkeys(paths)
+    current: int | None = None
+    chunks: dict[int, list[str]] = {}
+    for line in result.stdout.splitlines(keepends=True):
+        stripped = line.rstrip("\n")
+        if stripped.startswith(_MARK):
+            tag = stripped[len(_MARK) :]
+            if tag == "missing":
+                if current is not None:
+                    chunks.pop(current, None)
+                current = None
+            elif tag.isdigit():
+                current = int(tag)
+                chunks[current] = []
+            continue
+        if current is not None:
+            chunks[current].append(line)
+    for index, lines in chunks.items():
+        found[paths[index]] = "".join(lines)
+    return found

@@ -9,10 +9,9 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
-from edgebench.lab.transports.base import CommandResult, OutputCallback, Transport
+from edgebench.lab.transports.base import Command, CommandResult, OutputCallback, Transport
 
 
 class LocalTransport(Transport):
@@ -29,34 +28,27 @@ class LocalTransport(Transport):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        stdin: str | None = None,
-        env: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> CommandResult:
+    def _run(self, command: Command) -> CommandResult:
         started = time.monotonic()
+        stdin, timeout = command.stdin, command.timeout
         # Own session so a timeout kills the runner and every thread/child it started.
         proc = subprocess.Popen(
-            list(argv),
+            list(command.argv),
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             errors="replace",
-            env=env,
+            env=command.env,
             start_new_session=True,
         )
         with self._running_lock:
             self._running.add(proc)
         try:
-            if on_output is None:
+            if command.on_output is None:
                 out, err = proc.communicate(stdin, timeout=timeout)
             else:
-                out, err = _communicate_streaming(proc, stdin, timeout, on_output)
+                out, err = _communicate_streaming(proc, stdin, timeout, command.on_output)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()

@@ -17,11 +17,12 @@ import paramiko
 
 from edgebench.errors import UserError
 from edgebench.lab.transports.base import (
+    Command,
     CommandResult,
     OutputCallback,
     Transport,
     TransportError,
-    quote_argv,
+    read_many_by_shell,
 )
 
 log = logging.getLogger(__name__)
@@ -145,34 +146,19 @@ class SshTransport(Transport):
 
     # --- commands -------------------------------------------------------------------------
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        stdin: str | None = None,
-        env: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> CommandResult:
-        command = quote_argv(argv)
-        if env:
-            command = quote_argv(["env", *(f"{k}={v}" for k, v in env.items())]) + " " + command
-        return self._exec(command, timeout, stdin, on_output)
-
-    def _exec(
-        self, command: str, timeout: float, stdin: str | None, on_output: OutputCallback | None
-    ) -> CommandResult:
+    def _run(self, command: Command) -> CommandResult:
+        line = command.shell_line()
         started = time.monotonic()
         try:
             transport = self.connect().get_transport()
             if transport is None:
                 raise TransportError(f"device {self.target.name}: SSH session closed")
             channel = transport.open_session(timeout=CONNECT_TIMEOUT_S)
-            channel.exec_command(command)
-            if stdin is not None:
-                channel.sendall(stdin.encode())
+            channel.exec_command(line)
+            if command.stdin is not None:
+                channel.sendall(command.stdin.encode())
             channel.shutdown_write()
-            out, err, timed_out = _drain(channel, started + timeout, on_output)
+            out, err, timed_out = _drain(channel, started + command.timeout, command.on_output)
             code = None if timed_out else channel.recv_exit_status()
             channel.close()
         except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:
@@ -245,37 +231,3 @@ def _drain(
             # Wake on data or after 0.2 s at most; the deadline check above bounds the loop.
             select.select([channel], [], [], 0.2)
     return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), False
-
-
-_MARK = "@@edgebench-file@@"
-
-
-def read_many_by_shell(transport: Transport, paths: Sequence[str]) -> dict[str, str | None]:
-    """Read many small files with one remote command: each preceded by a marker line."""
-    if not paths:
-        return {}
-    script = "; ".join(
-        f"echo {_MARK}{i}; cat {quote_argv([p])} 2>/dev/null || echo {_MARK}missing"
-        for i, p in enumerate(paths)
-    )
-    result = transport.shell(script, timeout=60.0)
-    found: dict[str, str | None] = dict.fromkeys(paths)
-    current: int | None = None
-    chunks: dict[int, list[str]] = {}
-    for line in result.stdout.splitlines(keepends=True):
-        stripped = line.rstrip("\n")
-        if stripped.startswith(_MARK):
-            tag = stripped[len(_MARK) :]
-            if tag == "missing":
-                if current is not None:
-                    chunks.pop(current, None)
-                current = None
-            elif tag.isdigit():
-                current = int(tag)
-                chunks[current] = []
-            continue
-        if current is not None:
-            chunks[current].append(line)
-    for index, lines in chunks.items():
-        found[paths[index]] = "".join(lines)
-    return found
