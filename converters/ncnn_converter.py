@@ -12,21 +12,17 @@ import os
 import re
 from pathlib import Path
 
-from .base import ConversionError, ConversionOptions, unsupported_op
+from .base import ConversionError, unsupported_op
 from .subprocess_tools import (
     ModelIO,
+    StagedModel,
     TensorSpec,
-    check_run,
+    ToolchainConverter,
     known_shape,
-    run_in_toolchain,
-    scratch_dir,
-    stage_model,
     tensor_entry,
     write_io_json,
 )
-from .toolchains import ToolchainConverter, require_toolchain, toolchain_bin
 
-TOOLCHAIN = "ncnn"
 FILES = ["model.param", "model.bin", "io.json"]
 # pnnx's inputshape type suffix by ONNX input dtype (float32 needs none).
 _TYPE_SUFFIX = {"float16": "f16", "float64": "f64", "int32": "i32", "int64": "i64", "int8": "i8"}
@@ -37,28 +33,21 @@ _UNKNOWN_OP = re.compile(r"unexpected op_type (\S+)")
 class NcnnConverter(ToolchainConverter):
     format = "ncnn"
     framework = "ncnn"
-    toolchain = TOOLCHAIN
+    toolchain = "ncnn"
     tool = "pnnx"
 
-    def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
-        require_toolchain(TOOLCHAIN)
-        onnx_path, out_dir = Path(onnx_path).resolve(), Path(out_dir).resolve()
-        with scratch_dir(out_dir, "pnnx") as work:
-            staged = stage_model(onnx_path, work, options.input_shapes)
-            argv = [str(toolchain_bin(TOOLCHAIN, "pnnx")), staged.path.name]
-            if staged.io and staged.io.inputs:
-                argv.append("inputshape=" + ",".join(_shape_arg(s) for s in staged.io.inputs))
-            argv.append(f"fp16={int(options.precision == 'fp16')}")
-            run = run_in_toolchain(TOOLCHAIN, argv, cwd=work, timeout=self.timeout_s)
-            self.last_log = run.log
-            _raise_unsupported(run.log, staged.io, run.returncode != 0)
-            check_run(run, "pnnx", self.timeout_s)
-            param, weights = work / "model.ncnn.param", work / "model.ncnn.bin"
-            if not (param.is_file() and weights.is_file()) or staged.io is None:
-                raise ConversionError("failed", "pnnx wrote no ncnn model", run.log)
-            _check_param(param.read_text(), staged.io, run.log)
-            os.replace(param, out_dir / "model.param")
-            os.replace(weights, out_dir / "model.bin")
+    def convert_staged(self, staged: StagedModel, out_dir: Path, precision: str) -> list[str]:
+        args = [staged.path.name]
+        if staged.io and staged.io.inputs:
+            args.append("inputshape=" + ",".join(_shape_arg(s) for s in staged.io.inputs))
+        args.append(f"fp16={int(precision == 'fp16')}")
+        run = self.run_tool(args, staged)
+        param, weights = staged.work / "model.ncnn.param", staged.work / "model.ncnn.bin"
+        if not (param.is_file() and weights.is_file()) or staged.io is None:
+            raise ConversionError("failed", "pnnx wrote no ncnn model", run.log)
+        _check_param(param.read_text(), staged.io, run.log)
+        os.replace(param, out_dir / "model.param")
+        os.replace(weights, out_dir / "model.bin")
         write_io_json(
             out_dir / "io.json",
             "ncnn",
@@ -66,6 +55,11 @@ class NcnnConverter(ToolchainConverter):
             [_entry(s, f"out{i}") for i, s in enumerate(staged.io.outputs)],
         )
         return list(FILES)
+
+    def unsupported_in(self, log: str, crashed: bool) -> str | None:
+        """pnnx prints ``todo <Op>`` for an operator it cannot lower to ncnn and still exits 0."""
+        found = _TODO.search(log) or (_UNKNOWN_OP.search(log) if crashed else None)
+        return found.group(1) if found else None
 
 
 def _entry(spec: TensorSpec, blob: str) -> dict:
@@ -79,16 +73,6 @@ def _entry(spec: TensorSpec, blob: str) -> dict:
 def _shape_arg(spec: TensorSpec) -> str:
     dims = ",".join(str(d) for d in spec.shape)
     return f"[{dims}]{_TYPE_SUFFIX.get(spec.dtype, '')}"
-
-
-def _raise_unsupported(log: str, io: ModelIO | None, crashed: bool) -> None:
-    """pnnx prints ``todo <Op>`` for an operator it cannot lower to ncnn and still exits 0."""
-    found = _TODO.search(log) or (_UNKNOWN_OP.search(log) if crashed else None)
-    if found:
-        op_type = found.group(1)
-        error = unsupported_op(op_type, io.node_of(op_type) if io else "?", "ncnn")
-        error.log = log
-        raise error
 
 
 def _check_param(text: str, io: ModelIO, log: str) -> None:

@@ -1,5 +1,6 @@
-"""What the toolchain converters (ncnn, TFLite) share: a staged copy of the model with its
-input/output description, a scratch folder, and running a tool from a toolchain venv."""
+"""What the toolchain converters (ncnn, TFLite) share: their base class, a staged copy of the
+model with its input/output description, a scratch folder, and running a tool from a toolchain
+venv."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import re
 import shutil
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,9 +16,16 @@ from pathlib import Path
 
 import onnx
 
-from .base import ConversionError
+from .base import ConversionError, ConversionOptions, Converter, unsupported_op
 from .isolation import ToolRun, isolated_env, last_line, run_tool
-from .toolchains import toolchain_bin_dir, toolchain_home
+from .toolchains import (
+    require_toolchain,
+    toolchain_bin,
+    toolchain_bin_dir,
+    toolchain_home,
+    toolchain_status,
+    toolchain_unavailable,
+)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _LEAKY_VARS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV")
@@ -44,6 +53,11 @@ class ModelIO:
 class StagedModel:
     path: Path  # the copy the tool may read and rewrite
     io: ModelIO | None  # None when the file is not a readable ONNX model (the tool will say)
+
+    @property
+    def work(self) -> Path:
+        """The scratch folder the copy is in, where the tool runs and writes."""
+        return self.path.parent
 
 
 @contextmanager
@@ -192,3 +206,61 @@ def tensor_entry(
 
 def known_shape(shape: list[int] | None) -> bool:
     return shape is not None and all(d > 0 for d in shape)
+
+
+class ToolchainConverter(Converter):
+    """A converter whose tool lives in one of the isolated toolchains: its version and its
+    availability are the toolchain's. ``convert`` stages the model in a scratch folder inside
+    the output folder and leaves the rest to ``convert_staged``, which runs the tool with
+    ``run_tool``."""
+
+    #: The toolchain's name (`edgebench toolchains install NAME`).
+    toolchain = ""
+    #: The converting tool, as named in the version string (part of the cache key).
+    tool = ""
+    precisions = ("fp32", "fp16")
+    timeout_s = 600.0
+
+    def version(self) -> str:
+        return f"{self.tool}-{toolchain_status(self.toolchain).version or 'missing'}"
+
+    def unavailable_reason(self) -> str | None:
+        return toolchain_unavailable(self.toolchain)
+
+    def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
+        require_toolchain(self.toolchain)
+        onnx_path, out_dir = Path(onnx_path).resolve(), Path(out_dir).resolve()
+        with scratch_dir(out_dir, self.tool) as work:
+            staged = stage_model(onnx_path, work, options.input_shapes)
+            return self.convert_staged(staged, out_dir, options.precision)
+
+    @abstractmethod
+    def convert_staged(self, staged: StagedModel, out_dir: Path, precision: str) -> list[str]:
+        """Convert the staged copy (in its scratch folder) into artifact files in ``out_dir``."""
+
+    @abstractmethod
+    def unsupported_in(self, log: str, crashed: bool) -> str | None:
+        """The operator the tool's output says it could not convert; None when there is none."""
+
+    def run_tool(self, args: Sequence[str], staged: StagedModel) -> ToolRun:
+        """Run the converting tool with ``args`` in the scratch folder; its output becomes
+        ``last_log``.
+
+        Raises ConversionError "unsupported_op" for an operator the tool could not convert,
+        "failed" for a run that timed out or exited non-zero.
+        """
+        argv = [str(toolchain_bin(self.toolchain, self.tool)), *args]
+        run = run_in_toolchain(self.toolchain, argv, cwd=staged.work, timeout=self.timeout_s)
+        self.last_log = run.log
+        op_type = self.unsupported_in(run.log, crashed=run.returncode != 0)
+        if op_type:
+            raise self.unsupported(op_type, staged.io, run.log)
+        check_run(run, self.tool, self.timeout_s)
+        return run
+
+    def unsupported(
+        self, op_type: str, io: ModelIO | None, log: str, note: str = ""
+    ) -> ConversionError:
+        """The "unsupported_op" error for ``op_type``, naming its first node in the model."""
+        error = unsupported_op(op_type, io.node_of(op_type) if io else "?", self.format)
+        return ConversionError(error.kind, error.message + note, log)

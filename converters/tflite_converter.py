@@ -17,30 +17,25 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import ConversionError, ConversionOptions, unsupported_op
+from .base import ConversionError
 from .subprocess_tools import (
     ModelIO,
+    StagedModel,
     TensorSpec,
+    ToolchainConverter,
     check_run,
     known_shape,
     run_in_toolchain,
-    scratch_dir,
-    stage_model,
     tensor_entry,
     write_io_json,
 )
-from .toolchains import (
-    ToolchainConverter,
-    require_toolchain,
-    toolchain_bin,
-    toolchain_python,
-)
+from .toolchains import toolchain_python
 
-TOOLCHAIN = "tflite"
 FILES = ["model.tflite", "io.json"]
 CALIBRATION_FILE = "calibration_image_sample_data_20x128x128x3_float32.npy"
 _NOT_IMPLEMENTED = re.compile(r"ERROR: (\S+) OP is not yet implemented")
 _FLEX = re.compile(r"\bFlex(\w+)")
+_FLEX_NOTE = " (it became a TensorFlow Flex op, which LiteRT cannot run)"
 
 # Runs in the toolchain's Python: load the model in LiteRT, print its signature as JSON.
 _INSPECT = """
@@ -65,37 +60,30 @@ print("EDGEBENCH_INSPECT " + json.dumps(result))
 class TfliteConverter(ToolchainConverter):
     format = "tflite"
     framework = "tflite"
-    toolchain = TOOLCHAIN
+    toolchain = "tflite"
     tool = "onnx2tf"
 
-    def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
-        require_toolchain(TOOLCHAIN)
-        onnx_path, out_dir = Path(onnx_path).resolve(), Path(out_dir).resolve()
-        with scratch_dir(out_dir, "onnx2tf") as work:
-            staged = stage_model(onnx_path, work, options.input_shapes)
-            _write_calibration(work / CALIBRATION_FILE)
-            onnx2tf = str(toolchain_bin(TOOLCHAIN, "onnx2tf"))
-            argv = [onnx2tf, "-i", staged.path.name, "-o", "out", "-rtpo", "Erf"]
-            run = run_in_toolchain(TOOLCHAIN, argv, cwd=work, timeout=self.timeout_s)
-            self.last_log = run.log
-            found = _NOT_IMPLEMENTED.search(run.log)
-            if found:
-                raise _unsupported(found.group(1), staged.io, run.log)
-            check_run(run, "onnx2tf", self.timeout_s)
-            suffix = "float16" if options.precision == "fp16" else "float32"
-            produced = work / "out" / f"{staged.path.stem}_{suffix}.tflite"
-            if not produced.is_file() or staged.io is None:
-                raise ConversionError("failed", f"onnx2tf wrote no {produced.name}", run.log)
-            signature = self._inspect(produced, work, staged.io)
-            entries = _io_entries(staged.io, signature)
-            os.replace(produced, out_dir / "model.tflite")
+    def convert_staged(self, staged: StagedModel, out_dir: Path, precision: str) -> list[str]:
+        _write_calibration(staged.work / CALIBRATION_FILE)
+        run = self.run_tool(["-i", staged.path.name, "-o", "out", "-rtpo", "Erf"], staged)
+        suffix = "float16" if precision == "fp16" else "float32"
+        produced = staged.work / "out" / f"{staged.path.stem}_{suffix}.tflite"
+        if not produced.is_file() or staged.io is None:
+            raise ConversionError("failed", f"onnx2tf wrote no {produced.name}", run.log)
+        signature = self._inspect(produced, staged.work, staged.io)
+        entries = _io_entries(staged.io, signature)
+        os.replace(produced, out_dir / "model.tflite")
         write_io_json(out_dir / "io.json", "tflite", *entries, signature=signature["signature"])
         return list(FILES)
 
+    def unsupported_in(self, log: str, crashed: bool) -> str | None:
+        found = _NOT_IMPLEMENTED.search(log)
+        return found.group(1) if found else None
+
     def _inspect(self, model: Path, work: Path, io: ModelIO | None = None) -> dict:
         """The model's signature as LiteRT sees it; a Flex op is an unsupported op."""
-        argv = [str(toolchain_python(TOOLCHAIN)), "-I", "-c", _INSPECT, str(model)]
-        run = run_in_toolchain(TOOLCHAIN, argv, cwd=work, timeout=self.timeout_s)
+        argv = [str(toolchain_python(self.toolchain)), "-I", "-c", _INSPECT, str(model)]
+        run = run_in_toolchain(self.toolchain, argv, cwd=work, timeout=self.timeout_s)
         lines = [ln for ln in run.log.splitlines() if ln.startswith("EDGEBENCH_INSPECT ")]
         if not lines:
             check_run(run, "LiteRT check of the converted model", self.timeout_s)
@@ -106,16 +94,8 @@ class TfliteConverter(ToolchainConverter):
         flex = _FLEX.search(result["error"])
         log = f"{self.last_log}\n--- LiteRT check ---\n{run.log}"
         if flex:
-            raise _unsupported(flex.group(1), io, log, flex=True)
+            raise self.unsupported(flex.group(1), io, log, _FLEX_NOTE)
         raise ConversionError("failed", f"LiteRT cannot load the result: {result['error']}", log)
-
-
-def _unsupported(op_type: str, io: ModelIO | None, log: str, flex: bool = False) -> ConversionError:
-    error = unsupported_op(op_type, io.node_of(op_type) if io else "?", "tflite")
-    message = error.message
-    if flex:
-        message += " (it became a TensorFlow Flex op, which LiteRT cannot run)"
-    return ConversionError("unsupported_op", message, log)
 
 
 def _write_calibration(path: Path) -> None:

@@ -32,7 +32,8 @@ from pathlib import Path
 
 from edgebench.paths import cache_dir
 
-from .base import ConversionError, Converter
+from .base import ConversionError
+from .toolchain_specs import TOOLCHAINS, ToolchainSpec
 
 try:
     import fcntl
@@ -47,75 +48,6 @@ ROOT_ENV = "EDGEBENCH_TOOLCHAINS_DIR"
 INSTALL_TIMEOUT_S = 3600.0
 _DETAIL_LINES = 25
 _PIP_MILESTONES = ("Collecting ", "Installing collected", "Successfully installed", "ERROR")
-
-
-@dataclass(frozen=True)
-class ToolchainSpec:
-    name: str
-    description: str
-    #: pip requirement strings, installed in one ``pip install`` call.
-    requirements: tuple[str, ...]
-    #: Distribution whose version names the toolchain (``pnnx-20261020``).
-    main_package: str
-    #: ``pip install --no-deps``: the exact list above and nothing else.
-    no_deps: bool = False
-    #: Executables by name, relative to the venv; ``{site}`` is its site-packages.
-    executables: tuple[tuple[str, str], ...] = ()
-    #: Run after install: executable name and arguments; its output must contain smoke_expect.
-    smoke: tuple[str, ...] = ()
-    smoke_expect: str = ""
-
-
-# onnx2tf 1.29.24 pins its direct dependencies exactly; the rest are the versions its resolver
-# picked on 2026-11-30 (x86_64, Python 3.11), pinned so every install gets the same set.
-_ONNX2TF_REQUIREMENTS = (
-    "onnx2tf==1.29.24",
-    "tensorflow==2.19.0",
-    "tf-keras==2.19.0",
-    "keras==3.15.1",
-    "numpy==1.26.4",
-    "onnx==1.19.1",
-    "onnxruntime==1.23.0",
-    "onnxsim==0.4.36",
-    "onnxoptimizer==0.4.2",
-    "onnx-graphsurgeon==0.5.8",
-    "simple-onnx-processing-tools==1.1.32",
-    "sng4onnx==2.0.1",
-    "sne4onnx==2.0.1",
-    "ai-edge-litert==2.1.0",
-    "protobuf==4.25.5",
-    "ml-dtypes==0.5.1",
-    "h5py==3.11.0",
-    "flatbuffers==25.12.19",
-    "psutil==5.9.5",
-    "opencv-python==4.11.0.86",
-    "requests==2.32.5",
-)
-
-TOOLCHAINS: dict[str, ToolchainSpec] = {
-    spec.name: spec
-    for spec in (
-        ToolchainSpec(
-            name="ncnn",
-            description="pnnx: ONNX -> ncnn (native binary; torch not installed)",
-            requirements=("pnnx==20261020",),
-            main_package="pnnx",
-            no_deps=True,
-            executables=(("pnnx", "{site}/pnnx/pnnx"),),
-            smoke=("pnnx",),
-            smoke_expect="Usage: pnnx",
-        ),
-        ToolchainSpec(
-            name="tflite",
-            description="onnx2tf: ONNX -> TFLite (TensorFlow 2.19)",
-            requirements=_ONNX2TF_REQUIREMENTS,
-            main_package="onnx2tf",
-            executables=(("onnx2tf", "bin/onnx2tf"), ("onnxsim", "bin/onnxsim")),
-            smoke=("onnx2tf", "-V"),
-            smoke_expect="1.29.24",
-        ),
-    )
-}
 
 
 @dataclass
@@ -470,21 +402,3 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-class ToolchainConverter(Converter):
-    """A converter whose tool lives in one of the isolated toolchains: its version and its
-    availability are the toolchain's."""
-
-    #: The toolchain's name (`edgebench toolchains install NAME`).
-    toolchain = ""
-    #: The converting tool, as named in the version string (part of the cache key).
-    tool = ""
-    precisions = ("fp32", "fp16")
-    timeout_s = 600.0
-
-    def version(self) -> str:
-        return f"{self.tool}-{toolchain_status(self.toolchain).version or 'missing'}"
-
-    def unavailable_reason(self) -> str | None:
-        return toolchain_unavailable(self.toolchain)

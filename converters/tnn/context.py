@@ -50,6 +50,23 @@ class Context:
             return None
         return self.const(node.inputs[index])
 
+    def input_consts(self, node: Node) -> list[np.ndarray | None]:
+        """Each input's constant value (None: computed at run time). A node whose inputs are
+        all constants is unsupported: onnx2tnn leaves nothing for the layer to compute."""
+        values = [self.const(name) for name in node.inputs]
+        if all(value is not None for value in values):
+            raise self.unsupported(node, "all inputs are constants")
+        return values
+
+    def constant_operand(self, node: Node) -> tuple[int, np.ndarray, str] | None:
+        """For a two-input op: the position and value of its constant input and the name of
+        the other input; None when neither input is a constant."""
+        a, b = node.inputs
+        const_a, const_b = self.input_consts(node)
+        if const_b is not None:
+            return 1, const_b, a
+        return None if const_a is None else (0, const_a, b)
+
     def require_const(self, node: Node, index: int, what: str) -> np.ndarray:
         value = self.input_const(node, index)
         if value is None:

@@ -56,13 +56,10 @@ def clip(node: Node, ctx: Context) -> Layer:
 
 def binary(node: Node, ctx: Context) -> Layer:
     """Add/Sub/Mul/Div; a constant operand becomes the layer resource (weight_input_index)."""
-    a, b = node.inputs
-    const_a, const_b = ctx.const(a), ctx.const(b)
-    if const_a is not None and const_b is not None:
-        raise ctx.unsupported(node, "all inputs are constants")
-    if const_a is None and const_b is None:
-        return Layer(node.op, node.name, [a, b], node.outputs[:1], "-1 ")
-    index, value, other = (1, const_b, a) if const_b is not None else (0, const_a, b)
+    found = ctx.constant_operand(node)
+    if found is None:
+        return Layer(node.op, node.name, list(node.inputs), node.outputs[:1], "-1 ")
+    index, value, other = found
     if node.op == "Div" and index == 1 and value.dtype.kind == "f":
         # onnx2tnn turns division by a constant into multiplication by its reciprocal.
         reciprocal = np.float32(1.0) / value.astype(np.float32)

@@ -139,13 +139,10 @@ def gemm(node: Node, ctx: Context) -> Layer:
 
 
 def matmul(node: Node, ctx: Context) -> Layer:
-    a, b = node.inputs
-    const_a, const_b = ctx.const(a), ctx.const(b)
-    if const_a is not None and const_b is not None:
-        raise ctx.unsupported(node, "all inputs are constants")
-    if const_a is None and const_b is None:
-        return Layer("MatMul", node.name, [a, b], node.outputs[:1], "-1 ")
-    position, value, other = (1, const_b, a) if const_b is not None else (0, const_a, b)
+    found = ctx.constant_operand(node)
+    if found is None:
+        return Layer("MatMul", node.name, list(node.inputs), node.outputs[:1], "-1 ")
+    position, value, other = found
     return Layer(
         "MatMul", node.name, [other], node.outputs[:1], f"{position} ", [as_tnn_tensor(value)]
     )

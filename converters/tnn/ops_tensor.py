@@ -108,10 +108,8 @@ def slice_(node: Node, ctx: Context) -> Layer:
 
 
 def gather(node: Node, ctx: Context) -> Layer:
-    data_name, indices_name = node.inputs
-    data, indices = ctx.const(data_name), ctx.const(indices_name)
-    if data is not None and indices is not None:
-        raise ctx.unsupported(node, "all inputs are constants")
+    data_name, _ = node.inputs
+    data, indices = ctx.input_consts(node)
     shape = ctx.shape(data_name)
     axis = axis_index(node.attrs.get("axis", 0), len(shape))
     resource: list = []

@@ -36,6 +36,11 @@ class _Tokens:
         self.index += 1
         return float(self.tokens[self.index - 1])
 
+    def named(self, names: str, **defaults: int) -> dict[str, int]:
+        """One int per space-separated name, in order; a missing trailing token reads as the
+        name's entry in ``defaults``, else 0."""
+        return {name: self.int(defaults.get(name, 0)) for name in names.split()}
+
     def ints(self, count: int) -> list[int]:
         return [self.int() for _ in range(count)]
 
@@ -47,41 +52,21 @@ class _Tokens:
 
 
 def _conv(t: _Tokens) -> dict[str, Any]:
-    return {
-        "group": t.int(),
-        "input_channel": t.int(),
-        "output_channel": t.int(),
-        "kernel_h": t.int(),
-        "kernel_w": t.int(),
-        "stride_h": t.int(),
-        "stride_w": t.int(),
-        "pad_h": t.int(),
-        "pad_w": t.int(),
-        "bias": t.int(),
-        "pad_type": t.int(),
-        "dilation_h": t.int(1),
-        "dilation_w": t.int(1),
-        "activation_type": t.int(),
-    }
+    return t.named(
+        "group input_channel output_channel kernel_h kernel_w stride_h stride_w pad_h pad_w bias "
+        "pad_type dilation_h dilation_w activation_type",
+        dilation_h=1,
+        dilation_w=1,
+    )
 
 
 def _pooling(t: _Tokens) -> dict[str, Any]:
-    params = {
-        "pool_type": t.int(),
-        "kernel_h": t.int(),
-        "kernel_w": t.int(),
-        "stride_h": t.int(),
-        "stride_w": t.int(),
-        "pad_h": t.int(),
-        "pad_w": t.int(),
-        "kernel_index_h": t.int(-1),
-        "kernel_index_w": t.int(-1),
-        "pad_type": t.int(),
-        "ceil_mode": t.int(),
-        "is_adaptive_pool": t.int(),
-        "output_h": t.int(),
-        "output_w": t.int(),
-    }
+    params = t.named(
+        "pool_type kernel_h kernel_w stride_h stride_w pad_h pad_w kernel_index_h kernel_index_w "
+        "pad_type ceil_mode is_adaptive_pool output_h output_w",
+        kernel_index_h=-1,
+        kernel_index_w=-1,
+    )
     if params["kernel_index_w"] == -1:
         params["kernel_index_w"] = params["kernel_index_h"]
     return params
@@ -126,12 +111,7 @@ _PARSERS: dict[str, Callable[[_Tokens], dict[str, Any]]] = {
     "Clip": lambda t: {"min": t.float(), "max": t.float()},
     "HardSwish": lambda t: {"alpha": t.float(1.0), "beta": t.float(0.0)},
     "HardSigmoid": lambda t: {"alpha": t.float(1.0), "beta": t.float(0.0)},
-    "InnerProduct": lambda t: {
-        "num_output": t.int(),
-        "has_bias": t.int(),
-        "transpose": t.int(),
-        "axis": t.int(),
-    },
+    "InnerProduct": lambda t: t.named("num_output has_bias transpose axis"),
     "MatMul": lambda t: {"weight_position": t.int(-1)},
     "Flatten": lambda t: {"axis": t.int()},
     "Permute": lambda t: {"orders": t.counted()},

@@ -10,6 +10,7 @@ from pathlib import Path
 import onnx
 
 from edgebench.converters import artifact_format
+from edgebench.converters.artifact_cache import file_sha256
 from edgebench.errors import UserError
 from edgebench.models import BUILTIN_MODELS, TensorSpec, builtin_model_path, summarize_model
 
@@ -36,14 +37,6 @@ class ModelRef:
 class ShapeOverride:
     input_name: str | None  # None: applies to a model with a single dynamic input
     shape: tuple[int, ...]
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def parse_shape_overrides(values: Sequence[str]) -> list[ShapeOverride]:
@@ -95,7 +88,7 @@ def _resolve_artifact(
         ref.companions = [companion]
     digest = hashlib.sha256()
     for part in [path, *ref.companions]:
-        digest.update(sha256_file(part).encode())
+        digest.update(file_sha256(part).encode())
     ref.sha256 = digest.hexdigest()
     if reference is not None:
         if not reference.is_file():
@@ -137,7 +130,7 @@ def resolve_model(source: str, cache: Path, reference: Path | None = None) -> Mo
     inputs = _read_onnx(ref, path, "model")
     if inputs is None:
         return ref
-    ref.sha256 = sha256_file(path)
+    ref.sha256 = file_sha256(path)
     ref.inputs = inputs
     ref.reference = path
     return ref

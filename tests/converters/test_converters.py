@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
+from edgebench.converters.artifact_cache import file_sha256
 from edgebench.measure.output_check import check_outputs, compare_arrays
-from edgebench.planning.modelref import sha256_file
 
 from conftest import save_conv_model
 
@@ -25,7 +25,7 @@ def cache(tmp_path):
     ("fmt", "files"), [("mnn", ["model.mnn"]), ("openvino", ["model.xml", "model.bin"])]
 )
 def test_conversion_writes_manifest_and_second_call_is_a_cache_hit(cache, conv_model, fmt, files):
-    sha = sha256_file(conv_model)
+    sha = file_sha256(conv_model)
     first = cache.convert(get_converter(fmt), conv_model, sha, ConversionOptions())
     assert not first.cached
     assert list(first.files) == files
@@ -44,21 +44,21 @@ def test_conversion_writes_manifest_and_second_call_is_a_cache_hit(cache, conv_m
 
 
 def test_corrupt_or_partial_cache_entries_are_rebuilt(cache, conv_model):
-    sha = sha256_file(conv_model)
+    sha = file_sha256(conv_model)
     converter = get_converter("openvino")
     artifact = cache.convert(converter, conv_model, sha, ConversionOptions())
     weights = artifact.path / "model.bin"
     weights.write_bytes(weights.read_bytes()[:-4])  # truncated
     assert cache.lookup(converter, sha, ConversionOptions()) is None
     rebuilt = cache.convert(converter, conv_model, sha, ConversionOptions())
-    assert not rebuilt.cached and sha256_file(rebuilt.path / "model.bin") == sha256_file(weights)
+    assert not rebuilt.cached and file_sha256(rebuilt.path / "model.bin") == file_sha256(weights)
 
     (rebuilt.path / "manifest.json").unlink()  # a conversion killed before its manifest
     assert not cache.convert(converter, conv_model, sha, ConversionOptions()).cached
 
 
 def test_options_are_part_of_the_key(cache, conv_model):
-    sha = sha256_file(conv_model)
+    sha = file_sha256(conv_model)
     converter = get_converter("mnn")
     fp32 = cache.convert(converter, conv_model, sha, ConversionOptions())
     fp16 = cache.convert(converter, conv_model, sha, ConversionOptions(precision="fp16"))
@@ -134,7 +134,7 @@ def test_preconverted_artifact_runs_with_reference_and_mismatch_is_flagged(
     run_cli, conv_model, tmp_path, cache
 ):
     artifact = cache.convert(
-        get_converter("openvino"), conv_model, sha256_file(conv_model), ConversionOptions()
+        get_converter("openvino"), conv_model, file_sha256(conv_model), ConversionOptions()
     )
     xml = tmp_path / "given" / "net.xml"
     xml.parent.mkdir()
