@@ -85,10 +85,5 @@ def build_detector(seed: int = 0) -> onnx.ModelProto:
     )
     scores = b.op("Sigmoid", [scores], "scores")
     y = b.op("Concat", [box, scores], "detections", axis=2)
-    return b.build(
-        "detector",
-        INPUT_SHAPE,
-        y,
-        (1, NUM_PREDICTIONS, OUTPUTS_PER_ANCHOR),
-        f"edgebench built-in model detector (MobileNetV2 + PAN-lite, 320x320), seed {seed}",
-    )
+    output_shape = (1, NUM_PREDICTIONS, OUTPUTS_PER_ANCHOR)
+    return b.build("detector", INPUT_SHAPE, y, output_shape, "MobileNetV2 + PAN-lite, 320x320")

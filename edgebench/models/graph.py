@@ -23,6 +23,7 @@ class GraphBuilder:
     """
 
     def __init__(self, seed: int) -> None:
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
         self._nodes: list[onnx.NodeProto] = []
         self._initializers: list[onnx.TensorProto] = []
@@ -97,12 +98,14 @@ class GraphBuilder:
         input_shape: tuple[int, ...],
         output: str,
         output_shape: tuple[int, ...],
-        doc: str,
+        title: str,
     ) -> onnx.ModelProto:
-        """Wrap everything added so far into a model mapping ``input`` to ``output``.
+        """Wrap everything added so far into the built-in model ``graph_name``, mapping
+        ``input`` to ``output``; ``title`` and the seed make up its doc string.
 
         The tensor named by ``output`` is renamed to the graph output ``output``.
         """
+        doc = f"edgebench built-in model {graph_name} ({title}), seed {self.seed}"
         self._rename_output(output, "output")
         graph = helper.make_graph(
             self._nodes,

@@ -1,4 +1,5 @@
-"""Reusable layer blocks (conv/BN/activation, linear, layer norm, GELU) for GraphBuilder."""
+"""Reusable layer blocks (conv/BN/activation, linear, layer norm, GELU, classifier head) for
+GraphBuilder."""
 
 from __future__ import annotations
 
@@ -89,24 +90,20 @@ def conv_bn_act(
     b: GraphBuilder,
     x: str,
     name: str,
-    cin: int,
-    cout: int,
-    kernel: int,
-    stride: int = 1,
-    groups: int = 1,
-    *,
+    *geometry: int,
     act: str | None = "relu",
     gamma: float = 1.0,
     gain: float | None = None,
 ) -> str:
     """Conv (no bias) + BatchNormalization + optional activation, as an unfused export.
 
-    ``gain`` defaults to the init gain matching ``act``.
+    ``geometry`` is ``cin, cout, kernel[, stride[, groups]]`` as for ``conv``; ``gain``
+    defaults to the init gain matching ``act``.
     """
     if gain is None:
         gain = _ACTIVATION_GAINS[act]
-    y = conv(b, x, f"{name}.conv", cin, cout, kernel, stride, groups, gain=gain)
-    y = batch_norm(b, y, f"{name}.bn", cout, gamma)
+    y = conv(b, x, f"{name}.conv", *geometry, gain=gain)
+    y = batch_norm(b, y, f"{name}.bn", geometry[1], gamma)
     return activation(b, y, f"{name}.act", act)
 
 
@@ -140,6 +137,9 @@ def gelu(b: GraphBuilder, x: str, name: str) -> str:
     return b.op("Mul", [product, b.const_f32(0.5)], name)
 
 
-def global_pool_flatten(b: GraphBuilder, x: str, name: str) -> str:
-    pooled = b.op("GlobalAveragePool", [x], f"{name}.gap")
-    return b.op("Flatten", [pooled], f"{name}.flatten", axis=1)
+def classifier_head(b: GraphBuilder, x: str, name: str, channels: int, classes: int) -> str:
+    """Global average pool ("pool"), flatten and a Gemm over ``classes`` with torchvision's
+    1/sqrt(fan-in) init: CNN features [1, channels, H, W] to logits [1, classes]."""
+    pooled = b.op("GlobalAveragePool", [x], "pool.gap")
+    flat = b.op("Flatten", [pooled], "pool.flatten", axis=1)
+    return gemm(b, flat, name, channels, classes, 1.0 / math.sqrt(channels))

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import onnx
 
 from edgebench.models.graph import GraphBuilder
-from edgebench.models.layers import RESIDUAL_GAMMA, conv_bn_act, gemm, global_pool_flatten
+from edgebench.models.layers import RESIDUAL_GAMMA, classifier_head, conv_bn_act
 
 INPUT_SHAPE = (1, 3, 224, 224)
 NUM_CLASSES = 1000
@@ -61,12 +59,5 @@ def build_mobilenetv2(seed: int = 0) -> onnx.ModelProto:
     b = GraphBuilder(seed)
     y, channels = mobilenetv2_body(b, "input")[32]
     y = conv_bn_act(b, y, "last", channels, LAST_CHANNELS, 1, act="relu6")
-    y = global_pool_flatten(b, y, "pool")
-    y = gemm(b, y, "classifier", LAST_CHANNELS, NUM_CLASSES, 1.0 / math.sqrt(LAST_CHANNELS))
-    return b.build(
-        "mobilenetv2",
-        INPUT_SHAPE,
-        y,
-        (1, NUM_CLASSES),
-        f"edgebench built-in model mobilenetv2 (MobileNetV2 1.0, 224x224), seed {seed}",
-    )
+    y = classifier_head(b, y, "classifier", LAST_CHANNELS, NUM_CLASSES)
+    return b.build("mobilenetv2", INPUT_SHAPE, y, (1, NUM_CLASSES), "MobileNetV2 1.0, 224x224")

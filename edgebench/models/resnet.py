@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import onnx
 
 from edgebench.models.graph import GraphBuilder
-from edgebench.models.layers import (
-    RELU_GAIN,
-    RESIDUAL_GAMMA,
-    conv_bn_act,
-    gemm,
-    global_pool_flatten,
-)
+from edgebench.models.layers import RELU_GAIN, RESIDUAL_GAMMA, classifier_head, conv_bn_act
 
 INPUT_SHAPE = (1, 3, 224, 224)
 NUM_CLASSES = 1000
@@ -49,12 +41,5 @@ def build_resnet50(seed: int = 0) -> onnx.ModelProto:
         for i in range(blocks):
             y = bottleneck(b, y, f"layer{stage + 1}.{i}", channels, width, stride if i == 0 else 1)
             channels = width * EXPANSION
-    y = global_pool_flatten(b, y, "pool")
-    y = gemm(b, y, "fc", channels, NUM_CLASSES, 1.0 / math.sqrt(channels))
-    return b.build(
-        "resnet50",
-        INPUT_SHAPE,
-        y,
-        (1, NUM_CLASSES),
-        f"edgebench built-in model resnet50 (ResNet-50 v1.5, 224x224), seed {seed}",
-    )
+    y = classifier_head(b, y, "fc", channels, NUM_CLASSES)
+    return b.build("resnet50", INPUT_SHAPE, y, (1, NUM_CLASSES), "ResNet-50 v1.5, 224x224")

@@ -65,10 +65,4 @@ def build_vit_tiny(seed: int = 0) -> onnx.ModelProto:
     y = layer_norm(b, y, "norm", DIM)
     y = b.op("Gather", [y, b.const_i64(0)], "cls_select", axis=1)
     y = gemm(b, y, "head", DIM, NUM_CLASSES, INIT_STD)
-    return b.build(
-        "vit-tiny",
-        INPUT_SHAPE,
-        y,
-        (1, NUM_CLASSES),
-        f"edgebench built-in model vit-tiny (DeiT-Tiny, patch 16, 224x224), seed {seed}",
-    )
+    return b.build("vit-tiny", INPUT_SHAPE, y, (1, NUM_CLASSES), "DeiT-Tiny, patch 16, 224x224")
