@@ -4,7 +4,7 @@ the value must be. The command line and plan files use the same checker for a se
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,18 @@ def choice(*allowed: str) -> Check:
         return value
 
     check.metavar = "|".join(allowed)  # type: ignore[attr-defined]
+    return check
+
+
+def one_of(registry: Mapping[str, Any], what: str) -> Check:
+    """A name in a registry that may grow after import (metrics): checked when used."""
+
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or value not in registry:
+            raise ValueError(f"{value!r} is not a {what}; one of {', '.join(registry)}")
+        return value
+
+    check.metavar = "|".join(registry)  # type: ignore[attr-defined]
     return check
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgebench.analysis.metrics import METRICS, REGRESSION_METRICS
+from edgebench.analysis.metrics import METRICS
 from edgebench.errors import UserError
 from edgebench.planning.checks import (
     Check,
@@ -26,6 +26,7 @@ from edgebench.planning.checks import (
     fraction,
     names,
     number,
+    one_of,
     optional,
     path,
     text,
@@ -211,7 +212,7 @@ class OutputConfig:
     format: str = setting(
         "table", choice("table", "jsonl"), "table, or jsonl (records on stdout).", plan=None
     )
-    metric: str = setting("p50", choice(*METRICS), "What the matrix shows.", plan=None)
+    metric: str = setting("p50", one_of(METRICS, "metric"), "What the matrix shows.", plan=None)
     junit: Path | None = setting(
         None,
         optional(path),
@@ -231,7 +232,7 @@ class Thresholds:
         0.01, fraction(low_open=True), "Significance level (Mann-Whitney U).", option=None
     )
     metric: str = setting(
-        "p50", choice(*REGRESSION_METRICS), "Metric the regression is judged on.", option=None
+        "p50", one_of(METRICS, "metric"), "Metric the regression is judged on.", option=None
     )
 
 

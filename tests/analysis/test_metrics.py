@@ -89,3 +89,26 @@ def test_command_line_choices_come_from_the_registry() -> None:
     assert choices("history") == list(METRICS)
     assert choices("recommend") == list(RECOMMEND_METRICS)
     assert choices("show") == list(METRICS)
+
+
+def test_a_new_metric_reaches_every_reader(monkeypatch, tmp_path) -> None:
+    """The 'add a metric' recipe of docs/ARCHITECTURE.md: one registry entry, nothing else."""
+    from edgebench.analysis.metrics import Metric
+    from edgebench.planning.plan_file import load_plan
+    from edgebench.reporting.matrix import format_matrix
+
+    p75 = Metric("p75", "p75 latency", "ms", True, lambda r: None, quantile=0.75, sampled=True)
+    monkeypatch.setitem(METRICS, "p75", p75)
+
+    slow = [s * 2 for s in SAMPLES]
+    base = [_record(samples_ns=SAMPLES, n_samples=len(SAMPLES))]
+    new = [_record(samples_ns=slow, n_samples=len(slow))]
+    expected = float(np.quantile(np.asarray(SAMPLES) / 1e6, 0.75))
+    assert metric_value(base[0], "p75") == pytest.approx(expected)
+    assert "p75 latency (ms)" in format_matrix(base, "p75")
+    (verdict,) = compare_runs(base, new, min_effect=0.05, alpha=0.01, metric="p75")
+    assert verdict.verdict == "regressed" and verdict.base_value == pytest.approx(expected)
+
+    plan = tmp_path / "p.toml"
+    plan.write_text('[thresholds]\nmetric = "p75"\n')
+    assert load_plan(plan).metric == "p75"
