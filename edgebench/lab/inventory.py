@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from edgebench.errors import UserError
 from edgebench.lab.device import Device, LocalDevice
 from edgebench.lab.remote import RemoteDevice
+from edgebench.lab.transports import transport_kinds
 from edgebench.lab.transports.base import TransportError
 
 if TYPE_CHECKING:
@@ -17,35 +18,13 @@ LOCAL = "local"
 
 
 def open_device(entry: LabDevice) -> Device:
-    if entry.transport == "local":
+    if entry.transport == LOCAL:
         device: Device = LocalDevice(entry.name)
-    elif entry.transport == "adb":
-        from edgebench.lab.transports.adb import AdbTarget, AdbTransport
-
-        transport = AdbTransport(
-            AdbTarget(entry.name, entry.serial or "", entry.adb_host, entry.adb_port)
-        )
+    else:
+        transport = transport_kinds()[entry.transport].open(entry.name, entry.endpoint)
         device = RemoteDevice(
             entry.name, transport, work_dir=entry.work_dir, python=entry.python or "python3"
         )
-    elif entry.transport == "ssh":
-        from edgebench.lab.transports.ssh import SshTarget, SshTransport
-
-        transport_ssh = SshTransport(
-            SshTarget(
-                entry.name,
-                entry.host or "",
-                entry.port,
-                entry.user,
-                entry.key,
-                entry.known_hosts,
-            )
-        )
-        device = RemoteDevice(
-            entry.name, transport_ssh, work_dir=entry.work_dir, python=entry.python or "python3"
-        )
-    else:
-        raise UserError(f"device {entry.name}: unknown transport {entry.transport!r}")
     if isinstance(device, RemoteDevice):
         device.runner_kind = entry.runner
         device.native_bin = entry.native_bin

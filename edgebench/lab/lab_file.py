@@ -19,9 +19,7 @@ from typing import Any
 
 from edgebench.errors import UserError
 from edgebench.lab.profile_schema import (
-    DEFAULT_WORK_DIRS,
     RUNNERS,
-    TRANSPORTS,
     work_dir_problem,
 )
 from edgebench.lab.profiles import DeviceProfile, load_profile
@@ -33,35 +31,25 @@ from edgebench.lab.toml_input import (
     type_name,
     unknown_key_fix,
 )
+from edgebench.lab.transports import transport_kinds
 from edgebench.paths import cache_dir
 
 LAB_SCHEMA = "edgebench.lab/1"
 ENV_VAR = "EDGEBENCH_LAB"
 LOCAL = "local"
 
-DEFAULT_SSH_PORT = 22
-DEFAULT_ADB_HOST = "127.0.0.1"
-DEFAULT_ADB_PORT = 5037
-DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
-
 _DEVICE_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-_HOST_RE = re.compile(r"[A-Za-z0-9_.:%\[\]-]{1,253}")
-_SERIAL_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
-_USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 
+#: Keys every lab entry may have, whatever its transport; each transport adds its own.
 _COMMON_KEYS = ("transport", "profile", "work_dir", "python", "runner", "native_bin")
-_ADB_KEYS = ("serial", "adb_host", "adb_port")
-_SSH_KEYS = ("host", "port", "user", "key", "known_hosts")
-_KEYS_BY_TRANSPORT = {
-    "adb": _COMMON_KEYS + _ADB_KEYS,
-    "ssh": _COMMON_KEYS + _SSH_KEYS,
-    "local": _COMMON_KEYS,
-}
-_ALL_KEYS = _COMMON_KEYS + _ADB_KEYS + _SSH_KEYS
 #: Keys that would hold a secret. Rejected without ever echoing their value.
 _SECRET_KEYS = frozenset(
     {"password", "passwd", "pass", "passphrase", "pwd", "secret", "token", "private_key"}
 )
+
+
+def _transport_keys() -> dict[str, tuple[str, ...]]:
+    return {name: kind.keys for name, kind in transport_kinds().items()}
 
 
 def config_dir() -> Path:
@@ -75,21 +63,22 @@ class LabDevice:
     """One device of the lab, with every default filled in."""
 
     name: str
-    transport: str  # adb | ssh | local
+    transport: str  # a name in edgebench.lab.transports (adb, ssh, local)
     profile: DeviceProfile | None = None
-    serial: str | None = None  # adb
-    adb_host: str = DEFAULT_ADB_HOST
-    adb_port: int = DEFAULT_ADB_PORT
-    host: str | None = None  # ssh
-    port: int = DEFAULT_SSH_PORT
-    user: str | None = None  # None: ssh's own default (the local user name)
-    key: Path | None = None  # None: the ssh agent and the default ~/.ssh keys
-    known_hosts: Path = field(default_factory=lambda: Path(DEFAULT_KNOWN_HOSTS).expanduser())
     python: str = "python3"  # interpreter on the device for the Python runner
     work_dir: str = ""  # on the device; a leading "~/" is the login user's home there
     runner: str = "python"  # python | native
     native_bin: Path | None = None  # host folder of native benchmark binaries to push
     source: Path | None = None  # the lab file; None for the built-in local device
+    #: The transport's own keys (adb: serial, adb_host, adb_port; ssh: host, port, user, key,
+    #: known_hosts), checked; also readable as attributes (``entry.serial``).
+    endpoint: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __getattr__(self, key: str) -> Any:
+        endpoint = self.__dict__.get("endpoint") or {}
+        if key in endpoint:
+            return endpoint[key]
+        raise AttributeError(f"{type(self).__name__} {self.__dict__.get('name')!r} has no {key}")
 
     @property
     def builtin(self) -> bool:
@@ -97,15 +86,7 @@ class LabDevice:
 
     def address(self) -> str:
         """Where the device is, for listings: "adb R5CT..", "ssh bench@orin:22", "local"."""
-        if self.transport == "adb":
-            server = ""
-            if (self.adb_host, self.adb_port) != (DEFAULT_ADB_HOST, DEFAULT_ADB_PORT):
-                server = f" via {self.adb_host}:{self.adb_port}"
-            return f"adb {self.serial}{server}"
-        if self.transport == "ssh":
-            user = f"{self.user}@" if self.user else ""
-            return f"ssh {user}{self.host}:{self.port}"
-        return "local"
+        return transport_kinds()[self.transport].address(self.endpoint)
 
     def summary(self) -> str:
         profile = self.profile.name if self.profile else "none (clusters detected)"
@@ -302,14 +283,16 @@ class _DeviceReader:
                     "authenticates with SSH keys and the ssh agent (remove it; set key = "
                     '"~/.ssh/id_ed25519" or ssh-add your key)',
                 )
+        by_transport = _transport_keys()
+        every_key = [*_COMMON_KEYS, *(k for keys in by_transport.values() for k in keys)]
         for key in table:
-            if key not in _ALL_KEYS:
-                raise self.fail(key, f"is not a known key {unknown_key_fix(key, _ALL_KEYS)}")
+            if key not in every_key:
+                raise self.fail(key, f"is not a known key {unknown_key_fix(key, every_key)}")
         profile = self.profile()
         transport = self.transport(profile)
         for key in table:
-            if key not in _KEYS_BY_TRANSPORT[transport]:
-                users = "adb" if key in _ADB_KEYS else "ssh"
+            if key not in _COMMON_KEYS and key not in by_transport[transport]:
+                users = " or ".join(n for n, keys in by_transport.items() if key in keys)
                 raise self.fail(
                     key, f"is only used by {users} devices; this one uses {transport} (remove it)"
                 )
@@ -317,7 +300,7 @@ class _DeviceReader:
         if runner is None and "python" in table:
             runner = "python"  # naming an interpreter means: use the Python runner
         elif runner is None:
-            runner = profile.runner if profile else ("native" if transport == "adb" else "python")
+            runner = profile.runner if profile else transport_kinds()[transport].default_runner
         elif not isinstance(runner, str):
             raise self.fail("runner", f"must be python or native, not {type_name(runner)}")
         elif runner not in RUNNERS:
@@ -334,7 +317,7 @@ class _DeviceReader:
             runner=runner,
             native_bin=self.host_path("native_bin", '"~/bench/bin"'),
             source=self.lab.path,
-            **self.endpoint(transport),
+            endpoint=transport_kinds()[transport].read_endpoint(self),
         )
         return device
 
@@ -349,16 +332,15 @@ class _DeviceReader:
 
     def transport(self, profile: DeviceProfile | None) -> str:
         value = self.table.get("transport")
+        names = list(transport_kinds())
         if value is None:
             if profile is None:
-                raise self.fail("transport", f"is missing (use one of {', '.join(TRANSPORTS)})")
+                raise self.fail("transport", f"is missing (use one of {', '.join(names)})")
             return profile.transport
         if not isinstance(value, str):
-            raise self.fail("transport", f"must be adb, ssh or local, not {type_name(value)}")
-        if value not in TRANSPORTS:
-            raise self.fail(
-                "transport", f"{show(value)} is not a transport (use adb, ssh or local)"
-            )
+            raise self.fail("transport", f"must be {_either(names)}, not {type_name(value)}")
+        if value not in names:
+            raise self.fail("transport", f"{show(value)} is not a transport (use {_either(names)})")
         return value
 
     def work_dir(self, transport: str, profile: DeviceProfile | None) -> str:
@@ -374,42 +356,16 @@ class _DeviceReader:
             return profile.work_dir
         if transport == "local":
             return str(cache_dir() / "local")
-        return DEFAULT_WORK_DIRS[transport]
+        return transport_kinds()[transport].default_work_dir
 
-    def endpoint(self, transport: str) -> Mapping[str, Any]:
-        if transport == "adb":
-            serial = self.pattern("serial", _SERIAL_RE, '"R5CT1234ABC"', "an adb serial")
-            if serial is None:
-                raise self.fail(
-                    "serial", "is missing (adb devices need one; `adb devices` lists them)"
-                )
-            return {
-                "serial": serial,
-                "adb_host": self.pattern("adb_host", _HOST_RE, '"127.0.0.1"', "a host name")
-                or DEFAULT_ADB_HOST,
-                "adb_port": self.number("adb_port", _default_adb_port()),
-            }
-        if transport == "ssh":
-            host = self.pattern("host", _HOST_RE, '"orin.lab.local"', "a host name or address")
-            if host is None:
-                raise self.fail("host", 'is missing (ssh devices need one, e.g. "orin.lab.local")')
-            key = self.table.get("key")
-            if isinstance(key, str) and ("PRIVATE KEY" in key or "\n" in key or len(key) > 1024):
-                # Someone pasted the key itself: say so without repeating any of it.
-                raise self.fail(
-                    "key",
-                    "must be the path to a private key file, not the key itself (save the key "
-                    'to a file such as ~/.ssh/id_ed25519 and set key = "~/.ssh/id_ed25519")',
-                )
-            known_hosts = self.host_path("known_hosts", '"~/.ssh/known_hosts"')
-            return {
-                "host": host,
-                "port": self.number("port", DEFAULT_SSH_PORT),
-                "user": self.pattern("user", _USER_RE, '"bench"', "a user name"),
-                "key": self.host_path("key", '"~/.ssh/id_ed25519"'),
-                "known_hosts": known_hosts or Path(DEFAULT_KNOWN_HOSTS).expanduser(),
-            }
-        return {}
+    def raw(self, key: str) -> Any:
+        """The key's value as written, unchecked (None when absent)."""
+        return self.table.get(key)
+
+
+def _either(names: list[str]) -> str:
+    """ "adb, ssh or local"."""
+    return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
 
 
 def _is_secret_key(key: str) -> bool:
@@ -418,11 +374,3 @@ def _is_secret_key(key: str) -> bool:
     if lowered in _SECRET_KEYS or any(part in _SECRET_KEYS for part in re.split(r"[_.-]", lowered)):
         return True
     return bool(difflib.get_close_matches(lowered, _SECRET_KEYS, n=1, cutoff=0.8))
-
-
-def _default_adb_port() -> int:
-    """adb's own default: $ANDROID_ADB_SERVER_PORT when set, else 5037."""
-    value = os.environ.get("ANDROID_ADB_SERVER_PORT", "")
-    if value.isascii() and value.isdigit() and 1 <= int(value) <= 65535:
-        return int(value)
-    return DEFAULT_ADB_PORT

@@ -23,15 +23,16 @@ from edgebench.lab.toml_input import (
     type_name,
     unknown_key_fix,
 )
+from edgebench.lab.transports import TRANSPORT_MODULES, transport_kinds
 
 SCHEMA = "edgebench.profile/1"
 
-TRANSPORTS = ("adb", "ssh", "local")
+#: Transport names (edgebench.lab.transports lists their modules).
+TRANSPORTS = TRANSPORT_MODULES
 RUNNERS = ("python", "native")
 ENERGY_SOURCES = ("android_fuel_gauge", "android_odpm", "ina3221", "rapl", "none", "auto")
 
 #: Where the runner and artifacts live when neither the lab nor the profile says.
-DEFAULT_WORK_DIRS = {"adb": "/data/local/tmp/edgebench", "ssh": "/tmp/edgebench"}
 DEFAULT_MAX_TEMP_C = 45.0
 
 MAX_CPU_ID = 4095
@@ -106,7 +107,7 @@ def work_dir_problem(text: str, transport: str) -> str | None:
     """Why ``text`` cannot be a work dir for ``transport``; None when it can."""
     if has_breaks(text):
         return "must be one line"
-    if transport == "adb":
+    if not transport_kinds()[transport].home_relative_work_dir:
         if not text.startswith("/"):
             return "must be an absolute path on the device (e.g. /data/local/tmp/edgebench)"
     elif not (text.startswith("/") or text == "~" or text.startswith("~/")):
@@ -187,7 +188,7 @@ class _Validator:
         description = data.get("description", "")
         if not isinstance(description, str):
             raise self.fail("description", f"must be a string, not {type_name(description)}")
-        transport = self.choice(data["transport"], "transport", TRANSPORTS)
+        transport = self.choice(data["transport"], "transport", tuple(transport_kinds()))
         runner = self.choice(data["runner"], "runner", RUNNERS)
         work_dir = self.work_dir(data.get("work_dir"), transport)
         soc_ids = self.strings(data.get("soc_ids", []), "soc_ids", '"SM8550"')
@@ -209,7 +210,7 @@ class _Validator:
 
     def work_dir(self, value: Any, transport: str) -> str:
         if value is None:
-            return DEFAULT_WORK_DIRS.get(transport, "")
+            return transport_kinds()[transport].default_work_dir
         text = self.string(value, "work_dir", '"/data/local/tmp/edgebench"')
         problem = work_dir_problem(text, transport)
         if problem:

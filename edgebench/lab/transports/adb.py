@@ -2,30 +2,40 @@
 
 from __future__ import annotations
 
+import os
 import posixpath
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import adbutils
 
 from edgebench.lab.transports.base import (
+    HOST_RE,
     Command,
     CommandResult,
+    EntryFields,
     Transport,
     TransportError,
+    TransportKind,
     quote_argv,
     read_many_by_shell,
 )
+
+DEFAULT_ADB_HOST = "127.0.0.1"
+DEFAULT_ADB_PORT = 5037
+_SERIAL_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 
 @dataclass(frozen=True)
 class AdbTarget:
     name: str  # the lab's device name, for messages
     serial: str
-    adb_host: str = "127.0.0.1"
-    adb_port: int = 5037
+    adb_host: str = DEFAULT_ADB_HOST
+    adb_port: int = DEFAULT_ADB_PORT
 
 
 class AdbTransport(Transport):
@@ -102,3 +112,48 @@ class AdbTransport(Transport):
                 f"device {self.target.name}: could not pull {remote}: {exc}"
             ) from exc
         return True
+
+
+def _default_adb_port() -> int:
+    """adb's own default: $ANDROID_ADB_SERVER_PORT when set, else 5037."""
+    value = os.environ.get("ANDROID_ADB_SERVER_PORT", "")
+    if value.isascii() and value.isdigit() and 1 <= int(value) <= 65535:
+        return int(value)
+    return DEFAULT_ADB_PORT
+
+
+def _read_endpoint(entry: EntryFields) -> dict[str, Any]:
+    serial = entry.pattern("serial", _SERIAL_RE, '"R5CT1234ABC"', "an adb serial")
+    if serial is None:
+        raise entry.fail("serial", "is missing (adb devices need one; `adb devices` lists them)")
+    return {
+        "serial": serial,
+        "adb_host": entry.pattern("adb_host", HOST_RE, '"127.0.0.1"', "a host name")
+        or DEFAULT_ADB_HOST,
+        "adb_port": entry.number("adb_port", _default_adb_port()),
+    }
+
+
+def _address(endpoint: Mapping[str, Any]) -> str:
+    server = ""
+    if (endpoint["adb_host"], endpoint["adb_port"]) != (DEFAULT_ADB_HOST, DEFAULT_ADB_PORT):
+        server = f" via {endpoint['adb_host']}:{endpoint['adb_port']}"
+    return f"adb {endpoint['serial']}{server}"
+
+
+def _open(name: str, endpoint: Mapping[str, Any]) -> AdbTransport:
+    return AdbTransport(
+        AdbTarget(name, endpoint["serial"], endpoint["adb_host"], endpoint["adb_port"])
+    )
+
+
+KIND = TransportKind(
+    name="adb",
+    keys=("serial", "adb_host", "adb_port"),
+    read_endpoint=_read_endpoint,
+    address=_address,
+    open=_open,
+    default_work_dir="/data/local/tmp/edgebench",
+    default_runner="native",
+    home_relative_work_dir=False,
+)

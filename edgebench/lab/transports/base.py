@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 #: Called with each chunk of stdout as it arrives (for long native runs and live progress).
 OutputCallback = Callable[[str], None]
@@ -153,3 +155,48 @@ def read_many_by_shell(transport: Transport, paths: Sequence[str]) -> dict[str, 
     for index, lines in chunks.items():
         found[paths[index]] = "".join(lines)
     return found
+
+
+#: A host name or address in a lab file.
+HOST_RE = re.compile(r"[A-Za-z0-9_.:%\[\]-]{1,253}")
+
+
+class EntryFields(Protocol):
+    """The checked readers a transport uses on its own keys of a lab entry
+    (``edgebench.lab.lab_file``); each error names the file, the device and the key."""
+
+    def fail(self, key: str, problem: str) -> Exception: ...
+
+    def text(self, key: str, example: str) -> str | None: ...
+
+    def pattern(self, key: str, regex: re.Pattern[str], example: str, what: str) -> str | None: ...
+
+    def number(self, key: str, default: int) -> int: ...
+
+    def host_path(self, key: str, example: str) -> Path | None: ...
+
+    def raw(self, key: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class TransportKind:
+    """One kind of transport as a lab file and the inventory see it.
+
+    Each transport module declares one as ``KIND``; ``edgebench.lab.transports`` lists them.
+    """
+
+    name: str
+    #: Lab keys only this transport takes (its endpoint).
+    keys: tuple[str, ...]
+    #: Reads and checks those keys from a lab entry; returns the endpoint.
+    read_endpoint: Callable[[EntryFields], dict[str, Any]]
+    #: Where the device is, for listings ("adb R5CT..", "ssh bench@orin:22").
+    address: Callable[[Mapping[str, Any]], str]
+    #: Opens the transport for device ``name`` at ``endpoint``.
+    open: Callable[[str, Mapping[str, Any]], Transport]
+    #: Work dir when neither the lab entry nor the profile gives one.
+    default_work_dir: str = "/tmp/edgebench"
+    #: Runner when neither the lab entry nor the profile says (phones rarely have Python).
+    default_runner: str = "python"
+    #: Whether a work dir may start with ~/ (resolved on the device by its shell).
+    home_relative_work_dir: bool = True

@@ -11,7 +11,13 @@ import threading
 import time
 from pathlib import Path
 
-from edgebench.lab.transports.base import Command, CommandResult, OutputCallback, Transport
+from edgebench.lab.transports.base import (
+    Command,
+    CommandResult,
+    OutputCallback,
+    Transport,
+    TransportKind,
+)
 
 
 class LocalTransport(Transport):
@@ -114,3 +120,14 @@ def _communicate_streaming(
     for reader in readers:
         reader.join(timeout=5)
     return "".join(out_parts), "".join(err_parts)
+
+
+#: The host itself. Its work dir defaults to a folder in edgebench's cache (lab_file.py).
+KIND = TransportKind(
+    name="local",
+    keys=(),
+    read_endpoint=lambda entry: {},
+    address=lambda endpoint: "local",
+    open=lambda name, endpoint: LocalTransport(),
+    default_work_dir="",
+)

@@ -7,27 +7,35 @@ import contextlib
 import hashlib
 import logging
 import posixpath
+import re
 import select
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import paramiko
 
 from edgebench.errors import UserError
 from edgebench.lab.transports.base import (
+    HOST_RE,
     Command,
     CommandResult,
+    EntryFields,
     OutputCallback,
     Transport,
     TransportError,
+    TransportKind,
     read_many_by_shell,
 )
 
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 15.0
+DEFAULT_SSH_PORT = 22
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+_USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 # paramiko key names -> the names ssh-keyscan -t takes.
 _KEYSCAN_TYPES = {"ssh-ed25519": "ed25519", "ssh-rsa": "rsa", "ecdsa-sha2-nistp256": "ecdsa"}
 READ_CHUNK = 65536
@@ -37,10 +45,10 @@ READ_CHUNK = 65536
 class SshTarget:
     name: str  # the lab's device name, for messages
     host: str
-    port: int = 22
+    port: int = DEFAULT_SSH_PORT
     user: str | None = None
     key: Path | None = None
-    known_hosts: Path = Path("~/.ssh/known_hosts")
+    known_hosts: Path = Path(DEFAULT_KNOWN_HOSTS)
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -231,3 +239,52 @@ def _drain(
             # Wake on data or after 0.2 s at most; the deadline check above bounds the loop.
             select.select([channel], [], [], 0.2)
     return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), False
+
+
+def _read_endpoint(entry: EntryFields) -> dict[str, Any]:
+    host = entry.pattern("host", HOST_RE, '"orin.lab.local"', "a host name or address")
+    if host is None:
+        raise entry.fail("host", 'is missing (ssh devices need one, e.g. "orin.lab.local")')
+    key = entry.raw("key")
+    if isinstance(key, str) and ("PRIVATE KEY" in key or "\n" in key or len(key) > 1024):
+        # Someone pasted the key itself: say so without repeating any of it.
+        raise entry.fail(
+            "key",
+            "must be the path to a private key file, not the key itself (save the key "
+            'to a file such as ~/.ssh/id_ed25519 and set key = "~/.ssh/id_ed25519")',
+        )
+    known_hosts = entry.host_path("known_hosts", '"~/.ssh/known_hosts"')
+    return {
+        "host": host,
+        "port": entry.number("port", DEFAULT_SSH_PORT),
+        "user": entry.pattern("user", _USER_RE, '"bench"', "a user name"),
+        "key": entry.host_path("key", '"~/.ssh/id_ed25519"'),
+        "known_hosts": known_hosts or Path(DEFAULT_KNOWN_HOSTS).expanduser(),
+    }
+
+
+def _address(endpoint: Mapping[str, Any]) -> str:
+    user = f"{endpoint['user']}@" if endpoint.get("user") else ""
+    return f"ssh {user}{endpoint['host']}:{endpoint['port']}"
+
+
+def _open(name: str, endpoint: Mapping[str, Any]) -> SshTransport:
+    return SshTransport(
+        SshTarget(
+            name,
+            endpoint["host"],
+            endpoint["port"],
+            endpoint["user"],
+            endpoint["key"],
+            endpoint["known_hosts"],
+        )
+    )
+
+
+KIND = TransportKind(
+    name="ssh",
+    keys=("host", "port", "user", "key", "known_hosts"),
+    read_endpoint=_read_endpoint,
+    address=_address,
+    open=_open,
+)
