@@ -33,7 +33,6 @@ _UNKNOWN_OP = re.compile(r"unexpected op_type (\S+)")
 class NcnnConverter(ToolchainConverter):
     format = "ncnn"
     framework = "ncnn"
-    toolchain = "ncnn"
     tool = "pnnx"
 
     def convert_staged(self, staged: StagedModel, out_dir: Path, precision: str) -> list[str]:

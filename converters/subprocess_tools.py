@@ -214,12 +214,16 @@ class ToolchainConverter(Converter):
     the output folder and leaves the rest to ``convert_staged``, which runs the tool with
     ``run_tool``."""
 
-    #: The toolchain's name (`edgebench toolchains install NAME`).
-    toolchain = ""
+    #: The toolchain's name (`edgebench toolchains install NAME`); by default the format's.
+    toolchain_name = ""
     #: The converting tool, as named in the version string (part of the cache key).
     tool = ""
     precisions = ("fp32", "fp16")
     timeout_s = 600.0
+
+    @property
+    def toolchain(self) -> str:
+        return self.toolchain_name or self.format
 
     def version(self) -> str:
         return f"{self.tool}-{toolchain_status(self.toolchain).version or 'missing'}"

@@ -60,7 +60,6 @@ print("EDGEBENCH_INSPECT " + json.dumps(result))
 class TfliteConverter(ToolchainConverter):
     format = "tflite"
     framework = "tflite"
-    toolchain = "tflite"
     tool = "onnx2tf"
 
     def convert_staged(self, staged: StagedModel, out_dir: Path, precision: str) -> list[str]:

@@ -4,7 +4,7 @@ the value must be. The command line and plan files use the same checker for a se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -73,26 +73,22 @@ def fraction(low_open: bool) -> Check:
     return check
 
 
-def choice(*allowed: str) -> Check:
-    def check(value: Any) -> str:
-        if not isinstance(value, str) or value not in allowed:
-            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
-        return value
-
-    check.metavar = "|".join(allowed)  # type: ignore[attr-defined]
-    return check
-
-
-def one_of(registry: Mapping[str, Any], what: str) -> Check:
-    """A name in a registry that may grow after import (metrics): checked when used."""
+def one_of(registry: Collection[str], what: str = "") -> Check:
+    """A name in ``registry``, looked up when checked (a registry such as the metrics may grow
+    after import)."""
 
     def check(value: Any) -> str:
         if not isinstance(value, str) or value not in registry:
-            raise ValueError(f"{value!r} is not a {what}; one of {', '.join(registry)}")
+            kind = f"a {what}; " if what else ""
+            raise ValueError(f"{value!r} is not {kind}one of {', '.join(registry)}")
         return value
 
     check.metavar = "|".join(registry)  # type: ignore[attr-defined]
     return check
+
+
+def choice(*allowed: str) -> Check:
+    return one_of(allowed)
 
 
 def text(value: Any) -> str:
