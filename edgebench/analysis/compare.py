@@ -18,6 +18,7 @@ import numpy as np
 from edgebench.analysis.metrics import Metric, get_metric
 from edgebench.analysis.statistics import bootstrap_ratio_ci, mann_whitney_u, sample_statistic
 from edgebench.results.records import Record
+from edgebench.statuses import Status
 
 VERDICTS = ("regressed", "improved", "unchanged", "new", "missing", "not_comparable")
 
@@ -74,7 +75,7 @@ def _compare_cell(
         n_base=len(b.samples_ns),
         n_new=len(n.samples_ns),
     )
-    if b.status != "ok" or n.status != "ok":
+    if b.status != Status.OK or n.status != Status.OK:
         verdict.reason = f"status base={b.status} new={n.status}; only ok cells are compared"
         return verdict
 

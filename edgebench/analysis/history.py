@@ -10,6 +10,7 @@ from typing import Any
 
 from edgebench.analysis.metrics import get_metric
 from edgebench.results.store import ResultsStore, RunDir
+from edgebench.statuses import Status
 
 
 @dataclass
@@ -101,7 +102,7 @@ def history(
         ok = tracked.ok_values(cells)
         if ok:
             value, best = tracked.best(ok)
-            points.append(HistoryPoint(run.run_id, created, value, "ok", best.cell_id))
+            points.append(HistoryPoint(run.run_id, created, value, Status.OK, best.cell_id))
         else:
             points.append(
                 HistoryPoint(run.run_id, created, None, cells[0].status, cells[0].cell_id)

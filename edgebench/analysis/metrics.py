@@ -15,6 +15,7 @@ import numpy as np
 
 from edgebench.analysis.statistics import sample_statistic
 from edgebench.results.records import Record
+from edgebench.statuses import Status
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,9 @@ class Metric:
 
     def ok_values(self, records: Iterable[Record]) -> list[tuple[float, Record]]:
         """``(value, record)`` for each ok record that has a value for this metric."""
-        return [(v, r) for r in records if r.status == "ok" and (v := self.value(r)) is not None]
+        return [
+            (v, r) for r in records if r.status == Status.OK and (v := self.value(r)) is not None
+        ]
 
     def best(self, candidates: Iterable[tuple[float, Record]]) -> tuple[float, Record]:
         """The best of ``ok_values`` pairs: the lowest value, or the highest (throughput)."""

@@ -19,6 +19,7 @@ from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
 from edgebench.planning.modelref import ModelRef, ShapeOverride, input_shapes
 from edgebench.runners.protocol import SPEC_SCHEMA
+from edgebench.statuses import ErrorKind, Status
 
 #: (status, error kind, reason) of a cell decided without measuring it.
 Verdict = tuple[str, str, str]
@@ -173,8 +174,8 @@ def _model_route(model: ModelRef, framework: str) -> tuple[str | None, Verdict |
         # No artifact format: the framework runs the ONNX file itself (fmt None, no verdict).
         if entry is None or (fmt is not None and entry.converter not in CONVERTERS):
             return None, (
-                "unsupported",
-                "unsupported",
+                Status.UNSUPPORTED,
+                ErrorKind.UNSUPPORTED,
                 f"edgebench has no ONNX -> {framework} converter",
             )
         return fmt, None
@@ -182,8 +183,8 @@ def _model_route(model: ModelRef, framework: str) -> tuple[str | None, Verdict |
         return None, None
     owner = framework_for_format(model.format)
     return None, (
-        "skipped",
-        "other_format",
+        Status.SKIPPED,
+        ErrorKind.OTHER_FORMAT,
         f"{model.name} is a pre-converted {model.format} model; only "
         f"{owner.name if owner else model.format} runs it",
     )
@@ -219,9 +220,9 @@ def build_cells(
             for framework in frameworks:
                 convert_to, verdict = _model_route(model, framework)
                 if model.error:
-                    verdict = ("failed", "model_load", model.error)
+                    verdict = (Status.FAILED, ErrorKind.MODEL_LOAD, model.error)
                 if unreachable:
-                    convert_to, verdict = None, ("failed", "transport", unreachable)
+                    convert_to, verdict = None, (Status.FAILED, ErrorKind.TRANSPORT, unreachable)
                 verdict = verdict or availability(device, framework)
                 for n_threads in threads:
                     for selection, cpu_ids in core_sets:

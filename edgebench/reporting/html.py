@@ -17,6 +17,7 @@ from edgebench.reporting.charts import esc, latency_cdf_svg, telemetry_svgs
 from edgebench.reporting.matrix import framework_order, group_records, group_title, status_word
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
+from edgebench.statuses import Status
 
 #: Metrics shown as heatmaps, in order (keys of the metrics registry).
 HEATMAP_METRICS = ("p50", "p99", "throughput", "memory", "energy")
@@ -75,7 +76,7 @@ def _heatmap(
     ok_values = [
         v
         for r in cells.values()
-        if r.status == "ok" and (v := metric.stored(r)) is not None and math.isfinite(v)
+        if r.status == Status.OK and (v := metric.stored(r)) is not None and math.isfinite(v)
     ]
     lo, hi = (min(ok_values), max(ok_values)) if ok_values else (0.0, 0.0)
     arrow = "lower is better" if metric.lower_is_better else "higher is better"
@@ -91,7 +92,7 @@ def _heatmap(
             f: v
             for f in frameworks
             if (r := cells.get((device, f))) is not None
-            and r.status == "ok"
+            and r.status == Status.OK
             and (v := metric.stored(r)) is not None
             and math.isfinite(v)
         }
@@ -105,7 +106,7 @@ def _heatmap(
                 out.append('<td class="empty"></td>')
                 continue
             link = anchors[id(r)]
-            if r.status != "ok":
+            if r.status != Status.OK:
                 tip = r.error or r.status
                 out.append(
                     f'<td class="cell st st-{esc(r.status)}" title="{esc(tip)}">'
@@ -141,7 +142,7 @@ def _kv_table(rows: Iterable[tuple[str, Any]]) -> str:
 
 def _details(r: Record, anchor: str, expand: bool = False) -> str:
     lat = r.latency_ms or {}
-    open_attr = " open" if expand or r.status != "ok" else ""
+    open_attr = " open" if expand or r.status != Status.OK else ""
     out = [
         f'<details id="{anchor}"{open_attr}><summary>{esc(r.device)} / {esc(r.framework)} '
         f'<span class="status {esc(r.status)}">{esc(status_word(r))}</span>',
@@ -197,7 +198,7 @@ def _details(r: Record, anchor: str, expand: bool = False) -> str:
             + "".join(f"<li>{esc(f)}</li>" for f in r.energy_flags)
             + "</ul>"
         )
-    if r.stderr_tail and r.status != "ok":
+    if r.stderr_tail and r.status != Status.OK:
         out.append(f'<h3>stderr (tail)</h3><div class="err">{esc(r.stderr_tail)}</div>')
     out.append("</details>")
     return "".join(out)

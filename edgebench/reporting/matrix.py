@@ -12,6 +12,7 @@ from edgebench.analysis.metrics import get_metric
 from edgebench.frameworks import display_order
 from edgebench.reporting.tables import fmt_number, format_table
 from edgebench.results.records import Record
+from edgebench.statuses import Status
 
 GroupKey = tuple[str, str, int, str, int]
 
@@ -22,10 +23,10 @@ SKIP_LABELS = {
     "other_format": "-",
 }
 STATUS_LABELS = {
-    "skipped": "skipped",
-    "failed": "FAILED",
-    "unsupported": "unsupported",
-    "mismatch": "MISMATCH",
+    Status.SKIPPED: "skipped",
+    Status.FAILED: "FAILED",
+    Status.UNSUPPORTED: "unsupported",
+    Status.MISMATCH: "MISMATCH",
 }
 
 
@@ -56,7 +57,7 @@ def group_title(key: GroupKey) -> str:
 
 def status_word(r: Record) -> str:
     """What a report cell says for a record: its status, or for a skip the short reason."""
-    if r.status == "skipped":
+    if r.status == Status.SKIPPED:
         return SKIP_LABELS.get(r.error_kind or "", "skipped")
     return r.status
 
@@ -70,7 +71,7 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
         rows = []
         for device in devices:
             cells = {r.framework: r for r in group if r.device == device}
-            values = {f: metric.stored(r) for f, r in cells.items() if r.status == "ok"}
+            values = {f: metric.stored(r) for f, r in cells.items() if r.status == Status.OK}
             ranked = [v for v in values.values() if v is not None]
             best = (min(ranked) if metric.lower_is_better else max(ranked)) if ranked else None
             row = [device]
@@ -78,9 +79,9 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
                 record = cells.get(framework)
                 if record is None:
                     row.append("")
-                elif record.status == "skipped":
+                elif record.status == Status.SKIPPED:
                     row.append(status_word(record))
-                elif record.status != "ok":
+                elif record.status != Status.OK:
                     row.append(STATUS_LABELS.get(record.status, record.status))
                 else:
                     value = values.get(framework)
@@ -105,7 +106,7 @@ def format_details(records: Sequence[Record]) -> str:
     skipped: dict[str, str] = {}
     energy_gaps: dict[str, str] = {}
     for r in records:
-        if r.status == "skipped":
+        if r.status == Status.SKIPPED:
             skipped.setdefault(f"{r.framework} on {r.device}", r.error or "skipped")
             continue
         lat = r.latency_ms or {}
@@ -124,7 +125,7 @@ def format_details(records: Sequence[Record]) -> str:
                 str(r.n_samples or "-"),
             ]
         )
-        if r.error and r.status != "skipped":
+        if r.error and r.status != Status.SKIPPED:
             notes.append(f"  {r.device}/{r.model}/{r.framework}: {r.error}")
         notes.extend(f"  {r.device}/{r.model}/{r.framework}: warning: {w}" for w in r.warnings)
         if r.sustained:

@@ -14,6 +14,7 @@ from edgebench.reporting.matrix import framework_order, group_records, group_tit
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
 from edgebench.results.store import RunDir
+from edgebench.statuses import PROBLEMS, Status
 
 FORMATS = ("html", "md", "csv", "parquet", "json")
 
@@ -46,7 +47,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
             values = {
                 f: v
                 for f, r in cells.items()
-                if r.status == "ok" and (v := metric.stored(r)) is not None
+                if r.status == Status.OK and (v := metric.stored(r)) is not None
             }
             best = min(values.values()) if len(values) > 1 else None
             row = []
@@ -54,7 +55,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
                 r = cells.get(framework)
                 if r is None:
                     row.append("")
-                elif r.status != "ok":
+                elif r.status != Status.OK:
                     row.append(_md_cell(status_word(r)))
                 elif framework in values:
                     star = " ★" if values[framework] == best else ""
@@ -63,7 +64,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
                     row.append("-")
             lines.append(f"| {_md_cell(device)} | " + " | ".join(row) + " |")
         lines.append("")
-    problems = [r for r in records if r.status in ("failed", "mismatch")]
+    problems = [r for r in records if r.status in PROBLEMS]
     if problems:
         lines += ["**Problems**", ""]
         for r in problems:
