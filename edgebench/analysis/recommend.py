@@ -4,6 +4,11 @@ Only cells with status ``ok`` count: a framework that mismatched, failed, was un
 skipped on a device has no result there and ranks after every framework that covers all devices.
 The choice is by: meets the latency budget on every device, then the worst case across devices
 (max latency / min throughput), then the mean per-device rank.
+
+Differences within noise do not decide anything (analysis.ranking, the rule the matrix marks
+its best cells by): frameworks that tie on a device share its rank, and worst cases that tie
+are decided by the mean rank. Frameworks still equal after that are reported as a tie, with
+what would separate them, instead of picking one by a hair.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from edgebench.analysis.metrics import RECOMMEND_METRICS, get_metric, metric_value
+from edgebench.analysis.ranking import Ranking, rank, separation_hint, tie_rule, tiers
 from edgebench.results.records import Record
 
 
@@ -25,6 +31,7 @@ class DeviceResult:
     #: Latency used for the budget (p50 or p99 when that is the metric, else p50), ms.
     budget_latency_ms: float | None
     meets_budget: bool | None
+    #: 1 = best on the device; frameworks that tie there (analysis.ranking) share a rank.
     rank: int = 0
     #: How many ok cells (sweep points) there were to choose from.
     candidates: int = 1
@@ -55,6 +62,8 @@ class Recommendation:
     devices: list[str] = field(default_factory=list)
     model: str = ""
     budget_ms: float | None = None
+    #: The frameworks that tie for first (``best`` is then None); empty otherwise.
+    tied: list[str] = field(default_factory=list)
 
 
 def cell_suffix(cell_id: str) -> str:
@@ -95,6 +104,7 @@ def recommend(
     unit = ranked_by.bare_unit
 
     scores: dict[str, FrameworkScore] = {}
+    chosen: dict[tuple[str, str], Record] = {}
     for fw in frameworks:
         score = FrameworkScore(framework=fw)
         for dev in wanted:
@@ -104,6 +114,7 @@ def recommend(
                 score.missing[dev] = _missing_reason(cells)
                 continue
             value, best = ranked_by.best(ok)
+            chosen[(fw, dev)] = best
             lat = metric_value(best, budget_metric)
             meets = None if budget_ms is None or lat is None else lat <= budget_ms
             score.per_device[dev] = DeviceResult(
@@ -111,13 +122,14 @@ def recommend(
             )
         scores[fw] = score
 
-    # Per-device ranks among frameworks with an ok cell there (1 = best; ties share a rank).
+    # Per-device ranks (1 = best): frameworks in one tier (a leading group) share a rank.
     for dev in wanted:
-        present = [s.per_device[dev] for s in scores.values() if dev in s.per_device]
-        for res in present:
-            res.rank = 1 + sum(
-                1 for o in present if (o.value < res.value if lower else o.value > res.value)
-            )
+        present = {fw: chosen[(fw, dev)] for fw in scores if (fw, dev) in chosen}
+        place = 1
+        for tier in tiers(present, ranked_by):
+            for fw in tier:
+                scores[fw].per_device[dev].rank = place
+            place += len(tier)
 
     for s in scores.values():
         s.complete = not s.missing and len(s.per_device) == len(wanted)
@@ -141,15 +153,31 @@ def recommend(
         )
 
     table = sorted(scores.values(), key=key)
+    # Worst cases within noise of the front runner's are equal: the mean rank decides.
+    eligible = [s for s in table if s.complete and (budget_ms is None or s.meets_budget_all)]
+    worst_cases = rank(
+        {s.framework: chosen[(s.framework, s.worst_device)] for s in eligible if s.worst_device},
+        ranked_by,
+    )
+    front = sorted(
+        (s for s in eligible if s.framework in worst_cases.leaders),
+        key=lambda s: (s.mean_rank, key(s)),
+    )
+    table = front + [s for s in table if s not in front]
+    tied = [s.framework for s in front if s.mean_rank == front[0].mean_rank]
+    tied = tied if len(tied) > 1 else []
     for i, s in enumerate(table, 1):
-        s.position = i
-        s.reason = _score_reason(s, budget_ms, budget_metric, unit, metric)
+        s.position = 1 if s.framework in tied else i
+        s.reason = _score_reason(s, budget_ms, budget_metric, unit, metric, worst_cases)
 
     reasoning: list[str] = []
     what = f"{model} on {', '.join(wanted)} by worst-case {metric}"
     if budget_ms is not None:
         what += f" with a {budget_metric} budget of {budget_ms:g} ms"
-    reasoning.append(f"ranking {len(table)} framework(s) for {what}; only ok cells count")
+    reasoning.append(
+        f"ranking {len(table)} framework(s) for {what}; only ok cells count; differences "
+        f"within noise ({tie_rule(ranked_by, [worst_cases])}) are ties"
+    )
     best: str | None = None
     complete = [s for s in table if s.complete]
     if not table:
@@ -162,6 +190,8 @@ def recommend(
             f"no framework meets the budget on every device; closest is {closest.framework} "
             f"(worst {closest.worst:.4g} {unit} on {closest.worst_device}): no recommendation"
         )
+    elif tied:
+        reasoning += _tie_lines(tied, front, worst_cases, unit)
     else:
         top = table[0]
         best = top.framework
@@ -172,6 +202,14 @@ def recommend(
         if budget_ms is not None:
             line += ", meets the budget on every device"
         reasoning.append(line)
+        others = [s for s in front if s is not top]
+        if others:
+            reasoning.append(
+                f"its worst case ties with {', '.join(s.framework for s in others)}'s; it ranks "
+                "better across the devices (mean rank "
+                + ", ".join(f"{s.framework} {s.mean_rank:.2f}" for s in others)
+                + ")"
+            )
         by_mean = min(complete, key=lambda s: (s.mean_rank, s.framework))
         if by_mean.framework != best:
             reasoning.append(
@@ -187,11 +225,32 @@ def recommend(
     ]
     if swept:
         reasoning.append("several ok cells (sweep) for " + ", ".join(swept) + ": the best is used")
-    return Recommendation(best, table, reasoning, metric, wanted, model, budget_ms)
+    return Recommendation(best, table, reasoning, metric, wanted, model, budget_ms, tied)
+
+
+def _tie_lines(
+    tied: list[str], front: list[FrameworkScore], worst_cases: Ranking[str], unit: str
+) -> list[str]:
+    """Why the tie is a tie, and what would separate the frameworks."""
+    scores = {s.framework: s for s in front}
+    worst = ", ".join(
+        f"{fw} {scores[fw].worst:.4g} {unit} on {scores[fw].worst_device}" for fw in tied
+    )
+    return [
+        f"no single recommendation: {', '.join(tied)} tie (worst cases {worst}; "
+        f"mean rank {scores[tied[0]].mean_rank:.2f} each): any of them will do",
+        "to separate them: "
+        + separation_hint(worst_cases.versus[fw] for fw in tied if fw in worst_cases.versus),
+    ]
 
 
 def _score_reason(
-    s: FrameworkScore, budget_ms: float | None, budget_metric: str, unit: str, metric: str
+    s: FrameworkScore,
+    budget_ms: float | None,
+    budget_metric: str,
+    unit: str,
+    metric: str,
+    worst_cases: Ranking[str],
 ) -> str:
     if s.missing:
         return "ranked last: " + "; ".join(f"{d}: {why}" for d, why in s.missing.items())
@@ -199,4 +258,8 @@ def _score_reason(
     if budget_ms is not None and not s.meets_budget_all:
         over = [d for d in s.per_device if d not in s.devices_meeting_budget]
         parts.append(f"{budget_metric} over {budget_ms:g} ms budget on {', '.join(over)}")
+    versus = worst_cases.versus.get(s.framework)
+    if versus is not None:
+        relation = "behind" if versus.separated else "tied with"
+        parts.append(f"{relation} {worst_cases.order[0]}'s worst case: {versus.describe()}")
     return ", ".join(parts)

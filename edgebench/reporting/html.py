@@ -13,8 +13,17 @@ from typing import Any
 
 from edgebench import __version__
 from edgebench.analysis.metrics import METRICS, Metric
+from edgebench.analysis.ranking import RULE_SUMMARY, rank
 from edgebench.reporting.charts import esc, latency_cdf_svg, telemetry_svgs
-from edgebench.reporting.matrix import framework_order, group_records, group_title, status_word
+from edgebench.reporting.matrix import (
+    REPORT_MARKS,
+    framework_order,
+    group_records,
+    group_title,
+    group_warnings,
+    quiet_machine_advice,
+    status_word,
+)
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
 from edgebench.statuses import Status
@@ -88,17 +97,13 @@ def _heatmap(
         "</tr></thead><tbody>",
     ]
     for device in devices:
+        row = {f: r for f in frameworks if (r := cells.get((device, f))) is not None}
+        ranking = rank(row, metric)
         row_vals = {
             f: v
-            for f in frameworks
-            if (r := cells.get((device, f))) is not None
-            and r.status == Status.OK
-            and (v := metric.stored(r)) is not None
-            and math.isfinite(v)
+            for f, r in row.items()
+            if r.status == Status.OK and (v := metric.stored(r)) is not None and math.isfinite(v)
         }
-        best = None
-        if len(row_vals) > 1:
-            best = (min if metric.lower_is_better else max)(row_vals.values())
         out.append(f'<tr><td class="dev">{esc(device)}</td>')
         for framework in frameworks:
             r = cells.get((device, framework))
@@ -120,11 +125,13 @@ def _heatmap(
             t = 0.0 if hi == lo else (value - lo) / (hi - lo)
             if not metric.lower_is_better:
                 t = 1 - t
-            star = " ★" if best is not None and value == best else ""
+            mark = REPORT_MARKS.get(ranking.standing(framework), "")
+            tip = f"{device} / {framework}: {fmt_number(value, metric.unit)}"
+            if framework in ranking.versus:
+                tip += f", behind {ranking.order[0]} by {ranking.versus[framework].describe()}"
             out.append(
-                f'<td class="cell" style="background:{_heat_colour(t)}" '
-                f'title="{esc(f"{device} / {framework}: {fmt_number(value, metric.unit)}")}">'
-                f'<a href="#{link}">{esc(fmt_number(value))}{star}</a></td>'
+                f'<td class="cell" style="background:{_heat_colour(t)}" title="{esc(tip)}">'
+                f'<a href="#{link}">{esc(fmt_number(value))}{mark}</a></td>'
             )
         out.append("</tr>")
     out.append("</tbody></table></div>")
@@ -190,7 +197,9 @@ def _details(r: Record, anchor: str, expand: bool = False) -> str:
         out.append("<h3>output check</h3>" + _kv_table(rows))
     if r.warnings:
         out.append(
-            "<h3>warnings</h3><ul>" + "".join(f"<li>{esc(w)}</li>" for w in r.warnings) + "</ul>"
+            "<h3>warnings</h3><ul>"
+            + "".join(f"<li>{esc(w)}</li>" for w in group_warnings(r.warnings))
+            + "</ul>"
         )
     if r.energy_flags:
         out.append(
@@ -254,6 +263,9 @@ def render_html(records: Sequence[Record], meta: Mapping[str, Any] | None = None
     anchors = {id(r): f"cell-{i}" for i, r in enumerate(records)}
 
     body = [_header(records, meta)]
+    advice = quiet_machine_advice(records)
+    if advice:
+        body.append(f"<p><b>Noise.</b> {esc(' '.join(advice))}</p>")
     if not records:
         body.append("<p>This run has no records.</p>")
     for key, group in group_records(records).items():
@@ -270,8 +282,9 @@ def render_html(records: Sequence[Record], meta: Mapping[str, Any] | None = None
         )
         body.append(
             "<p class='muted'>Colour is scaled per table from best (green) to worst (red) over "
-            "the cells that ran; ★ = best on the device; hatched cells did not produce a valid "
-            "result (hover for the reason, click for details).</p>"
+            "the cells that ran; ★ = best on the device, ≈ = tied for best: "
+            f"{esc(RULE_SUMMARY)}. Hatched cells did not produce a valid result (hover for the "
+            "reason, click for details).</p>"
         )
         body.append("<h3>cells</h3>")
         expand = len(records) <= EXPAND_UP_TO

@@ -1,14 +1,19 @@
 """Device x framework tables from records: what `run` and `show` print.
 
-Also how records are laid out in such tables (groups, framework order, status words), which the
-HTML and Markdown reports share. The figures shown are the stored ones (``Metric.stored``).
+Also how records are laid out in such tables (groups, framework order, status words, the
+marks of the leading cells, warnings grouped by kind), which the HTML and Markdown reports
+share. The figures shown are the stored ones (``Metric.stored``); which cells lead a row is
+decided by analysis.ranking.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from edgebench.analysis.metrics import get_metric
+from edgebench.analysis.ranking import Ranking, rank, tie_rule
+from edgebench.analysis.statistics import HIGH_CV
 from edgebench.frameworks import display_order
 from edgebench.reporting.tables import fmt_number, format_table
 from edgebench.results.records import Record
@@ -28,6 +33,11 @@ STATUS_LABELS = {
     Status.UNSUPPORTED: "unsupported",
     Status.MISMATCH: "MISMATCH",
 }
+
+
+#: How a row's leading cells are marked: one clear best, or a leading group that is tied.
+TEXT_MARKS = {"best": "*", "tied": "≈"}
+REPORT_MARKS = {"best": " ★", "tied": " ≈"}
 
 
 def _fmt(value: float | None) -> str:
@@ -69,11 +79,11 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
     for key, group in group_records(records).items():
         devices = list(dict.fromkeys(r.device for r in group))
         rows = []
+        rankings: list[Ranking[str]] = []
         for device in devices:
             cells = {r.framework: r for r in group if r.device == device}
-            values = {f: metric.stored(r) for f, r in cells.items() if r.status == Status.OK}
-            ranked = [v for v in values.values() if v is not None]
-            best = (min(ranked) if metric.lower_is_better else max(ranked)) if ranked else None
+            ranking = rank(cells, metric)
+            rankings.append(ranking)
             row = [device]
             for framework in frameworks:
                 record = cells.get(framework)
@@ -84,27 +94,93 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
                 elif record.status != Status.OK:
                     row.append(STATUS_LABELS.get(record.status, record.status))
                 else:
-                    value = values.get(framework)
-                    mark = "*" if value is not None and value == best and len(ranked) > 1 else ""
+                    value = metric.stored(record)
+                    mark = TEXT_MARKS.get(ranking.standing(framework), "")
                     if value is None and record.native and (record.latency_ms or {}).get("mean"):
                         # A native tool that printed no percentiles: show its average, labelled.
                         row.append(_fmt(record.latency_ms["mean"]) + " avg")
                     else:
                         row.append(_fmt(value) + mark)
             rows.append(row)
-        out.append(f"{group_title(key)} — {metric.label} ({metric.unit}), * = best on the device")
+        out.append(
+            f"{group_title(key)} — {metric.label} ({metric.unit}), * = best on the device, "
+            f"≈ = tied for best ({tie_rule(metric, rankings)})"
+        )
         out.extend(format_table(["device", *frameworks], rows))
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
+# Warnings are grouped by kind: the text with its numbers masked. For these kinds the number
+# says how bad it is; the worst one is kept.
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_WORST_NUMBER = {"high variance": max, "only ": min}
+
+
+def group_warnings(warnings: Sequence[str]) -> list[str]:
+    """One line per kind of warning, in order of first appearance.
+
+    A record pooled from interleaved rounds may hold each round's warnings (runs stored before
+    merge_rounds grouped them), so one cell can say "high variance (CV 12%)" three times with
+    three numbers. Per kind this keeps the worst value (the highest CV, the fewest samples),
+    or for other kinds the first wording, and says how many it stands for.
+    """
+    groups: dict[str, list[str]] = {}
+    for warning in warnings:
+        groups.setdefault(_NUMBER.sub("#", warning), []).append(warning)
+    out = []
+    for items in groups.values():
+        distinct = list(dict.fromkeys(items))
+        pick = next((f for p, f in _WORST_NUMBER.items() if distinct[0].startswith(p)), None)
+        if pick is None or len(distinct) == 1:
+            chosen = distinct[0]
+            suffix = f" (+{len(distinct) - 1} similar)" if len(distinct) > 1 else ""
+        else:
+            chosen = pick(distinct, key=_first_number)
+            suffix = f" (worst of {len(distinct)})"
+        head, sep, advice = chosen.partition(": ")
+        out.append(head + suffix + sep + advice)
+    return out
+
+
+def _first_number(text: str) -> float:
+    found = _NUMBER.search(text)
+    return float(found.group()) if found else 0.0
+
+
+def noisy_cells(records: Sequence[Record]) -> tuple[int, int]:
+    """(cells whose pooled CV is above ``HIGH_CV``, ok cells with a CV)."""
+    cvs = [
+        cv
+        for r in records
+        if r.status == Status.OK and (cv := (r.latency_ms or {}).get("cv")) is not None
+    ]
+    return sum(1 for cv in cvs if cv > HIGH_CV), len(cvs)
+
+
+def quiet_machine_advice(records: Sequence[Record]) -> list[str]:
+    """Said once when most cells are noisy: how to quiet the machine. Empty otherwise."""
+    noisy, measured = noisy_cells(records)
+    if not measured or noisy * 2 <= measured:
+        return []
+    return [
+        f"{noisy} of {measured} cells vary by more than {HIGH_CV:.0%} (CV): their numbers and "
+        "ranking are blurred, and close cells show as tied.",
+        "To quiet the machine: pin cores with --cores, close other load, set the governor to "
+        "performance (--set-governor performance), raise --min-time, or sample until "
+        "--target-ci is met.",
+    ]
+
+
 def format_details(records: Sequence[Record]) -> str:
-    """Every cell with its full statistics, then the reasons for cells that did not run."""
+    """Every cell with its full statistics, then the reasons for cells that did not run, the
+    notes (warnings grouped per cell and kind) and, for a mostly noisy run, one word on noise."""
     header = ["cell", "status", "p50", "p90", "p99", "cv", "inf/s", "peak MB", "mJ/inf", "n"]
     rows = []
     notes = []
     skipped: dict[str, str] = {}
     energy_gaps: dict[str, str] = {}
+    advice = quiet_machine_advice(records)
     for r in records:
         if r.status == Status.SKIPPED:
             skipped.setdefault(f"{r.framework} on {r.device}", r.error or "skipped")
@@ -127,7 +203,10 @@ def format_details(records: Sequence[Record]) -> str:
         )
         if r.error and r.status != Status.SKIPPED:
             notes.append(f"  {r.device}/{r.model}/{r.framework}: {r.error}")
-        notes.extend(f"  {r.device}/{r.model}/{r.framework}: warning: {w}" for w in r.warnings)
+        for warning in group_warnings(r.warnings):
+            if advice and warning.startswith("high variance"):  # advised once, below
+                warning = warning.partition(": ")[0]
+            notes.append(f"  {r.device}/{r.model}/{r.framework}: warning: {warning}")
         if r.sustained:
             notes.append(
                 f"  {r.device}/{r.model}/{r.framework}: {_describe_sustained(r.sustained)}"
@@ -147,6 +226,8 @@ def format_details(records: Sequence[Record]) -> str:
         lines += ["", "energy:", *(f"  {d}: {why}" for d, why in energy_gaps.items())]
     if notes:
         lines += ["", "notes:", *notes]
+    if advice:
+        lines += ["", "noise:", *(f"  {line}" for line in advice)]
     return "\n".join(lines) + "\n"
 
 

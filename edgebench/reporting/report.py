@@ -7,10 +7,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from edgebench.analysis.metrics import get_metric
+from edgebench.analysis.ranking import RULE_SUMMARY, rank
 from edgebench.errors import UserError
 from edgebench.reporting.export import export_run
 from edgebench.reporting.html import render_html
-from edgebench.reporting.matrix import framework_order, group_records, group_title, status_word
+from edgebench.reporting.matrix import (
+    REPORT_MARKS,
+    framework_order,
+    group_records,
+    group_title,
+    quiet_machine_advice,
+    status_word,
+)
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
 from edgebench.results.store import RunDir
@@ -31,7 +39,8 @@ def _md_cell(text: str) -> str:
 
 
 def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
-    """Per model a device x framework table of p50 (ms); ★ = best ok cell on the device."""
+    """Per model a device x framework table of p50 (ms): ★ marks the best ok cell on the
+    device, ≈ each cell of a leading group that is tied (analysis.ranking decides)."""
     metric = get_metric("p50")
     frameworks = framework_order(records)
     lines = [f"### edgebench run `{_md_cell(run_id)}`" if run_id else "### edgebench run", ""]
@@ -39,7 +48,11 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
         lines.append("No cells were recorded.")
     for key, group in group_records(records).items():
         group_fw = [f for f in frameworks if any(r.framework == f for r in group)]
-        lines += [f"**{_md_cell(group_title(key))}** — p50 latency (ms), ★ = best on device", ""]
+        lines += [
+            f"**{_md_cell(group_title(key))}** — p50 latency (ms), ★ = best on the device, "
+            "≈ = tied for best",
+            "",
+        ]
         lines.append("| device | " + " | ".join(_md_cell(f) for f in group_fw) + " |")
         lines.append("|---|" + "---:|" * len(group_fw))
         for device in dict.fromkeys(r.device for r in group):
@@ -49,7 +62,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
                 for f, r in cells.items()
                 if r.status == Status.OK and (v := metric.stored(r)) is not None
             }
-            best = min(values.values()) if len(values) > 1 else None
+            ranking = rank(cells, metric)
             row = []
             for framework in group_fw:
                 r = cells.get(framework)
@@ -58,12 +71,17 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
                 elif r.status != Status.OK:
                     row.append(_md_cell(status_word(r)))
                 elif framework in values:
-                    star = " ★" if values[framework] == best else ""
-                    row.append(fmt_number(values[framework]) + star)
+                    mark = REPORT_MARKS.get(ranking.standing(framework), "")
+                    row.append(fmt_number(values[framework]) + mark)
                 else:
                     row.append("-")
             lines.append(f"| {_md_cell(device)} | " + " | ".join(row) + " |")
         lines.append("")
+    if records:
+        lines += [f"_★ and ≈: {RULE_SUMMARY}._", ""]
+    advice = quiet_machine_advice(records)
+    if advice:
+        lines += ["**Noise**: " + " ".join(advice), ""]
     problems = [r for r in records if r.status in PROBLEMS]
     if problems:
         lines += ["**Problems**", ""]

@@ -37,8 +37,8 @@ def format_comparison(verdicts: Sequence[CellVerdict]) -> str:
 
 
 def format_recommendation(rec: Recommendation) -> str:
-    """One table (a row per framework, a column per device showing value and chosen cell),
-    followed by the reasoning lines."""
+    """One table (a row per framework, a column per device showing value, rank and chosen
+    cell; * marks the recommendation, ≈ the frameworks of a tie), then the reasoning lines."""
     unit = get_metric(rec.metric).bare_unit
     headers = ["#", "framework", f"worst {rec.metric}", "mean rank"]
     if rec.budget_ms is not None:
@@ -48,7 +48,8 @@ def format_recommendation(rec: Recommendation) -> str:
     for s in rec.table:
         row = [
             str(s.position),
-            s.framework + (" *" if s.framework == rec.best else ""),
+            s.framework
+            + (" *" if s.framework == rec.best else " ≈" if s.framework in rec.tied else ""),
             "-" if s.worst is None else f"{s.worst:.4g} {unit}",
             fmt_or_dash(s.mean_rank, ".2f"),
         ]
@@ -65,7 +66,10 @@ def format_recommendation(rec: Recommendation) -> str:
         rows.append(row)
     out = format_table(headers, rows)
     out.append("")
-    out.append(f"recommendation: {rec.best or 'none'}")
+    if rec.tied:
+        out.append(f"recommendation: none, a tie between {', '.join(rec.tied)} (≈)")
+    else:
+        out.append(f"recommendation: {rec.best or 'none'}")
     out += [f"  - {r}" for r in rec.reasoning]
     return "\n".join(out)
 
