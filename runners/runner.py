@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from backends import MODULE_SUFFIX, Backend, BackendError, Declaration, discover
 from backends.base import InputSpec
-from backends.tensors import make_inputs, save_outputs, summarize_outputs
+from backends.tensors import load_inputs, make_inputs, save_outputs, summarize_outputs
 from protocol import (
     PROBE_SCHEMA,
     RESULT_PREFIX,
@@ -54,6 +54,9 @@ SPEC_DEFAULTS = {
     "seed": 0,
     "options": {},
     "save_outputs": None,  # path of an .npz to write the full outputs to (for the output check)
+    # Path of an .npz with one array per input name (the host's --input, prepared there): fed
+    # to the framework instead of the seeded inputs; None: seeded inputs.
+    "input_file": None,
     # Energy/thermal/frequency sampling beside the timed loop, or None for none:
     # {"energy_source": "auto"|kind|"none", "period_s": 0.05, "baseline_s": 1.0,
     #  "zones": [thermal zone types], "root": sysfs root (default $EDGEBENCH_SYSFS_ROOT or "/"),
@@ -495,7 +498,12 @@ def _measure_cell(
 
     inputs = resolve_inputs(spec, backend.model_inputs())
     result["inputs"] = [i.as_dict() for i in inputs]
-    feeds = make_inputs(inputs, spec["seed"])
+    if spec.get("input_file"):
+        feeds = load_inputs(spec["input_file"], inputs)
+        for entry in result["inputs"]:
+            entry["source"] = "file"
+    else:
+        feeds = make_inputs(inputs, spec["seed"])
     streams = [backend.make_stream(feeds) for _ in range(spec["concurrency"])]
 
     try:

@@ -54,7 +54,16 @@ def resolve_cores(
     if text in ("", "all"):
         return None
     if text in clusters:
-        return list(clusters[text])
+        cluster = list(clusters[text])
+        missing = [c for c in cluster if c not in available]
+        if missing and available:
+            # A profile written for another board: the runner could not pin to these cpus.
+            raise UserError(
+                f"--cores {selection}: cluster {text!r} is cpus {format_cpu_list(cluster)}, "
+                f"but device {device} has cpus {format_cpu_list(available)}; fix the cluster "
+                "in its profile or pick another one"
+            )
+        return cluster
     if text[0].isalpha():
         known = ", ".join(["all", *sorted(clusters)])
         raise UserError(f"--cores {selection}: device {device} has no cluster {text!r} ({known})")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +19,16 @@ from edgebench.frameworks import (
 )
 from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
-from edgebench.planning.modelref import ModelRef, ShapeOverride, input_shapes
+from edgebench.planning.modelref import (
+    ModelRef,
+    ShapeOverride,
+    check_shape_overrides,
+    input_shapes,
+)
 from edgebench.runners.protocol import SPEC_SCHEMA
 from edgebench.statuses import ErrorKind, Status
+
+log = logging.getLogger(__name__)
 
 #: (status, error kind, reason) of a cell decided without measuring it.
 Verdict = tuple[str, str, str]
@@ -97,8 +106,11 @@ class Cell:
             return self.artifact.primary
         return self.model.path
 
-    def spec(self, seed: int = 0, save_outputs: str | None = None) -> dict[str, Any]:
-        """The runner's JSON spec (runners/runner.py documents each field)."""
+    def spec(
+        self, seed: int = 0, save_outputs: str | None = None, input_file: str | None = None
+    ) -> dict[str, Any]:
+        """The runner's JSON spec (runners/runner.py documents each field). ``input_file`` is
+        the device path of a prepared inputs .npz (--input), fed instead of seeded inputs."""
         return {
             "schema": SPEC_SCHEMA,
             "model": str(self.run_path),
@@ -115,6 +127,7 @@ class Cell:
             "concurrency": self.concurrency,
             "inputs": self.inputs,
             "seed": seed,
+            "input_file": input_file,
             "save_outputs": save_outputs,
             "telemetry": self.telemetry_spec(),
         }
@@ -163,6 +176,7 @@ def resolve_inputs(
     Called before any device is contacted, so a missing --shape fails the plan at once
     instead of after an hour of measurements.
     """
+    check_shape_overrides(models, shapes)
     return {m.name: input_shapes(m, shapes) for m in models if m.error is None}
 
 
@@ -190,6 +204,27 @@ def _model_route(model: ModelRef, framework: str) -> tuple[str | None, Verdict |
     )
 
 
+#: Devices already warned about thread counts (build_cells runs once per precision).
+_WARNED_THREADS: weakref.WeakKeyDictionary[Device, set[int]] = weakref.WeakKeyDictionary()
+
+
+def _warn_oversubscribed(device: Device, threads: Sequence[int], n_cpus: int) -> None:
+    """One warning line per device when a thread count exceeds its cpus: such a cell can run
+    far slower than expected (threads that spin-wait share the cores) until its timeout."""
+    over = [t for t in threads if n_cpus and t > n_cpus]
+    warned = _WARNED_THREADS.setdefault(device, set())
+    if not over or set(over) <= warned:
+        return
+    warned.update(over)
+    log.warning(
+        "warning: device %s has %d cpus; --threads %s oversubscribes them, so those cells "
+        "may run very slowly or hit --timeout",
+        device.name,
+        n_cpus,
+        ",".join(str(t) for t in over),
+    )
+
+
 def build_cells(
     devices: Sequence[Device],
     models: Sequence[ModelRef],
@@ -213,6 +248,7 @@ def build_cells(
             core_sets: list[tuple[str, list[int] | None]] = [(sel, None) for sel in cores]
         else:
             cpus = device.facts().cpus
+            _warn_oversubscribed(device, threads, len(cpus))
             core_sets = [
                 (sel, resolve_cores(sel, cpus, device.core_names(), device.name)) for sel in cores
             ]

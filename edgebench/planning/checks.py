@@ -4,6 +4,7 @@ the value must be. The command line and plan files use the same checker for a se
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,28 @@ def path(value: Any) -> Path:
         raise ValueError(f"cannot expand {value!r} ({exc})") from None
 
 
+def input_file(value: Any) -> Path:
+    """An existing .npy, .npz or image file (``--input``)."""
+    from edgebench.runners.backends.tensors import IMAGE_SUFFIXES
+
+    checked = path(value)
+    suffix = checked.suffix.lower()
+    if suffix not in (".npy", ".npz", *IMAGE_SUFFIXES):
+        raise ValueError(f"{checked} is not an image ({', '.join(IMAGE_SUFFIXES)}), .npy or .npz")
+    if not checked.is_file():
+        raise ValueError(f"{checked}: no such file")
+    return checked
+
+
+def preprocessing(value: Any) -> str:
+    """``--preprocess``: key=value items (mean, std, layout, size, scale), checked now."""
+    from edgebench.runners.backends.tensors import parse_preprocess
+
+    checked = text(value)
+    parse_preprocess(checked)  # ValueError names the bad item
+    return checked
+
+
 def flag(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError("must be true or false")
@@ -129,20 +152,59 @@ def _items(value: Any, split: bool) -> list[Any]:
     return items
 
 
-def names(value: Any) -> list[str]:
-    """Comma-separated or repeated names; duplicates dropped, order kept."""
-    items = _items(value, split=True)
+def _rejoin_files(parts: list[str]) -> list[str]:
+    """Comma-split ``parts`` with runs joined back when the joined text is an existing file, so
+    a model path such as ``/tmp/a,b.onnx`` is not cut in two (the longest run wins)."""
+    out: list[str] = []
+    i = 0
+    while i < len(parts):
+        for j in range(len(parts), i + 1, -1):
+            joined = ",".join(parts[i:j])
+            if os.path.isfile(os.path.expanduser(joined)):
+                out.append(joined)
+                i = j
+                break
+        else:
+            out.append(parts[i])
+            i += 1
+    return out
+
+
+def _listed(value: Any, split: bool) -> list[str]:
+    raw = value if isinstance(value, (list, tuple)) else [value]
+    if any(isinstance(v, str) and not v.replace(",", "").strip() for v in raw):
+        # An explicit "" or "," (--frameworks '') never means "the default" (every framework).
+        raise ValueError("is empty; name at least one")
+    items = _items(value, split)
     if not all(isinstance(i, str) and i for i in items):
         raise ValueError("must be a list of strings")
+    if not items:  # [] in a plan
+        raise ValueError("is empty; name at least one")
     return list(dict.fromkeys(items))
+
+
+def names(value: Any) -> list[str]:
+    """Comma-separated or repeated names; duplicates dropped, order kept. An empty value is an
+    error. A comma inside an existing file's path does not split it (``--models /tmp/a,b.onnx``
+    is one model when that file exists)."""
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, (list, tuple)):
+        value = [
+            part
+            for item in value
+            for part in (
+                _rejoin_files([p.strip() for p in item.split(",")])
+                if isinstance(item, str)
+                else [item]
+            )
+        ]
+    return _listed(value, split=False)
 
 
 def entries(value: Any) -> list[str]:
     """Like ``names`` but never split on commas (cpu lists such as 0,2 contain them)."""
-    items = _items(value, split=False)
-    if not all(isinstance(i, str) and i for i in items):
-        raise ValueError("must be a list of strings")
-    return list(dict.fromkeys(items))
+    return _listed(value, split=False)
 
 
 def wholes(minimum: int) -> Check:
@@ -183,5 +245,7 @@ def optional(check: Check) -> Check:
 
 text.metavar = "TEXT"  # type: ignore[attr-defined]
 path.metavar = "PATH"  # type: ignore[attr-defined]
+input_file.metavar = "PATH"  # type: ignore[attr-defined]
+preprocessing.metavar = "KEY=VALUE;..."  # type: ignore[attr-defined]
 names.metavar = "NAME[,NAME...]"  # type: ignore[attr-defined]
 entries.metavar = "VALUE"  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +14,8 @@ from edgebench.converters import artifact_format
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.errors import UserError
 from edgebench.models import BUILTIN_MODELS, TensorSpec, builtin_model_path, summarize_model
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -65,16 +68,24 @@ def _is_static(spec: TensorSpec) -> bool:
 
 
 def _read_onnx(ref: ModelRef, path: Path, label: str) -> list[TensorSpec] | None:
+    """The model's inputs, or None with ``ref.error`` set. An empty file parses as an empty
+    ModelProto, so it and a model without a graph are refused here, in one line, rather than
+    by each framework in its own words."""
+    fix = "re-export it or check the download"
     try:
+        if path.stat().st_size == 0:
+            ref.error = f"{label} {str(path)!r} is empty (0 bytes); {fix}"
+            return None
         proto = onnx.load(str(path), load_external_data=False)
-        return list(summarize_model(proto).inputs)
+        summary = summarize_model(proto)
     except Exception as exc:  # protobuf raises DecodeError and friends
         first = str(exc).strip().splitlines()[:1] or [type(exc).__name__]
-        ref.error = (
-            f"{label} {str(path)!r} is not a readable ONNX file ({first[0]}); "
-            "re-export it or check the download"
-        )
+        ref.error = f"{label} {str(path)!r} is not a readable ONNX file ({first[0]}); {fix}"
         return None
+    if not summary.outputs:
+        ref.error = f"{label} {str(path)!r} has no graph outputs (not an ONNX model?); {fix}"
+        return None
+    return list(summary.inputs)
 
 
 def _resolve_artifact(
@@ -92,8 +103,8 @@ def _resolve_artifact(
     ref.sha256 = digest.hexdigest()
     if reference is not None:
         if not reference.is_file():
-            ref.error = f"--reference {str(reference)!r}: not found"
-            return ref
+            reason = "not found" if not reference.exists() else "not a file"
+            raise UserError(f"--reference {str(reference)!r}: {reason}; give an .onnx file")
         inputs = _read_onnx(ref, reference, "--reference")
         if inputs is None:
             return ref
@@ -103,7 +114,9 @@ def _resolve_artifact(
 
 
 def resolve_model(source: str, cache: Path, reference: Path | None = None) -> ModelRef:
-    """Never raises for a bad model file: the error travels with the model to its cells."""
+    """A path that is not a file is a UserError (a mistake in the invocation, found before
+    any run exists). A file that is not a usable model never raises: the error travels with the
+    model to its cells, so the other models are still measured."""
     if source in BUILTIN_MODELS:
         path = builtin_model_path(source, cache / "models")
         name = source
@@ -114,14 +127,12 @@ def resolve_model(source: str, cache: Path, reference: Path | None = None) -> Mo
             path = Path(source).absolute()
         name = path.stem if path.suffix == ".onnx" else path.name
         if not path.is_file():
+            # A mistake in the invocation, not in a measurement: refused before any run exists.
             known = ", ".join(BUILTIN_MODELS)
             reason = "not found" if not path.exists() else "not a file"
-            return ModelRef(
-                name,
-                source,
-                path,
-                error=f"model {source!r}: {reason} (built-in models: {known}; "
-                "or give the path of an .onnx file)",
+            raise UserError(
+                f"model {source!r}: {reason}; give a built-in model ({known}) "
+                "or the path of an .onnx file or a converted model"
             )
         artifact = artifact_format(path)
         if artifact is not None:
@@ -140,6 +151,14 @@ def resolve_models(
     sources: Sequence[str], cache: Path, reference: Path | None = None
 ) -> list[ModelRef]:
     refs = [resolve_model(s, cache, reference) for s in sources]
+    onnx_models = [r.name for r in refs if r.format == "onnx" and r.error is None]
+    if reference is not None and onnx_models:
+        log.warning(
+            "warning: --reference %s is ignored for %s: an ONNX model is checked against "
+            "itself (--reference is for pre-converted models such as .tflite or .mnn)",
+            reference,
+            ", ".join(onnx_models),
+        )
     seen: dict[str, int] = {}
     for ref in refs:
         seen[ref.name] = seen.get(ref.name, 0) + 1
@@ -190,3 +209,43 @@ def _check_override(ref: ModelRef, spec: TensorSpec, shape: tuple) -> None:
                 f"model {ref.name}: input {spec.name!r} is fixed at "
                 f"{list(spec.shape)}; --shape {list(shape)} does not fit it"
             )
+
+
+def check_shape_overrides(models: Sequence[ModelRef], overrides: Sequence[ShapeOverride]) -> None:
+    """Refuse a --shape that no model takes, instead of ignoring it.
+
+    ``name=dims`` must name an input of some model. A shape without a name fills the one dynamic
+    input of the models that have one; when no model has one, it must equal each model's
+    (single, fixed) input, so ``--shape 1,3,100000,100000`` on a 224x224 model is an error
+    rather than a run at 224.
+    """
+    usable = [m for m in models if m.error is None and m.inputs]
+    if not usable:
+        return  # nothing to check against (e.g. converted models without --reference)
+    for override in overrides:
+        shown = ",".join(str(d) for d in override.shape)
+        if override.input_name:
+            if not any(s.name == override.input_name for m in usable for s in m.inputs):
+                inputs = "; ".join(
+                    f"{m.name}: {', '.join(s.name for s in m.inputs)}" for m in usable
+                )
+                raise UserError(
+                    f"--shape {override.input_name}={shown}: no model has an input named "
+                    f"{override.input_name!r} (inputs: {inputs})"
+                )
+            continue
+        if any(sum(not _is_static(s) for s in m.inputs) == 1 for m in usable):
+            continue  # fills a dynamic input; fixed-shape models keep their own shapes
+        for model in usable:
+            if len(model.inputs) > 1:
+                first = model.inputs[0]
+                raise UserError(
+                    f"--shape {shown}: model {model.name} has inputs "
+                    f"{', '.join(s.name for s in model.inputs)}; name the one it is for "
+                    f"(--shape {first.name}={shown})"
+                )
+            (spec,) = model.inputs
+            try:
+                _check_override(model, spec, override.shape)
+            except UserError as exc:
+                raise UserError(f"{exc} (--shape only sets dynamic dimensions)") from None

@@ -41,6 +41,8 @@ PLAN_VALUES = {
     ("telemetry", "set_governor"): '"performance"',
     ("telemetry", "temp_limit"): "90.0",
     ("checks", "seed"): "7",
+    ("checks", "input"): None,  # needs a file: tests/measure/test_output_check.py feeds one
+    ("checks", "preprocess"): '"mean=0.5;std=0.25;layout=nchw"',
     ("checks", "reference"): None,  # the test's model
     ("checks", "tolerance"): "0.01",
     ("checks", "tolerance_fp16"): "0.05",

@@ -9,7 +9,11 @@ from edgebench.frameworks import install_hint
 from edgebench.lab.device import Device
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.methods.base import Visit, model_files
-from edgebench.measure.output_check import ReferenceUnavailable, compare_with_reference
+from edgebench.measure.output_check import (
+    InputUnavailable,
+    ReferenceUnavailable,
+    compare_with_reference,
+)
 from edgebench.measure.records import STDERR_TAIL_CHARS, failed_record, record_from_result
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.records import Record
@@ -47,8 +51,15 @@ class PythonRunner:
     def visit(self, cell: Cell, visit: Visit) -> Record:
         device = cell.device
         outputs_at = device.output_path(f"{visit.run_id}-{abs(hash(cell.cell_id)):x}")
+        try:
+            prepared = visit.checks.input_file(cell)
+        except InputUnavailable as exc:
+            return failed_record(visit.run_id, cell, ErrorKind.BAD_SPEC, str(exc))
         spec = cell.spec(
-            visit.checks.seed, save_outputs=outputs_at if visit.check_outputs else None
+            visit.checks.seed,
+            save_outputs=outputs_at if visit.check_outputs else None,
+            # Deployed like a model file: sent once per device, checked by its hash.
+            input_file=device.stage_model([prepared]) if prepared is not None else None,
         )
         spec["model"] = device.stage_model(model_files(cell))
         outcome = device.run_runner(spec, cell.cores, cell.timeout_s)
@@ -74,17 +85,14 @@ class PythonRunner:
     def _check(record: Record, cell: Cell, device: Device, outputs_at: str, visit: Visit) -> None:
         try:
             check = compare_with_reference(cell, device.fetch_outputs(outputs_at), visit.checks)
-        except (ReferenceUnavailable, TransportError) as exc:
+        except (ReferenceUnavailable, InputUnavailable, TransportError) as exc:
             record.warnings.append(f"no output check: {exc}")
             return
         if check is None:
             record.warnings.append("no output check: no ONNX reference for this model")
             return
         record.output_check = check.as_dict()
+        record.warnings.extend(check.warnings)
         if not check.passed:
             record.status = Status.MISMATCH
-            record.error = (
-                check.problem
-                or f"outputs differ from ONNX Runtime: relative error {check.rel_error:.2e} "
-                f"> tolerance {check.tolerance:.0e} (max abs diff {check.max_abs_diff:.3g})"
-            )
+            record.error = check.problem or f"outputs differ from ONNX Runtime: {check.summary()}"
