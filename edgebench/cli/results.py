@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,28 @@ def _choice(name: str, dest: str, choices: tuple[str, ...], **kwargs: Any) -> Ca
         show_default=True,
         **kwargs,
     )
+
+
+@contextmanager
+def _writing(option: str, target: Path) -> Iterator[None]:
+    """Turn a failure to write ``target`` into one line naming the option, the path and the
+    reason (a missing folder, no permission, a read-only file system), exit 2."""
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise UserError(
+            f"{option} {target}: cannot write there ({reason}); "
+            "choose a writable place whose folder exists"
+        ) from None
+
+
+def _existing_folder(option: str, target: Path) -> None:
+    """The folder a file is written into must exist: a mistyped path is not created."""
+    folder = target.parent
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise UserError(f"{option} {target}: folder {folder} {what}; create it or choose another")
 
 
 @cli.command()
@@ -72,8 +95,10 @@ def report(run_ref: str | None, results_dir: Path | None, formats: str, out: Pat
     from edgebench.reporting.report import write_report
 
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
-    out.mkdir(parents=True, exist_ok=True)
-    for path in write_report(run_dir, split_values(formats), out):
+    with _writing("--out", out):
+        out.mkdir(parents=True, exist_ok=True)
+        written = write_report(run_dir, split_values(formats), out)
+    for path in written:
         click.echo(str(path))
 
 
@@ -116,6 +141,8 @@ def compare(
     from edgebench.reporting.junit import junit_xml
     from edgebench.reporting.text import format_comparison
 
+    if junit is not None:
+        _existing_folder("--junit", junit)
     store = ResultsStore(results_dir or default_results_dir())
     base, new = store.open(base_ref), store.open(new_ref)
     verdicts = compare_runs(
@@ -128,7 +155,9 @@ def compare(
     click.echo(f"base {base.run_id} -> new {new.run_id}")
     click.echo(format_comparison(verdicts))
     if junit is not None:
-        junit.write_text(junit_xml(verdicts, "edgebench.compare"))
+        # Exit 2, not 1: CI reads 1 as "regressed". The verdicts above are already printed.
+        with _writing("--junit", junit):
+            junit.write_text(junit_xml(verdicts, "edgebench.compare"))
     if any_regression(verdicts):
         sys.exit(1)
 
@@ -152,12 +181,37 @@ def recommend(
     from edgebench.analysis.recommend import recommend as choose
     from edgebench.reporting.text import format_recommendation
 
+    if budget_ms is not None and not 0 < budget_ms < float("inf"):
+        raise UserError(f"--budget-ms {budget_ms:g}: must be a positive number of ms, e.g. 16.7")
+    devices = split_values(names)
+    if not devices:
+        raise UserError("--devices is empty; name at least one device of the run")
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
-    result = choose(
-        run_dir.current_records(), split_values(names), model, metric=metric, budget_ms=budget_ms
+    records = run_dir.current_records()
+    _check_present(run_dir.run_id, "device", devices, [r.device for r in records])
+    _check_present(
+        run_dir.run_id,
+        "model",
+        [model],
+        [r.model for r in records if r.device in devices],
+        where=f" on {', '.join(devices)}",
     )
+    result = choose(records, devices, model, metric=metric, budget_ms=budget_ms)
     click.echo(f"from run {run_dir.run_id}")
     click.echo(format_recommendation(result))
+
+
+def _check_present(
+    run_id: str, what: str, wanted: list[str], stored: list[str], where: str = ""
+) -> None:
+    """A device or model the run does not have is a mistake, not an empty recommendation."""
+    known = list(dict.fromkeys(stored))
+    missing = [w for w in wanted if w not in known]
+    if missing:
+        raise UserError(
+            f"run {run_id} has no {what} {', '.join(repr(m) for m in missing)}{where}; "
+            f"it has: {', '.join(known) or 'no records'}"
+        )
 
 
 @cli.command(name="history")
@@ -195,7 +249,8 @@ def history_cmd(
     points = history(store, device, model, framework, metric=metric)
     click.echo(format_history(points))
     target = plot or Path("reports") / f"history-{device}-{model}-{framework}.svg"
-    plot_history(points, target)
+    with _writing("--plot", target):
+        plot_history(points, target)
     click.echo(f"plot: {target}")
 
 
@@ -217,5 +272,7 @@ def export_cmd(
 
     run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
     target = out or Path(f"{run_dir.run_id}.{export_format}")
-    rows = export_run(run_dir.current_records(), target, export_format)
+    _existing_folder("--out", target)
+    with _writing("--out", target):
+        rows = export_run(run_dir.current_records(), target, export_format)
     click.echo(f"wrote {rows} rows to {target}")

@@ -20,6 +20,7 @@ from typing import Any
 from edgebench.errors import UserError
 from edgebench.lab.profile_schema import (
     RUNNERS,
+    normalize_work_dir,
     work_dir_problem,
 )
 from edgebench.lab.profiles import DeviceProfile, load_profile
@@ -351,7 +352,7 @@ class _DeviceReader:
                 raise self.fail("work_dir", f"{show(value)} {problem}")
             if transport == "local":
                 return str(Path(value).expanduser())
-            return value
+            return normalize_work_dir(value)
         if profile is not None and profile.transport == transport and profile.work_dir:
             return profile.work_dir
         if transport == "local":

@@ -7,6 +7,7 @@ docs/devices.md, "Device profiles").
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -103,6 +104,83 @@ def parse_cpus(value: Any) -> tuple[int, ...]:
     return tuple(cpus)
 
 
+#: Folders a work dir must not be, after normalising: the root, shared system and temp
+#: folders of Linux, Android and macOS. ``edgebench clean`` only removes what edgebench
+#: deployed, but a work dir of its own keeps runs from mixing with other files. Home folders
+#: themselves (``~``, ``/root``, ``/home/NAME``, ``/Users/NAME``) are refused too.
+SYSTEM_FOLDERS = frozenset(
+    {
+        "/",
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/lost+found",
+        "/media",
+        "/mnt",
+        "/opt",
+        "/proc",
+        "/root",
+        "/run",
+        "/sbin",
+        "/snap",
+        "/srv",
+        "/sys",
+        "/tmp",
+        "/usr",
+        "/usr/local",
+        "/var",
+        "/var/tmp",
+        "/var/lib",
+        "/data",
+        "/data/local",
+        "/data/local/tmp",
+        "/data/data",
+        "/data/media",
+        "/data/user",
+        "/sdcard",
+        "/sdcard/Download",
+        "/storage",
+        "/storage/emulated",
+        "/storage/emulated/0",
+        "/storage/self",
+        "/storage/self/primary",
+        "/mnt/sdcard",
+        "/system",
+        "/vendor",
+        "/product",
+        "/odm",
+        "/apex",
+        "/cache",
+        "/config",
+        "/acct",
+        "/Users",
+        "/Volumes",
+        "/private",
+        "/private/tmp",
+        "/private/var",
+        "/Library",
+        "/Applications",
+        "/System",
+    }
+)
+_HOME_PARENTS = ("/home", "/Users")
+
+
+def normalize_work_dir(text: str) -> str:
+    """``text`` with ``.``, ``..``, repeated and trailing slashes resolved (``/tmp/..`` is
+    ``/``, ``~/x/..`` is ``~``); a relative result that climbs out of ``~`` keeps its ``..``."""
+    if text == "~" or text.startswith("~/"):
+        rest = posixpath.normpath(text[1:].lstrip("/") or ".")
+        return "~" if rest == "." else "~/" + rest
+    return "/" + posixpath.normpath(text).lstrip("/")
+
+
 def work_dir_problem(text: str, transport: str) -> str | None:
     """Why ``text`` cannot be a work dir for ``transport``; None when it can."""
     if has_breaks(text):
@@ -112,8 +190,17 @@ def work_dir_problem(text: str, transport: str) -> str | None:
             return "must be an absolute path on the device (e.g. /data/local/tmp/edgebench)"
     elif not (text.startswith("/") or text == "~" or text.startswith("~/")):
         return "must be absolute or start with ~/ (e.g. /tmp/edgebench or ~/edgebench)"
-    if text.rstrip("/") in ("", "~"):
-        return "must be a folder of its own, not / or ~ (edgebench clean removes it)"
+    folder = normalize_work_dir(text)
+    shown = "" if folder == (text.rstrip("/") or "/") else f"resolves to {folder}, which "
+    example = transport_kinds()[transport].default_work_dir or "/tmp/edgebench"
+    fix = f"use a folder of its own, e.g. {example}"
+    if folder == "~":
+        return f"{shown}is the home folder; {fix}"
+    if folder.startswith("~/.."):
+        return f"{shown}is outside the home folder; {fix}"
+    if folder in SYSTEM_FOLDERS or posixpath.dirname(folder) in _HOME_PARENTS:
+        what = "the root folder" if folder == "/" else "a shared system or home folder"
+        return f"{shown}is {what}; {fix}"
     return None
 
 
@@ -215,7 +302,7 @@ class _Validator:
         problem = work_dir_problem(text, transport)
         if problem:
             raise self.fail("work_dir", f"{show(text)} {problem}")
-        return text
+        return normalize_work_dir(text)
 
     def clusters(self, value: Any) -> tuple[Cluster, ...]:
         if not isinstance(value, list):

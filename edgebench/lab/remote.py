@@ -20,6 +20,13 @@ from edgebench.lab.transports.base import CommandResult, Transport, TransportErr
 log = logging.getLogger(__name__)
 
 RUNNER_DIR = Path(runners.__file__).parent
+#: Written into the work dir before anything else is deployed there; ``clean`` removes only
+#: what it lists, so a work dir shared with other files keeps them.
+DEPLOYED_MARKER = ".edgebench-deployed"
+#: Everything edgebench creates in a work dir: the runner, staged models, native tools, cell
+#: outputs, the measuring PID and the native telemetry loop's files.
+DEPLOYED_ENTRIES = ("runner", "models", "bin", "outputs", "run.pid", "telemetry")
+MARKER_HEADER = "# edgebench deployed these entries here; `edgebench clean` removes them\n"
 
 
 @dataclass
@@ -66,6 +73,7 @@ class RemoteDevice(Device):
         self.native_bin: Path | None = None
         self._runner_ready = False
         self._staged: set[str] = set()
+        self._marked = False  # DEPLOYED_MARKER checked on the device in this process
         self._staging = Path(tempfile.mkdtemp(prefix=f"edgebench-{name}-"))
         self._measuring = False
 
@@ -96,9 +104,18 @@ class RemoteDevice(Device):
     # --- deployment -----------------------------------------------------------------------
 
     def deploy(self, pairs: Sequence[tuple[Path, str]]) -> DeployReport:
-        """Push files whose device copy is missing or differs (sha256 checked on the device)."""
+        """Push files whose device copy is missing or differs (sha256 checked on the device).
+
+        The first deploy of a run also checks the marker (``DEPLOYED_MARKER``) that lets
+        ``clean`` tell what edgebench put in the work dir, in the same sha256 round trip, and
+        pushes it before anything else."""
         report = DeployReport()
-        remote_hashes = self.transport.sha256([remote for _, remote in pairs])
+        marker = None if self._marked else self._marker_file()
+        remotes = [remote for _, remote in pairs] + ([marker[1]] if marker else [])
+        remote_hashes = self.transport.sha256(remotes)
+        if marker is not None and remote_hashes.get(marker[1]) != local_sha256(marker[0]):
+            self.transport.push(*marker)
+        self._marked = True
         for local, remote in pairs:
             if remote_hashes.get(remote) == local_sha256(local):
                 report.unchanged += 1
@@ -132,11 +149,36 @@ class RemoteDevice(Device):
             self._staged.add(digest)
         return posixpath.join(folder, files[0].name)
 
+    def _marker_file(self) -> tuple[Path, str]:
+        local = self._staging / DEPLOYED_MARKER
+        if not local.is_file():
+            local.write_text(MARKER_HEADER + "".join(f"{n}\n" for n in DEPLOYED_ENTRIES))
+        return local, self.path(DEPLOYED_MARKER)
+
     def clean(self) -> str:
-        self.transport.remove(self.work_dir)
+        """Remove what edgebench deployed, going by the marker it wrote: the entries it lists
+        (only names edgebench uses, whatever the file says), the marker, then the work dir
+        itself when nothing else is left in it. Without a marker nothing is removed."""
+        work_dir = self.work_dir
+        listing = self.transport.run(["cat", self.path(DEPLOYED_MARKER)], timeout=30)
         self._runner_ready = False
         self._staged.clear()
-        return f"removed {self.work_dir}"
+        self._marked = False
+        if listing.returncode != 0:
+            if not self.transport.exists(work_dir):
+                return f"nothing to clean ({work_dir} does not exist)"
+            return (
+                f"nothing removed: {work_dir} has no {DEPLOYED_MARKER}, so edgebench did not "
+                "deploy there (or a version before the marker did: remove its runner/ and "
+                "models/ by hand)"
+            )
+        names = [n for n in DEPLOYED_ENTRIES if n in listing.stdout.split()]
+        paths = [self.path(n) for n in names] + [self.path(DEPLOYED_MARKER)]
+        self.transport.run(["rm", "-rf", "--", *paths], timeout=120)
+        self.transport.run(["rmdir", work_dir], timeout=30)  # fails, harmlessly, unless empty
+        if self.transport.exists(work_dir):
+            return f"removed {', '.join(names)} from {work_dir}; its other files were kept"
+        return f"removed {work_dir}"
 
     # --- running --------------------------------------------------------------------------
 

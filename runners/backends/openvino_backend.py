@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Dict, List
 
 from .base import Backend, BackendError, InputSpec, check_precision, first_line
@@ -10,6 +11,19 @@ FRAMEWORK = "openvino"
 REQUIRES = ("openvino",)
 
 _PRECISION_HINT = {"fp32": "f32", "fp16": "f16"}
+
+
+def reason_line(text: str) -> str:
+    """The informative line of an OpenVINO exception. Its message starts with where it was
+    thrown ("Exception from src/inference/src/cpp/core.cpp:84:", "Check '...' failed at
+    ...:219:"); the reason ("Error parsing start element tag at offset 41") comes last."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    reasons = [
+        line
+        for line in lines
+        if not line.startswith("Exception from ") and not re.match(r"Check '.*' failed at ", line)
+    ]
+    return reasons[-1][:300] if reasons else first_line(text)
 
 
 class OpenVinoBackend(Backend):
@@ -42,7 +56,7 @@ class OpenVinoBackend(Backend):
             text = str(exc)
             kind = "unsupported" if "not supported" in text.lower() else "model_load"
             raise BackendError(
-                kind, "OpenVINO could not compile the model: %s" % first_line(text), text
+                kind, "OpenVINO could not compile the model: %s" % reason_line(text), text
             ) from exc
 
     def model_inputs(self) -> List[InputSpec]:

@@ -126,9 +126,9 @@ def test_run_over_ssh_end_to_end(run_cli, shared_sshd, tmp_path, conv_model):
     assert remote["cores_effective"] == [0]
     assert remote["output_check"]["passed"]
     assert remote["n_samples"] >= 5
-    # Nothing left behind but the deployed runner and model.
+    # Nothing left behind but the deployed runner and model, and the marker `clean` reads.
     leftovers = {p.name for p in (tmp_path / "box-wd").iterdir()}
-    assert leftovers <= {"runner", "models", "specs", "outputs", "run.pid"}
+    assert leftovers <= {"runner", "models", "specs", "outputs", "run.pid", ".edgebench-deployed"}
     assert not list((tmp_path / "box-wd" / "outputs").glob("*.npz"))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import socket
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from edgebench.lab.transports.base import (
     Transport,
     TransportError,
     TransportKind,
+    link_error_reason,
     quote_argv,
     read_many_by_shell,
 )
@@ -28,6 +30,11 @@ from edgebench.lab.transports.base import (
 DEFAULT_ADB_HOST = "127.0.0.1"
 DEFAULT_ADB_PORT = 5037
 _SERIAL_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+#: How long to wait for the adb server to accept a connection before calling it gone.
+SERVER_CONNECT_TIMEOUT_S = 3.0
+#: What a dying link raises inside adbutils: its own errors, a socket error (reset, refused,
+#: closed), a socket timeout, or EOFError when a stream ends mid-packet.
+LINK_ERRORS = (adbutils.AdbError, OSError, EOFError)
 
 
 @dataclass(frozen=True)
@@ -38,25 +45,61 @@ class AdbTarget:
     adb_port: int = DEFAULT_ADB_PORT
 
 
+class _NoSpawnConnection(adbutils.AdbConnection):
+    """adbutils' connection runs `adb start-server` when the server does not answer. That
+    server listens on adb's default port whatever the lab's adb_port, and outlives edgebench;
+    this connection only connects (AdbConnectionError or AdbTimeout when nothing answers)."""
+
+    def _safe_connect(self):  # type: ignore[no-untyped-def]
+        return self._create_socket()
+
+
+class _NoSpawnClient(adbutils.AdbClient):
+    """An adb client whose every connection (device shell, sync, list) is a _NoSpawnConnection."""
+
+    def make_connection(self, timeout: float | None = None) -> adbutils.AdbConnection:
+        connection = _NoSpawnConnection(self.host, self.port)
+        if timeout:
+            connection.conn.settimeout(timeout)
+        return connection
+
+
 class AdbTransport(Transport):
     kind = "adb"
 
     def __init__(self, target: AdbTarget) -> None:
         self.target = target
-        self._client = adbutils.AdbClient(host=target.adb_host, port=target.adb_port)
+        self._client = _NoSpawnClient(host=target.adb_host, port=target.adb_port)
 
     def describe(self) -> str:
         return f"adb {self.target.serial}"
 
+    def _server_unreachable(self) -> str | None:
+        """Why the adb server does not accept connections, or None when it does. Asked first
+        because adbutils, finding no server, starts one itself (`adb start-server`, on its
+        default port): edgebench reports the dead server instead of leaving a daemon behind."""
+        address = (self.target.adb_host, self.target.adb_port)
+        try:
+            with socket.create_connection(address, timeout=SERVER_CONNECT_TIMEOUT_S):
+                return None
+        except OSError as exc:
+            return exc.strerror or link_error_reason(exc)
+
+    def _no_server(self, detail: str) -> TransportError:
+        return TransportError(
+            f"device {self.target.name}: no adb server at "
+            f"{self.target.adb_host}:{self.target.adb_port} ({detail}); start it with "
+            f"`adb -P {self.target.adb_port} start-server`"
+        )
+
     def _device(self) -> adbutils.AdbDevice:
+        unreachable = self._server_unreachable()
+        if unreachable is not None:
+            raise self._no_server(unreachable)
         try:
             states = {d.serial: d for d in self._client.list()}
-        except (adbutils.AdbError, OSError) as exc:
-            raise TransportError(
-                f"device {self.target.name}: no adb server at "
-                f"{self.target.adb_host}:{self.target.adb_port} ({exc}); start it with "
-                "`adb start-server`"
-            ) from exc
+        except LINK_ERRORS as exc:
+            raise self._no_server(link_error_reason(exc)) from exc
         if self.target.serial not in states:
             raise TransportError(
                 f"device {self.target.name}: serial {self.target.serial} is not connected "
@@ -74,9 +117,10 @@ class AdbTransport(Transport):
             result = device.shell2(line, timeout=command.timeout, v2=True)
         except adbutils.AdbTimeout:
             return CommandResult(None, "", "", True, time.monotonic() - started)
-        except (adbutils.AdbError, OSError, ConnectionError) as exc:
+        except LINK_ERRORS as exc:
             raise TransportError(
-                f"device {self.target.name}: adb connection to {self.target.serial} lost: {exc}"
+                f"device {self.target.name}: adb connection to {self.target.serial} lost: "
+                f"{link_error_reason(exc)}"
             ) from exc
         if command.on_output is not None and result.stdout:
             command.on_output(result.stdout)
@@ -95,21 +139,22 @@ class AdbTransport(Transport):
         try:
             device.shell2(quote_argv(["mkdir", "-p", posixpath.dirname(remote)]), v2=True)
             device.sync.push(local, remote)
-        except (adbutils.AdbError, OSError, ConnectionError) as exc:
+        except LINK_ERRORS as exc:
             raise TransportError(
-                f"device {self.target.name}: could not push {local.name} to {remote}: {exc}"
+                f"device {self.target.name}: could not push {local.name} to {remote}: "
+                f"{link_error_reason(exc)}"
             ) from exc
 
     def pull(self, remote: str, local: Path) -> bool:
         device = self._device()
+        local.parent.mkdir(parents=True, exist_ok=True)
         try:
             if not device.sync.exists(remote):
                 return False
-            local.parent.mkdir(parents=True, exist_ok=True)
             device.sync.pull(remote, local)
-        except (adbutils.AdbError, OSError, ConnectionError) as exc:
+        except LINK_ERRORS as exc:
             raise TransportError(
-                f"device {self.target.name}: could not pull {remote}: {exc}"
+                f"device {self.target.name}: could not pull {remote}: {link_error_reason(exc)}"
             ) from exc
         return True
 

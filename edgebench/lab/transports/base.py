@@ -27,6 +27,15 @@ class TransportError(Exception):
     """The device could not be reached or stopped answering; the message says which and why."""
 
 
+def link_error_reason(exc: BaseException) -> str:
+    """What a dying link raised, as a reason: its message, or its kind when it has none (the
+    libraries raise a bare EOFError when a stream ends mid-message)."""
+    text = str(exc).strip()
+    if isinstance(exc, EOFError):
+        return f"the stream ended early ({text})" if text else "the stream ended early"
+    return text or type(exc).__name__
+
+
 def quote_argv(argv: Sequence[str]) -> str:
     """One shell command line in which every argument stays one argument, whatever it holds."""
     return " ".join(shlex.quote(str(a)) for a in argv)

@@ -27,6 +27,7 @@ from edgebench.lab.transports.base import (
     Transport,
     TransportError,
     TransportKind,
+    link_error_reason,
     read_many_by_shell,
 )
 
@@ -39,6 +40,9 @@ _USER_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 # paramiko key names -> the names ssh-keyscan -t takes.
 _KEYSCAN_TYPES = {"ssh-ed25519": "ed25519", "ssh-rsa": "rsa", "ecdsa-sha2-nistp256": "ecdsa"}
 READ_CHUNK = 65536
+#: What a dying link raises inside paramiko: a socket error (reset, closed, timed out), its own
+#: SSHException, or EOFError when the server's side ends mid-message.
+LINK_ERRORS = (OSError, paramiko.SSHException, EOFError)
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,28 @@ class _RefuseUnknown(paramiko.MissingHostKeyPolicy):
         raise UnknownHostKey(key)
 
 
+def _key_file(target: SshTarget) -> str | None:
+    """The lab's ``key`` as a path paramiko can open; a missing or unreadable file is named
+    here (paramiko would report it as "cannot reach ... [Errno 2]")."""
+    if target.key is None:
+        return None
+    path = target.key.expanduser()
+    if not path.is_file():
+        reason = "does not exist" if not path.exists() else "is not a file"
+        raise UserError(
+            f"device {target.name}: SSH key {target.key} {reason}; fix key = in the lab "
+            "(the path of a private key file, e.g. ~/.ssh/id_ed25519)"
+        )
+    try:
+        path.open("rb").close()
+    except OSError as exc:
+        raise UserError(
+            f"device {target.name}: SSH key {target.key} cannot be read ({exc.strerror}); "
+            "check its permissions"
+        ) from None
+    return str(path)
+
+
 class SshTransport(Transport):
     kind = "ssh"
 
@@ -95,12 +121,13 @@ class SshTransport(Transport):
         if known_hosts.is_file():
             client.load_host_keys(str(known_hosts))
         client.set_missing_host_key_policy(_RefuseUnknown())
+        key_file = _key_file(target)
         try:
             client.connect(
                 target.host,
                 port=target.port,
                 username=target.user,
-                key_filename=str(target.key.expanduser()) if target.key else None,
+                key_filename=key_file,
                 allow_agent=True,
                 look_for_keys=target.key is None,
                 timeout=CONNECT_TIMEOUT_S,
@@ -131,10 +158,11 @@ class SshTransport(Transport):
                 f"device {target.name}: {target.user or 'the user'}@{target.host} refused "
                 f"{how}; add the public key to the board's authorized_keys or set key = in the lab"
             ) from None
-        except (OSError, paramiko.SSHException) as exc:
+        except LINK_ERRORS as exc:
             client.close()
             raise TransportError(
-                f"device {target.name}: cannot reach {target.host}:{target.port} over SSH: {exc}"
+                f"device {target.name}: cannot reach {target.host}:{target.port} over SSH: "
+                f"{link_error_reason(exc)}"
             ) from exc
         self._client = client
         return client
@@ -169,10 +197,11 @@ class SshTransport(Transport):
             out, err, timed_out = _drain(channel, started + command.timeout, command.on_output)
             code = None if timed_out else channel.recv_exit_status()
             channel.close()
-        except (TimeoutError, OSError, paramiko.SSHException, EOFError) as exc:
+        except LINK_ERRORS as exc:
             self.close()
             raise TransportError(
-                f"device {self.target.name}: SSH connection to {self.target.host} lost: {exc}"
+                f"device {self.target.name}: SSH connection to {self.target.host} lost: "
+                f"{link_error_reason(exc)}"
             ) from exc
         return CommandResult(code, out, err, timed_out, time.monotonic() - started)
 
@@ -182,6 +211,11 @@ class SshTransport(Transport):
                 return fh.read().decode("utf-8", errors="replace")
         except OSError:
             return None
+        except (paramiko.SSHException, EOFError) as exc:
+            self.close()
+            raise TransportError(
+                f"device {self.target.name}: could not read {path}: {link_error_reason(exc)}"
+            ) from exc
 
     def read_many(self, paths: Sequence[str]) -> dict[str, str | None]:
         return read_many_by_shell(self, paths)
@@ -192,9 +226,11 @@ class SshTransport(Transport):
         try:
             self.mkdir(posixpath.dirname(remote))
             self._sftp_client().put(str(local), remote)
-        except (OSError, paramiko.SSHException) as exc:
+        except LINK_ERRORS as exc:
+            self.close()
             raise TransportError(
-                f"device {self.target.name}: could not copy {local.name} to {remote}: {exc}"
+                f"device {self.target.name}: could not copy {local.name} to {remote}: "
+                f"{link_error_reason(exc)}"
             ) from exc
 
     def pull(self, remote: str, local: Path) -> bool:
@@ -203,9 +239,10 @@ class SshTransport(Transport):
             self._sftp_client().get(remote, str(local))
         except FileNotFoundError:
             return False
-        except (OSError, paramiko.SSHException) as exc:
+        except LINK_ERRORS as exc:
+            self.close()
             raise TransportError(
-                f"device {self.target.name}: could not fetch {remote}: {exc}"
+                f"device {self.target.name}: could not fetch {remote}: {link_error_reason(exc)}"
             ) from exc
         return True
 
