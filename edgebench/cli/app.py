@@ -12,6 +12,9 @@ from edgebench import __version__
 from edgebench.analysis.metrics import METRICS
 from edgebench.errors import UserError
 
+#: The exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED = 130
+
 lab_option = click.option(
     "--lab",
     "lab_path",
@@ -55,9 +58,10 @@ def main() -> None:
     except UserError as exc:
         click.echo(f"edgebench: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        # Ctrl-C outside a run's own handling: the shell's code for SIGINT, never 2 (usage).
         click.echo("edgebench: aborted", err=True)
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
     except click.UsageError as exc:
         # One line, like every other user error (click's default is a usage block).
         message = " ".join(exc.format_message().split())

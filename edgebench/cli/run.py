@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,9 +46,28 @@ def _with_options(command: Callable) -> Callable:
 
 
 class _TerminalOutput:
-    """The run's matrix (or JSON lines) on stdout, and a plan's comparison with its baseline."""
+    """The run's matrix (or JSON lines) on stdout, and a plan's comparison with its baseline.
+
+    JSON lines are printed as each record is stored, so a pipeline sees the run progress; the
+    matrix waits for the end.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # records arrive from the device workers' threads
+        self._shown: dict[int, Record] = {}  # by identity; holding them keeps the ids unique
+
+    def record(self, record: Record, output_format: str) -> None:
+        if output_format != "jsonl":
+            return
+        with self._lock:
+            print_records([record], output_format, "")
+            sys.stdout.flush()
+            self._shown[id(record)] = record
 
     def records(self, records: list[Record], output_format: str, metric: str) -> None:
+        if output_format == "jsonl":
+            with self._lock:
+                records = [r for r in records if id(r) not in self._shown]
         print_records(records, output_format, metric)
 
     def comparison(self, verdicts: list[CellVerdict], plan_name: str, junit: Path | None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import statistics
 import threading
 import time
@@ -12,7 +13,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from edgebench.analysis.statistics import latency_stats, stats_warnings
-from edgebench.lab.transports.base import TransportError
+from edgebench.lab.transports.base import TransportError, link_error_reason
 from edgebench.measure.methods import Method, Visit, method_for
 from edgebench.measure.output_check import CheckSettings
 from edgebench.measure.records import failed_record, new_record
@@ -52,12 +53,32 @@ def run_cell(
         visit = Visit(run_id, checks or CheckSettings(), check_outputs)
         try:
             record = method.visit(cell, visit)
-        except TransportError as exc:
-            record = failed_record(run_id, cell, ErrorKind.TRANSPORT, str(exc))
+        except Exception as exc:  # every cell ends with a record
+            kind, reason = unexpected_failure(cell, exc)
+            record = failed_record(run_id, cell, kind, reason)
     record.started_at = started_at
     record.ended_at = utc_now()
     record.duration_s = round(time.monotonic() - t0, 3)
     return record
+
+
+def unexpected_failure(cell: Cell, exc: Exception) -> tuple[str, str]:
+    """What an exception from measuring a cell means for it: a link that died in a way the
+    transport did not translate (EOFError, a reset or closed socket, a timeout) is a transport
+    failure, retried and then failing the device's other cells; anything else fails this cell
+    as an internal error, its traceback logged with -v."""
+    if isinstance(exc, TransportError):
+        return ErrorKind.TRANSPORT, str(exc)
+    if isinstance(exc, EOFError | OSError):
+        return (
+            ErrorKind.TRANSPORT,
+            f"device {cell.device.name}: connection lost: {link_error_reason(exc)}",
+        )
+    log.debug("cell %s failed on the host", cell.cell_id, exc_info=exc)
+    return (
+        ErrorKind.INTERNAL,
+        f"edgebench failed on the host: {type(exc).__name__}: {link_error_reason(exc)}",
+    )
 
 
 #: Waits between attempts when a device's connection drops mid-run (seconds).
@@ -138,18 +159,38 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     if stats and merged.measure_wall_s:
         merged.throughput_ips = len(samples) / merged.measure_wall_s
     merged.peak_rss_mb = max((p.peak_rss_mb or 0.0 for p in parts), default=None) or None
-    merged.warnings = list(dict.fromkeys(w for p in parts for w in p.warnings))
-    merged.warnings = [w for w in merged.warnings if not w.startswith("only ")]
-    merged.warnings += stats_warnings(stats)
+    warnings = [w for p in parts for w in p.warnings if not w.startswith("only ")]
+    merged.warnings = worst_per_kind(warnings + stats_warnings(stats))
     merged.ended_at = parts[-1].ended_at
     merged.duration_s = round(sum(p.duration_s or 0.0 for p in parts), 3)
     return merged
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def worst_per_kind(warnings: Sequence[str]) -> list[str]:
+    """One warning per kind, in order of first appearance. Warnings of one kind differ only in
+    their figures ("high variance (CV 12%)" in one round, "(CV 15%)" in the next): the one with
+    the largest figure (the highest CV) stands for them all."""
+    kept: dict[str, tuple[tuple[float, ...], str]] = {}
+    for warning in warnings:
+        kind = _NUMBER.sub("#", warning)
+        figures = tuple(float(n) for n in _NUMBER.findall(warning))
+        if kind not in kept or figures > kept[kind][0]:
+            kept[kind] = (figures, warning)
+    return [warning for _, warning in kept.values()]
+
+
+#: The warning on a cell whose interleaved rounds were cut short by Ctrl-C.
+ROUNDS_CUT_SHORT = "stopped after"
+
+
 class _DeviceWorker:
     """Runs one device's cells: in ``rounds`` interleaved visits (A B C A B C ...), a dropped
     connection retried with backoff, and once the device stays gone its other cells failed
-    with the reason. A cell's record is stored the moment its last visit ends."""
+    with the reason. A cell's record is stored the moment its last visit ends, and nothing
+    escapes the worker: an unexpected error fails the device's cells that have no record."""
 
     def __init__(
         self,
@@ -162,6 +203,7 @@ class _DeviceWorker:
         stop: StopRequest | None,
         numbering: Callable[[], int],
         total: int,
+        on_record: Callable[[Record], None] | None = None,
     ) -> None:
         self.cells = cells
         self.rounds = rounds
@@ -172,9 +214,11 @@ class _DeviceWorker:
         self.stop = stop
         self.numbering = numbering
         self.total = total
+        self.on_record = on_record
         #: (error kind, reason) once the device is gone or taken over: its other cells fail.
         self.lost: tuple[str, str] | None = None
         self.results: dict[int, Record] = {}
+        self._numbers: dict[int, int] = {}
 
     def _visit(self, cell: Cell, round_index: int, first: bool) -> Record:
         if self.lost is None and cell.verdict is None:
@@ -198,13 +242,37 @@ class _DeviceWorker:
         )
         if record.error_kind == ErrorKind.TRANSPORT:
             self.lost = (ErrorKind.TRANSPORT, f"device {cell.device.name} lost: {record.error}")
-            if cell.device.device_lock is not None:
-                cell.device.device_lock.abandon()
+            self._abandon_lock(cell)
         return record
+
+    @staticmethod
+    def _abandon_lock(cell: Cell) -> None:
+        if cell.device.device_lock is not None:
+            cell.device.device_lock.abandon()
+
+    def _number(self, position: int) -> int:
+        if position not in self._numbers:
+            self._numbers[position] = self.numbering()
+        return self._numbers[position]
+
+    def _store(self, position: int, cell: Cell, record: Record) -> None:
+        self.run.append(record)
+        self.results[position] = record
+        self.progress.cell_finished(self._number(position), self.total, cell, record)
+        if self.on_record is not None:
+            try:
+                self.on_record(record)
+            except Exception as exc:  # showing a record never stops the run
+                log.warning("could not show the record of %s: %s", cell.cell_id, exc)
 
     def __call__(self) -> None:
         parts: dict[int, list[Record]] = {position: [] for position, _ in self.cells}
-        numbers: dict[int, int] = {}
+        try:
+            self._visit_all(parts)
+        except Exception as exc:  # a device's failure must not end the run
+            self._fail_unrecorded(exc)
+
+    def _visit_all(self, parts: dict[int, list[Record]]) -> None:
         for round_index in range(self.rounds):
             last_round = round_index == self.rounds - 1
             for position, cell in self.cells:
@@ -212,18 +280,51 @@ class _DeviceWorker:
                 if done and (cell.verdict is not None or done[-1].status not in MEASURED):
                     continue  # decided without measuring, or nothing to gain from another visit
                 if self.stop is not None and self.stop.requested:
+                    self._keep_finished_rounds(parts)
                     return
-                if position not in numbers:
-                    numbers[position] = self.numbering()
-                self.progress.cell_started(numbers[position], self.total, cell)
+                self.progress.cell_started(self._number(position), self.total, cell)
                 done.append(self._visit(cell, round_index, first=not done))
                 if self.stop is not None and self.stop.aborted:
                     return  # killed by the second Ctrl-C: not a measurement
                 if last_round or done[-1].status not in MEASURED:
-                    record = merge_rounds(done)
-                    self.run.append(record)
-                    self.results[position] = record
-                    self.progress.cell_finished(numbers[position], self.total, cell, record)
+                    self._store(position, cell, merge_rounds(done))
+
+    def _keep_finished_rounds(self, parts: dict[int, list[Record]]) -> None:
+        """Ctrl-C between rounds: a cell with finished rounds keeps them, pooled, and says how
+        many it has; a cell not visited yet is left for --resume."""
+        for position, cell in self.cells:
+            done = parts[position]
+            if position in self.results or not done:
+                continue
+            record = merge_rounds(done)
+            record.rounds = len(done)
+            record.warnings.append(
+                f"{ROUNDS_CUT_SHORT} {len(done)} of {self.rounds} rounds (Ctrl-C): the samples "
+                "are pooled from the rounds that finished"
+            )
+            self._store(position, cell, record)
+
+    def _fail_unrecorded(self, exc: Exception) -> None:
+        """Every cell of this device without a record gets a failed one naming the error."""
+        if not self.cells:
+            return
+        device = self.cells[0][1].device
+        kind, reason = unexpected_failure(self.cells[0][1], exc)
+        if kind == ErrorKind.TRANSPORT:
+            if not reason.startswith(f"device {device.name} lost"):
+                reason = f"device {device.name} lost: {reason}"
+            self._abandon_lock(self.cells[0][1])
+        log.debug("device %s: worker failed", device.name, exc_info=exc)
+        for position, cell in self.cells:
+            if position in self.results:
+                continue
+            record = failed_record(self.run.run_id, cell, kind, reason)
+            record.started_at = record.ended_at = utc_now()
+            try:
+                self._store(position, cell, record)
+            except Exception as again:  # e.g. the results disk is full
+                log.warning("could not store the record of %s: %s", cell.cell_id, again)
+                self.results[position] = record
 
 
 def execute_cells(
@@ -234,12 +335,14 @@ def execute_cells(
     stop: StopRequest | None = None,
     rounds: int = 1,
     methods: dict[str, Method] | None = None,
+    on_record: Callable[[Record], None] | None = None,
 ) -> list[Record]:
     """Measure ``cells``, one worker per device, devices in parallel.
 
     With ``rounds`` > 1 each device visits its cells in interleaved rounds and pools the
     samples, so drift in temperature or clocks spreads over every framework instead of
     favouring the first. Each record is appended to the run as soon as its cell is complete.
+    ``on_record`` sees each record once it is stored (from the device's worker thread).
     Returns the records of this call in plan order; when ``stop`` is requested the remaining
     cells are left for ``--resume``.
     """
@@ -265,6 +368,7 @@ def execute_cells(
             stop,
             numbering,
             len(cells),
+            on_record,
         )
         for name, group in by_device.items()
     ]

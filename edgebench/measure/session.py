@@ -8,7 +8,6 @@ with the plan's baseline. cli.py only declares the options.
 from __future__ import annotations
 
 import atexit
-import shlex
 import signal
 import sys
 import threading
@@ -30,7 +29,13 @@ from edgebench.lab.transports.base import TransportError
 from edgebench.measure.methods import Method, method_for
 from edgebench.measure.output_check import CheckSettings
 from edgebench.measure.progress import LineProgress
-from edgebench.measure.scheduler import StopRequest, execute_cells, pending_cells
+from edgebench.measure.resume import check_same_settings, resume_hint
+from edgebench.measure.scheduler import (
+    ROUNDS_CUT_SHORT,
+    StopRequest,
+    execute_cells,
+    pending_cells,
+)
 from edgebench.models import BUILTIN_MODELS
 from edgebench.paths import cache_dir, default_results_dir
 from edgebench.planning.cells import (
@@ -60,6 +65,26 @@ LOCK_WAIT_S = 6 * 3600.0
 SUSTAINED_MAX_SAMPLES = 2_000_000
 #: Beyond the longest cell: a lease renewed before each cell outlives any one cell.
 LEASE_MARGIN_S = 300.0
+#: Signals that end a run like a second Ctrl-C: what is measuring is killed, the run is marked.
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread as Ctrl-C is: whatever runs there (a
+    conversion, the scheduler) unwinds, and the converters kill their tools on the way."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class RunStopped(UserError):
+    """A run ended by Ctrl-C or a signal: one line, and the shell's code for that signal
+    (130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), never the code of a usage error."""
+
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signum
 
 
 @dataclass
@@ -78,7 +103,11 @@ class RunOutput(Protocol):
     """Where the session's results are shown: the command line implements it (measure does
     not import reporting)."""
 
-    def records(self, records: list[Record], output_format: str, metric: str) -> None: ...
+    def record(self, record: Record, output_format: str) -> None:
+        """One record as soon as it is stored (called from the device workers' threads)."""
+
+    def records(self, records: list[Record], output_format: str, metric: str) -> None:
+        """Every record of the run once it ends (those ``record`` showed already included)."""
 
     def comparison(
         self, verdicts: list[CellVerdict], plan_name: str, junit: Path | None
@@ -86,13 +115,37 @@ class RunOutput(Protocol):
 
 
 def run_session(config: RunConfig, output: RunOutput) -> int:
-    """Measure, store and show; the exit code is 1 when a cell failed or regressed."""
+    """Measure, store and show; the exit code is 1 when a cell failed or regressed.
+
+    SIGTERM and SIGHUP end the run as a second Ctrl-C does, from the first moment: nothing
+    this run started (a converter, a runner) is left running without it.
+    """
+
+    def on_terminate(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    previous = {sig: signal.signal(sig, on_terminate) for sig in TERMINATING_SIGNALS}
+    try:
+        return _run_session(config, output)
+    except Terminated as exc:
+        # Before or after measuring (during it, _measure marks the run and says what is kept).
+        raise RunStopped(f"terminated by {exc}", exc.signum) from None
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run_session(config: RunConfig, output: RunOutput) -> int:
     progress = LineProgress()
     plan = load_plan(config.session.plan) if config.session.plan else None
     if plan is not None:
         config = plan.apply(config)
     elif config.output.junit is not None:
         raise UserError("--junit needs --plan (it reports the comparison with the baseline)")
+    store = ResultsStore(config.output.results_dir or default_results_dir())
+    resumed = store.open(config.session.resume) if config.session.resume else None
+    if resumed is not None:
+        check_same_settings(resumed, config)
     matrix = _resolve_matrix(config)
     model_inputs = resolve_inputs(matrix.model_refs, parse_shape_overrides(config.sweep.shape))
     device_list = resolve_devices(config.sweep.devices or ["local"], load_lab(config.session.lab))
@@ -137,10 +190,9 @@ def run_session(config: RunConfig, output: RunOutput) -> int:
                 "(--rounds 1 turns it off)"
             )
     cells = _lock_devices(device_list, cells, wait=not config.session.no_wait, progress=progress)
-    store = ResultsStore(config.output.results_dir or default_results_dir())
     earlier: list[Record] = []
-    if config.session.resume:
-        run_dir = store.open(config.session.resume)
+    if resumed is not None:
+        run_dir = resumed
         earlier = run_dir.current_records()
         remaining = pending_cells(cells, earlier)
         progress.message(
@@ -154,10 +206,18 @@ def run_session(config: RunConfig, output: RunOutput) -> int:
         run_dir.update_metadata(status="running", resumed_at=utc_now())
     else:
         run_dir = store.create_run(_run_metadata(config, plan, matrix, rounds, device_list))
-    records = _measure(config, run_dir, cells, device_list, methods, rounds, progress)
+    for record in earlier:
+        output.record(record, config.output.format)
+    records = _measure(config, run_dir, cells, device_list, methods, rounds, progress, output)
     records = earlier + records
     output.records(records, config.output.format, config.output.metric)
     failed = any(r.status in PROBLEMS for r in records)
+    not_measured = sum(1 for r in records if r.status == Status.FAILED)
+    if not_measured:
+        progress.message(
+            f"{not_measured} cells failed; once the cause is fixed, measure them again with: "
+            f"{resume_hint(run_dir)}"
+        )
     regressed = False
     if plan is not None:
         regressed = _compare_with_baseline(config, store, run_dir, records, output, progress)
@@ -313,29 +373,29 @@ def _measure(
     methods: dict[str, Method],
     rounds: int,
     progress: LineProgress,
+    output: RunOutput,
 ) -> list[Record]:
-    """Execute the cells with Ctrl-C handled: the first stops between cells, the second kills
-    what is measuring. Either way the message says how to resume."""
+    """Execute the cells with Ctrl-C handled: the first stops between cells, the second (or
+    SIGTERM, or SIGHUP) kills what is measuring. Either way the message says how to resume."""
     stop = StopRequest()
-    resume_hint = " ".join(
-        shlex.quote(a)
-        for a in ["edgebench", *_without_resume(sys.argv[1:]), "--resume", run_dir.run_id]
-    )
 
-    def on_interrupt(signum: int, frame: object) -> None:
+    def on_signal(signum: int, frame: object) -> None:
         # Runs in the main thread between any two bytecodes, even inside a lock it holds:
         # only flags, raw writes and a new thread here.
-        if stop.requested:
-            # The second Ctrl-C: kill what is measuring on every device, store none of it.
-            stop.aborted = True
-            threading.Thread(target=_abort_devices, args=(device_list,), name="abort").start()
-            raise KeyboardInterrupt
-        stop.requested = True
-        progress.message_from_signal_handler(
-            "stopping after the cells that are running (Ctrl-C again to abort them)"
-        )
+        if stop.aborted:
+            return  # already aborting: a third signal must not cut marking the run short
+        if signum == signal.SIGINT and not stop.requested:
+            stop.requested = True
+            progress.message_from_signal_handler(
+                "stopping after the cells that are running (Ctrl-C again to abort them)"
+            )
+            return
+        # The second Ctrl-C, or a signal to end: kill what is measuring, store none of it.
+        stop.requested = stop.aborted = True
+        threading.Thread(target=_abort_devices, args=(device_list,), name="abort").start()
+        raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
 
-    previous_handler = signal.signal(signal.SIGINT, on_interrupt)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, *TERMINATING_SIGNALS)}
     for device in device_list:
         if device.device_lock is not None:
             device.device_lock.run_id = run_dir.run_id
@@ -343,21 +403,36 @@ def _measure(
     # Announced only once Ctrl-C is handled: from here a first Ctrl-C finishes the cell.
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
     try:
-        checks = CheckSettings(tolerance=config.checks.tolerances(), seed=config.checks.seed)
-        records = execute_cells(cells, run_dir, progress, checks, stop, rounds, methods)
-    except KeyboardInterrupt:
+        checks = CheckSettings.from_config(config.checks)
+        records = execute_cells(
+            cells,
+            run_dir,
+            progress,
+            checks,
+            stop,
+            rounds,
+            methods,
+            on_record=lambda record: output.record(record, config.output.format),
+        )
+    except KeyboardInterrupt as exc:
         run_dir.update_metadata(status="interrupted", finished_at=utc_now())
-        kept = len(run_dir.records())
-        raise UserError(
-            f"aborted: {kept} finished cells are kept in {run_dir.path}; resume with: {resume_hint}"
+        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        how = "aborted" if signum == signal.SIGINT else f"terminated by {exc}"
+        raise RunStopped(
+            f"{how}: {len(run_dir.records())} finished cells are kept in {run_dir.path}; "
+            f"resume with: {resume_hint(run_dir)}",
+            signum,
         ) from None
     finally:
-        signal.signal(signal.SIGINT, previous_handler)
-    if stop.requested and len(records) < len(cells):
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    cut_short = sum(1 for r in records if any(w.startswith(ROUNDS_CUT_SHORT) for w in r.warnings))
+    if stop.requested and (len(records) < len(cells) or cut_short):
         run_dir.update_metadata(status="interrupted", finished_at=utc_now())
-        raise UserError(
-            f"stopped: {len(run_dir.records())} finished cells are kept in {run_dir.path}; "
-            f"resume with: {resume_hint}"
+        pooled = f" ({cut_short} pooled from the rounds that finished)" if cut_short else ""
+        raise RunStopped(
+            f"stopped: {len(run_dir.records())} finished cells{pooled} are kept in "
+            f"{run_dir.path}; resume with: {resume_hint(run_dir)}"
         )
     return records
 
@@ -401,22 +476,6 @@ def _compare_with_baseline(
     output.comparison(verdicts, name, config.output.junit)
     run_dir.update_metadata(baseline=baseline.run_id)
     return any_regression(verdicts)
-
-
-def _without_resume(argv: list[str]) -> list[str]:
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg == "--resume":
-            skip = True
-            continue
-        if arg.startswith("--resume="):
-            continue
-        out.append(arg)
-    return out
 
 
 def git_sha() -> str | None:

@@ -5,7 +5,10 @@ Field names listed in docs/results.md are stable; add fields, never rename them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+import functools
+import types
+import typing
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from edgebench.statuses import Status
@@ -86,6 +89,70 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
-        """Tolerant of fields added by newer versions (they are dropped)."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        """Tolerant of fields added by newer versions (they are dropped); a field of the wrong
+        type is a ValueError, so readers never meet ``"latency_ms": "fast"`` downstream."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a record is a JSON object, not a JSON {json_kind(data)}")
+        hints, defaulted = _field_types(), _defaulted_fields()
+        values = {}
+        for name, value in data.items():
+            if name not in hints:
+                continue
+            if not _matches(value, hints[name]):
+                if value is None and name in defaulted:
+                    continue  # null where an older writer left a field out: its default
+                raise ValueError(f"field {name} holds a JSON {json_kind(value)}")
+            values[name] = value
+        return cls(**values)
+
+
+def json_kind(value: Any) -> str:
+    """What a parsed JSON value is, in JSON's words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
+@functools.cache
+def _field_types() -> dict[str, Any]:
+    return typing.get_type_hints(Record)
+
+
+@functools.cache
+def _defaulted_fields() -> frozenset[str]:
+    return frozenset(
+        f.name
+        for f in fields(Record)
+        if f.default is not MISSING or f.default_factory is not MISSING
+    )
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    """Whether a value read from JSON fits a field's annotation (containers one level deep:
+    a list of numbers holds numbers, a dict of numbers holds numbers or null)."""
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        return any(_matches(value, arg) for arg in typing.get_args(hint))
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        return isinstance(value, list) and all(_matches(v, item) for v in value)
+    if origin is dict:
+        item = typing.get_args(hint)[1]
+        return isinstance(value, dict) and all(
+            v is None or _matches(v, item) for v in value.values()
+        )
+    return isinstance(value, hint)

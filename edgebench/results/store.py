@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import threading
@@ -12,13 +13,30 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import UserError
-from edgebench.results.records import Record
+from edgebench.results.records import Record, json_kind
+
+log = logging.getLogger(__name__)
 
 RUN_SCHEMA = "edgebench.run/1"
 # Devices are measured in parallel threads; their records go through one writer at a time.
 _APPEND_LOCK = threading.Lock()
 RECORDS_FILE = "records.jsonl"
 RUN_FILE = "run.json"
+#: How far back a torn tail is searched for the last complete line, per read.
+_TAIL_CHUNK = 65536
+#: Problems already reported, so reading a run twice in one command says it once.
+_REPORTED: set[tuple[str, int, str]] = set()
+_REPORT_LOCK = threading.Lock()
+
+
+def _report(path: Path, line: int, problem: str) -> None:
+    key = (str(path), line, problem)
+    with _REPORT_LOCK:
+        if key in _REPORTED:
+            return
+        _REPORTED.add(key)
+    where = f"{path}, line {line}" if line else str(path)
+    log.warning("%s skipped: %s", where, problem)
 
 
 def utc_now() -> str:
@@ -44,27 +62,62 @@ class RunDir:
         return self.path / RECORDS_FILE
 
     def append(self, record: Record) -> None:
-        """Write one record durably before the next cell starts (one writer at a time)."""
+        """Write one record durably before the next cell starts (one writer at a time). A torn
+        last line (a crash mid-write) is repaired or cut off first, so the record starts on a
+        line of its own instead of being glued to the fragment."""
         line = json.dumps(record.to_dict(), separators=(",", ":"), allow_nan=False) + "\n"
-        with _APPEND_LOCK, open(self.records_path, "a", encoding="utf-8") as fh:
-            fh.write(line)
+        with _APPEND_LOCK, open(self.records_path, "a+b") as fh:
+            self._mend_torn_tail(fh)
+            fh.write(line.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
 
+    def _mend_torn_tail(self, fh: Any) -> None:
+        """The file must end with a newline before a record is appended. A last line without
+        one is a complete record whose newline was lost (it gets it) or a fragment (it is cut
+        off, and reported)."""
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        start = size
+        while start > 0:  # back to the last newline, a chunk at a time
+            chunk_start = max(0, start - _TAIL_CHUNK)
+            fh.seek(chunk_start)
+            found = fh.read(start - chunk_start).rfind(b"\n")
+            if found >= 0:
+                start = chunk_start + found + 1
+                break
+            start = chunk_start
+        fh.seek(start)
+        tail = fh.read(size - start)
+        if _parse_line(tail.decode("utf-8", errors="replace"))[0] is not None:
+            fh.write(b"\n")  # a whole record: only its newline was lost
+            return
+        fh.truncate(start)
+        log.warning(
+            "%s: cut off a torn last line (%d bytes, from a write that did not finish)",
+            self.records_path,
+            len(tail),
+        )
+
     def records(self) -> list[Record]:
-        """All complete records; a torn last line (crash mid-write) is skipped."""
+        """All complete records. A line that is not one (torn by a crash mid-write, not a JSON
+        object, a field of the wrong type) is skipped and reported on stderr."""
         if not self.records_path.exists():
             return []
         records = []
-        with open(self.records_path, encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if not line:
+        with open(self.records_path, encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
                     continue
-                try:
-                    records.append(Record.from_dict(json.loads(line)))
-                except (ValueError, TypeError):
+                record, problem = _parse_line(line)
+                if record is None:
+                    _report(self.records_path, number, problem)
                     continue
+                records.append(record)
         return records
 
     def current_records(self) -> list[Record]:
@@ -79,10 +132,19 @@ class RunDir:
         return list(latest.values())
 
     def metadata(self) -> dict[str, Any]:
+        """run.json; empty when it is missing or is not a JSON object (that is reported)."""
+        path = self.path / RUN_FILE
         try:
-            return json.loads((self.path / RUN_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
             return {}
+        except (OSError, ValueError) as exc:
+            _report(path, 0, f"not readable as JSON ({exc})")
+            return {}
+        if not isinstance(meta, dict):
+            _report(path, 0, f"holds a JSON {json_kind(meta)}, not an object")
+            return {}
+        return meta
 
     def write_metadata(self, meta: dict[str, Any]) -> None:
         tmp = self.path / (RUN_FILE + ".tmp")
@@ -93,6 +155,20 @@ class RunDir:
         meta = self.metadata()
         meta.update(changes)
         self.write_metadata(meta)
+
+
+def _parse_line(line: str) -> tuple[Record | None, str]:
+    """A records.jsonl line as a record, or None and what is wrong with it."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None, "not a whole JSON line (torn by a crash mid-write?)"
+    if not isinstance(data, dict):
+        return None, f"a JSON {json_kind(data)}, not a record object"
+    try:
+        return Record.from_dict(data), ""
+    except (ValueError, TypeError) as exc:
+        return None, f"not a valid record ({exc})"
 
 
 class ResultsStore:

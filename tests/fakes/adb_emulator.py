@@ -579,8 +579,12 @@ class AdbDeviceEmulator:
         host: str = "127.0.0.1",
         port: int = 0,
         env: dict[str, str] | None = None,
+        pid_log: Path | None = None,
     ) -> None:
         self.sandbox = Path(sandbox).resolve()
+        #: When set, each command's PID is appended here as it starts: a test that kills the
+        #: emulator's process outright (no stop()) reaps what it left running from this file.
+        self.pid_log = pid_log
         self.props: dict[str, str] = {**DEFAULT_PROPS, **(props or {})}
         for key, value in self.props.items():
             _check_prop(key, value)
@@ -743,6 +747,9 @@ class AdbDeviceEmulator:
             )
             self._procs = [p for p in self._procs if p.returncode is None]
             self._procs.append(proc)
+            if self.pid_log is not None:
+                with open(self.pid_log, "a", encoding="ascii") as fh:
+                    fh.write(f"{proc.pid}\n")
         log.debug("started pid %d: %r", proc.pid, argv)
         return proc
 
@@ -1103,3 +1110,31 @@ def _iter_dir(path: str) -> Iterator[tuple[str, os.stat_result | None, int]]:
             yield name, os.lstat(os.path.join(path, name)), 0
         except OSError as exc:
             yield name, None, exc.errno or 0
+
+
+# --- as a process of its own ------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one emulator as a process, so a test can kill it the way a phone dies (SIGKILL,
+    SIGTERM: no stop(), nothing closed politely). Prints ``PORT <n>`` once it listens; stops
+    cleanly when its stdin closes (the test ended, or died, without killing it)."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sandbox", type=Path, required=True)
+    parser.add_argument("--pid-log", type=Path, default=None)
+    args = parser.parse_args(argv)
+    emulator = AdbDeviceEmulator(args.sandbox, pid_log=args.pid_log)
+    port = emulator.start()
+    print(f"PORT {port}", flush=True)
+    try:
+        sys.stdin.read()  # returns at EOF: the parent closed our stdin or is gone
+    finally:
+        emulator.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

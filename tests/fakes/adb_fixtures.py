@@ -11,6 +11,7 @@ or, without anything for ruff to flag in the tests' signatures::
 ``adb_server`` (session scope) runs ``adb -P PORT nodaemon server`` as a child process with a
 private HOME (so ``~/.android/adbkey`` is written there); ``emulated_phone`` (function scope) starts
 an :class:`AdbDeviceEmulator` on a fresh port, ``adb connect``s it and waits until it is online.
+``phone_process`` is the same phone run as a process of its own, for tests that kill it outright.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import selectors
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +41,7 @@ ADB = shutil.which("adb") or "/usr/bin/adb"
 SERVER_START_TIMEOUT = 10.0
 ADB_COMMAND_TIMEOUT = 30.0
 DEVICE_ONLINE_TIMEOUT = 10.0
+EMULATOR_SCRIPT = Path(__file__).with_name("adb_emulator.py")
 
 
 def _free_port() -> int:
@@ -216,8 +220,134 @@ def emulated_phone_fixture(adb_server: AdbServer, tmp_path: Path) -> Iterator[Em
         disconnect_phone(phone)
 
 
+@dataclass
+class PhoneProcess:
+    """An emulated phone running as a process of its own, online in an adb server, so a test
+    can kill it the way a phone dies: a signal, no goodbye. What its commands left running is
+    reaped by PID (they run in sessions of their own and outlive a killed emulator)."""
+
+    serial: str
+    sandbox: Path
+    process: subprocess.Popen[str]
+    adb_port: int
+    pid_log: Path
+    server: AdbServer = field(repr=False)
+
+    def adb(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        """``adb -P PORT -s SERIAL ARGS...``."""
+        return self.server.adb("-s", self.serial, *args, **kwargs)
+
+    def kill(self, sig: int) -> None:
+        """Send ``sig`` to the emulator's process (by its PID) and wait until it is gone."""
+        if self.process.poll() is None:
+            os.kill(self.process.pid, sig)
+        self.process.wait(timeout=ADB_COMMAND_TIMEOUT)
+
+    def commands_alive(self) -> list[int]:
+        """Commands the emulator started that still run. A PID counts only while it still
+        leads its own session, as the emulator started it, so a reused PID is never named."""
+        if not self.pid_log.exists():
+            return []
+        alive = []
+        for pid in {int(line) for line in self.pid_log.read_text().split()}:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != "Z" and int(fields[3]) == pid:
+                alive.append(pid)
+        return sorted(alive)
+
+    def reap(self) -> None:
+        """Kill, by PID, what the emulator's commands left running (each its process group)."""
+        for pid in self.commands_alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def _read_port(proc: subprocess.Popen[str], timeout: float) -> int:
+    """The ``PORT n`` line the emulator process prints once it listens (bounded wait)."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        while (left := deadline - time.monotonic()) > 0:
+            if not selector.select(left):
+                break
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("PORT "):
+                return int(line.split()[1])
+    raise RuntimeError(f"the emulator process did not report its port (exit {proc.poll()})")
+
+
+def start_phone_process(server: AdbServer, sandbox: Path) -> PhoneProcess:
+    """Start an emulator process serving ``sandbox`` and bring it online in ``server``. The
+    caller owns it: end with :func:`stop_phone_process`."""
+    sandbox.mkdir(parents=True, exist_ok=True)
+    pid_log = sandbox.parent / f"{sandbox.name}-commands.pids"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(EMULATOR_SCRIPT),
+            "--sandbox",
+            str(sandbox),
+            "--pid-log",
+            str(pid_log),
+        ],
+        stdin=subprocess.PIPE,  # closing it stops the emulator cleanly
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    phone = PhoneProcess("", sandbox.resolve(), proc, server.port, pid_log, server)
+    try:
+        phone.serial = f"127.0.0.1:{_read_port(proc, DEVICE_ONLINE_TIMEOUT)}"
+        result = server.adb("connect", phone.serial, timeout=DEVICE_ONLINE_TIMEOUT)
+        if f"connected to {phone.serial}" not in result.stdout:
+            raise RuntimeError(f"adb connect {phone.serial}: {result.stdout}{result.stderr}")
+        phone.adb("wait-for-device", timeout=DEVICE_ONLINE_TIMEOUT, check=True)
+    except BaseException:
+        stop_phone_process(phone)
+        raise
+    return phone
+
+
+def stop_phone_process(phone: PhoneProcess) -> None:
+    """``adb disconnect``, end the emulator process (politely if it still runs), and reap the
+    commands it left."""
+    if phone.serial:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            phone.server.adb("disconnect", phone.serial, timeout=5)
+    proc = phone.process
+    if proc.poll() is None and proc.stdin is not None:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=ADB_COMMAND_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            log.warning("emulator pid %d ignored its stdin closing; killing it", proc.pid)
+            proc.kill()
+            proc.wait(timeout=ADB_COMMAND_TIMEOUT)
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+    phone.reap()
+
+
+@pytest.fixture(name="phone_process")
+def phone_process_fixture(adb_server: AdbServer, tmp_path: Path) -> Iterator[PhoneProcess]:
+    """A fresh emulated phone in a process of its own, online in ``adb_server``."""
+    phone = start_phone_process(adb_server, tmp_path / "phone")
+    try:
+        yield phone
+    finally:
+        stop_phone_process(phone)
+
+
 # The fixtures are registered under their `name=`, so they can be imported under either name:
 # `from adb_fixtures import adb_server, emulated_phone` (the parameters of the tests then shadow
 # the imports: ruff F811), or the `*_fixture` names, which nothing shadows.
 adb_server = adb_server_fixture
 emulated_phone = emulated_phone_fixture
+phone_process = phone_process_fixture

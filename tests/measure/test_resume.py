@@ -3,11 +3,18 @@
 import contextlib
 import json
 import os
+import re
+import selectors
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
+
+from edgebench.planning.config import RunConfig
+from edgebench.results.store import ResultsStore
 
 
 def test_interrupt_then_resume_completes_the_run(eb_env, conv_model, tmp_path):
@@ -45,7 +52,7 @@ def test_interrupt_then_resume_completes_the_run(eb_env, conv_model, tmp_path):
             proc.send_signal(signal.SIGINT)
             break
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 2, ("".join(seen) + err)[-1500:]
+    assert proc.returncode == 130, ("".join(seen) + err)[-1500:]
     assert "Traceback" not in err
     stopped = err.strip().splitlines()[-1]
     assert stopped.startswith("edgebench: error: stopped: ")
@@ -170,7 +177,7 @@ def test_second_interrupt_kills_the_cells_running_on_every_device(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     log = "".join(seen) + err
-    assert proc.returncode == 2, log
+    assert proc.returncode == 130, log
     assert elapsed < 60  # not the 300 s the cells would have measured
     assert "Traceback" not in log
     assert err.strip().splitlines()[-1].startswith("edgebench: error: aborted: 0 finished cells")
@@ -178,3 +185,173 @@ def test_second_interrupt_kills_the_cells_running_on_every_device(
     records = run_dir / "records.jsonl"
     assert not records.exists() or records.read_text() == ""  # nothing half-measured is kept
     assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+
+
+def edgebench(args: list[str], eb_env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "edgebench", "run", *args],
+        env=eb_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def local_runners(edgebench_pid: int) -> set[int]:
+    found = runner_processes(edgebench_pid, Path("/-")).get("local")
+    return {found} if found else set()
+
+
+def read_until_measuring(proc: subprocess.Popen, limit_s: float = 120.0) -> str:
+    """stderr up to the line that announces the cells (device probes, which also start the
+    runner, are over by then). Bounded; read from the descriptor, not through a buffer that
+    could hold lines select() no longer reports."""
+    assert proc.stderr is not None
+    deadline = time.monotonic() + limit_s
+    fd, text = proc.stderr.fileno(), b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while (left := deadline - time.monotonic()) > 0 and selector.select(left):
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            text += chunk
+            if re.search(rb"^run \S+: \d+ cells -> ", text, re.MULTILINE):
+                return text.decode()
+    raise AssertionError(f"the run never started measuring: {text.decode()[-2000:]}")
+
+
+def loaded(pid: int, library: str) -> bool:
+    """Whether process ``pid`` has mapped a file whose path names ``library``."""
+    try:
+        return library in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_kills_the_runner_and_marks_the_run(eb_env, conv_model, sig):
+    """Like a second Ctrl-C: the runner is killed by its PID, the run is marked interrupted,
+    and the exit code is the shell's for that signal. No runner is left measuring."""
+    long_cell = ["--warmup", "1", "--iterations", "100000000", "--max-time", "300"]
+    proc = edgebench(
+        ["--models", str(conv_model), "--frameworks", "onnxruntime", *long_cell], eb_env
+    )
+    runner = None
+    try:
+        before = read_until_measuring(proc)
+        (runner,) = wait_for(lambda: local_runners(proc.pid), "the runner to start")
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        err = before + err
+        wait_for(lambda: not Path(f"/proc/{runner}").exists(), "the runner to end", 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        if runner is not None and Path(f"/proc/{runner}").exists():
+            os.kill(runner, signal.SIGKILL)  # only if edgebench left it measuring
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err
+    name = signal.Signals(sig).name
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(f"edgebench: error: terminated by {name}: 0 finished cells")
+    ), err
+    (run_dir,) = Path(eb_env["EDGEBENCH_RESULTS"]).iterdir()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+
+
+def test_ctrl_c_between_rounds_keeps_the_rounds_that_finished(eb_env, conv_model):
+    """Two frameworks share the device, so each cell is measured in 3 interleaved rounds.
+    Ctrl-C once the first cell's first round is done: both cells keep what they measured."""
+    args = ["--models", str(conv_model), "--frameworks", "onnxruntime,openvino", "--warmup", "1"]
+    proc = edgebench(
+        [*args, "--iterations", "300", "--min-time", "1.5", "--format", "jsonl"], eb_env
+    )
+    try:
+        before = read_until_measuring(proc)
+        # The cells take turns, a round each: once the second cell's runner has loaded
+        # OpenVINO, the first cell has a finished round (and the second one starts its own).
+        wait_for(
+            lambda: any(loaded(pid, "openvino") for pid in local_runners(proc.pid)),
+            "the second cell's first round",
+        )
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        err = before + err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("edgebench: error: stopped: 2 finished cells (2 pooled"), err
+    records = [json.loads(line) for line in out.splitlines()]
+    assert sorted(r["framework"] for r in records) == ["onnxruntime", "openvino"]
+    for record in records:
+        assert record["status"] == "ok"
+        assert 1 <= record["rounds"] < 3 and len(record["round_p50_ms"] or [0]) == record["rounds"]
+        assert record["n_samples"] == len(record["samples_ns"]) > 0
+        assert any(
+            w.startswith(f"stopped after {record['rounds']} of 3 rounds")
+            for w in record["warnings"]
+        )
+    (run_dir,) = Path(eb_env["EDGEBENCH_RESULTS"]).iterdir()
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert len((run_dir / "records.jsonl").read_text().splitlines()) == 2
+
+
+def test_resume_with_other_settings_is_refused(run_cli, eb_env, conv_model):
+    """A run measured with --max-time 30 is not resumed with --max-time 3, nor given another
+    framework; how the results are shown (--format) may differ."""
+    config = RunConfig()
+    config.sweep.models = [str(conv_model)]
+    config.sweep.frameworks = ["onnxruntime"]
+    config.timing.max_time = 30.0
+    store = ResultsStore(Path(eb_env["EDGEBENCH_RESULTS"]))
+    run = store.create_run({"status": "interrupted", "config": config.as_dict()})
+    base = ["run", "--models", str(conv_model), "--resume", run.run_id, "--format", "jsonl"]
+    shorter = run_cli([*base, "--frameworks", "onnxruntime", "--max-time", "3"])
+    assert shorter.returncode == 2, shorter.stderr
+    (line,) = shorter.stderr.strip().splitlines()
+    assert line.startswith(f"edgebench: error: --resume {run.run_id}: settings differ"), line
+    assert "--max-time 30 (run) vs 3 (now)" in line
+    assert "--models" not in line and "--format" not in line
+    wider = run_cli([*base, "--frameworks", "onnxruntime,openvino", "--max-time", "30"])
+    assert wider.returncode == 2, wider.stderr
+    (line,) = wider.stderr.strip().splitlines()
+    assert "--frameworks onnxruntime (run) vs onnxruntime,openvino (now)" in line
+    assert "--max-time" not in line
+    assert run.records_path.read_text() == ""  # nothing was measured
+    assert run.metadata()["status"] == "interrupted"
+
+
+def test_resume_after_a_crash_mid_write_keeps_every_cell(run_cli, eb_env, conv_model, tmp_path):
+    """A crash tore the last line of records.jsonl; --resume measures the cell again and its
+    record gets a line of its own, so `show` has both cells."""
+    from conftest import save_conv_model
+
+    second = save_conv_model(tmp_path / "second.onnx", [1, 3, 16, 16])
+    args = ["run", "--models", f"{conv_model},{second}", "--frameworks", "onnxruntime"]
+    args += ["--warmup", "1", "--iterations", "5", "--min-time", "0"]
+    first = run_cli(args)
+    assert first.returncode == 0, first.stderr
+    (run_dir,) = Path(eb_env["EDGEBENCH_RESULTS"]).iterdir()
+    done, lost = (run_dir / "records.jsonl").read_text().splitlines()
+    # What a crash in the middle of storing the second cell leaves: half a line, no newline.
+    (run_dir / "records.jsonl").write_text(done + "\n" + lost[: len(lost) // 2])
+    meta = json.loads((run_dir / "run.json").read_text())
+    (run_dir / "run.json").write_text(json.dumps(meta | {"status": "running"}))
+    resumed = run_cli([*args, "--resume", run_dir.name])
+    assert resumed.returncode == 0, resumed.stderr
+    assert "1 of 2 cells already done" in resumed.stderr
+    shown = run_cli(["show", run_dir.name, "--format", "jsonl"])
+    assert sorted(json.loads(line)["model"] for line in shown.stdout.splitlines()) == [
+        "conv",
+        "second",
+    ]
+    stored = (run_dir / "records.jsonl").read_text().splitlines()
+    assert len(stored) == 2 and stored[0] == done

@@ -117,3 +117,25 @@ def test_explicit_rounds_one_turns_interleaving_off(run_cli, conv_model):
     ort, ov = records["onnxruntime"], records["openvino"]
     assert ort["rounds"] in (None, 1) and ov["rounds"] in (None, 1)
     assert ort["ended_at"] <= ov["started_at"]  # one after the other, not interleaved
+
+
+def high_cv(pct: int) -> str:
+    return f"high variance (CV {pct}%): pin cores, close other load, or raise --min-time"
+
+
+def test_merge_keeps_one_warning_per_kind_with_the_worst_figure():
+    steady = [1_000_000] * 50  # the pooled samples add no warning of their own
+    parts = [
+        make(samples=steady, wall=0.05, warnings=[high_cv(12), "no output check: no reference"]),
+        make(samples=steady, wall=0.05, warnings=[high_cv(15)]),
+        make(samples=steady, wall=0.05, warnings=[high_cv(9), "no output check: no reference"]),
+    ]
+    merged = merge_rounds(parts)
+    assert merged.warnings == [high_cv(15), "no output check: no reference"]
+
+
+def test_merge_counts_the_pooled_variance_too():
+    noisy = [1_000_000, 3_000_000] * 25  # CV about 50% once pooled
+    parts = [make(samples=noisy, wall=0.1, warnings=[high_cv(20)]) for _ in range(3)]
+    (variance,) = [w for w in merge_rounds(parts).warnings if w.startswith("high variance")]
+    assert variance != high_cv(20)  # the pooled figure is the worst here
