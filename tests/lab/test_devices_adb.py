@@ -4,6 +4,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 from fakes.labs import write_phone_and_board_lab, write_phone_lab
 
 from edgebench.lab.remote import RemoteDevice
@@ -107,6 +108,8 @@ def test_phone_without_python_runs_the_native_tool(
     native_bin = tmp_path / "native-bin"
     native_bin.mkdir()
     shutil.copy(tool, native_bin / "benchmark_app")
+    input_file = tmp_path / "input.npy"
+    np.save(input_file, np.ones([1, 3, 32, 32], dtype=np.float32))
     lab = write_phone_lab(
         tmp_path / "lab.toml",
         emulated_phone,
@@ -129,12 +132,15 @@ def test_phone_without_python_runs_the_native_tool(
             "20",
             "--cores",
             "0",
+            "--input",
+            str(input_file),
         ]
     )
     assert result.returncode == 0, result.stderr
     records = {r["framework"]: r for r in map(json.loads, result.stdout.splitlines())}
     ov = records["openvino"]
     assert ov["status"] == "ok", ov["error"]
+    assert any("--input is not used here" in w for w in ov["warnings"])
     assert ov["native"]["tool"] == "benchmark_app"
     assert ov["n_samples"] == 20
     assert 0 < ov["latency_ms"]["min"] <= ov["latency_ms"]["p50"] <= ov["native"]["max_ms"]

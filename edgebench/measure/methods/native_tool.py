@@ -50,9 +50,14 @@ class NativeTool:
         assert isinstance(device, RemoteDevice), "native tools run on ADB or SSH devices"
         model_path = device.stage_model(model_files(cell))
         try:
-            return _run(cell, device, model_path, visit.run_id)
+            record = _run(cell, device, model_path, visit.run_id)
         except NativeRunError as exc:
             return failed_record(visit.run_id, cell, ErrorKind.NATIVE_TOOL, str(exc))
+        if visit.checks.input is not None:
+            record.warnings.append(
+                "--input is not used here: a native benchmark tool times its own inputs"
+            )
+        return record
 
 
 def _adapter(cell: Cell, device: RemoteDevice) -> Any:
