@@ -8,6 +8,7 @@ Mann-Whitney U test and the seeded bootstrap CI of a ratio of statistics, used b
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -172,3 +173,12 @@ def bootstrap_ratio_ci(
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
     return point, float(lo), float(hi)
+
+
+_FIGURE = re.compile(r"\d+(?:\.\d+)?")
+
+
+def warning_figures(warning: str) -> tuple[str, tuple[float, ...]]:
+    """A warning's kind (its text with every figure replaced by #) and its figures: warnings
+    of one kind ("high variance (CV 12%)", "(CV 15%)") differ only in the figures."""
+    return _FIGURE.sub("#", warning), tuple(float(n) for n in _FIGURE.findall(warning))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench import runners
+from edgebench.converters.artifact_cache import file_sha256
 from edgebench.lab.device import Device, DeviceFacts, RunnerOutcome, outcome_of, taskset_mask
 from edgebench.lab.transports.base import CommandResult, Transport, TransportError, quote_argv
 
@@ -44,11 +45,7 @@ def local_sha256(path: Path) -> str:
 @functools.lru_cache(maxsize=256)
 def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
     """Keyed by mtime and size too, so a changed file is hashed again."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return file_sha256(Path(path))
 
 
 def runner_files() -> list[Path]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import statistics
 import threading
 import time
@@ -12,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Protocol
 
-from edgebench.analysis.statistics import latency_stats, stats_warnings
+from edgebench.analysis.statistics import latency_stats, stats_warnings, warning_figures
 from edgebench.lab.transports.base import TransportError, link_error_reason
 from edgebench.measure.methods import Method, Visit, method_for
 from edgebench.measure.output_check import CheckSettings
@@ -166,17 +165,13 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     return merged
 
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-
-
 def worst_per_kind(warnings: Sequence[str]) -> list[str]:
     """One warning per kind, in order of first appearance. Warnings of one kind differ only in
     their figures ("high variance (CV 12%)" in one round, "(CV 15%)" in the next): the one with
     the largest figure (the highest CV) stands for them all."""
     kept: dict[str, tuple[tuple[float, ...], str]] = {}
     for warning in warnings:
-        kind = _NUMBER.sub("#", warning)
-        figures = tuple(float(n) for n in _NUMBER.findall(warning))
+        kind, figures = warning_figures(warning)
         if kind not in kept or figures > kept[kind][0]:
             kept[kind] = (figures, warning)
     return [warning for _, warning in kept.values()]

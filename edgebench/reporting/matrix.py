@@ -8,12 +8,11 @@ decided by analysis.ranking.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.ranking import Ranking, rank, tie_rule
-from edgebench.analysis.statistics import HIGH_CV
+from edgebench.analysis.statistics import HIGH_CV, warning_figures
 from edgebench.frameworks import display_order
 from edgebench.reporting.tables import fmt_number, format_table
 from edgebench.results.records import Record
@@ -113,7 +112,6 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
 
 # Warnings are grouped by kind: the text with its numbers masked. For these kinds the number
 # says how bad it is; the worst one is kept.
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _WORST_NUMBER = {"high variance": max, "only ": min}
 
 
@@ -127,7 +125,7 @@ def group_warnings(warnings: Sequence[str]) -> list[str]:
     """
     groups: dict[str, list[str]] = {}
     for warning in warnings:
-        groups.setdefault(_NUMBER.sub("#", warning), []).append(warning)
+        groups.setdefault(warning_figures(warning)[0], []).append(warning)
     out = []
     for items in groups.values():
         distinct = list(dict.fromkeys(items))
@@ -144,8 +142,7 @@ def group_warnings(warnings: Sequence[str]) -> list[str]:
 
 
 def _first_number(text: str) -> float:
-    found = _NUMBER.search(text)
-    return float(found.group()) if found else 0.0
+    return next(iter(warning_figures(text)[1]), 0.0)
 
 
 def noisy_cells(records: Sequence[Record]) -> tuple[int, int]:
