@@ -226,8 +226,14 @@ def _fuel_gauge(trace: dict[str, Any], rows: list[tuple[int, dict[str, str]]]) -
 
 
 def _baseline(trace: dict[str, Any], start: int) -> dict[str, Any] | None:
-    """Mean power before the tool started (the loop's first seconds)."""
+    """Mean power before the tool started (the loop's first seconds).
+
+    A sample is stamped before its files are read, and the sync marker goes up just before the
+    window_start mark, so the last period before the mark may already read window power: it is
+    left out.
+    """
     ts = trace["t_perf_ns"]
+    start -= int(float(trace.get("period_s") or 0.0) * 1e9)
     power = trace.get("power_w")
     if power:
         before = [p for t, p in zip(ts, power, strict=True) if t < start and p is not None]
