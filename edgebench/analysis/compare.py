@@ -4,6 +4,9 @@ A cell is flagged only when the difference is both statistically significant on 
 per-iteration samples and large enough to matter (``min_effect``), and the bootstrap confidence
 interval of the ratio excludes 1. Noise alone almost never trips all three.
 
+A cell measured on an emulated CPU (``Record.emulated``) on either side is not comparable: its
+latency says nothing about any chip, so it is never a regression or an improvement.
+
 Verdicts only: the tests live in analysis.statistics, the metrics in analysis.metrics, and the
 text table and JUnit XML of the verdicts in reporting.text and reporting.junit.
 """
@@ -21,6 +24,8 @@ from edgebench.results.records import Record
 from edgebench.statuses import Status
 
 VERDICTS = ("regressed", "improved", "unchanged", "new", "missing", "not_comparable")
+#: How a not-comparable reason starts when a side ran on an emulated CPU.
+EMULATED_CPU = "emulated CPU"
 
 
 @dataclass
@@ -77,6 +82,10 @@ def _compare_cell(
     )
     if b.status != Status.OK or n.status != Status.OK:
         verdict.reason = f"status base={b.status} new={n.status}; only ok cells are compared"
+        return verdict
+    if b.emulated or n.emulated:
+        sides = " and ".join(side for side, r in (("base", b), ("new", n)) if r.emulated)
+        verdict.reason = f"{EMULATED_CPU} ({sides}): latency is for correctness only"
         return verdict
 
     if not metric.sampled:

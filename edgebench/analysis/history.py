@@ -34,6 +34,8 @@ class HistoryPoint:
     value: float | None
     status: str
     cell_id: str | None = None
+    #: The value was measured on an emulated CPU: for correctness only, not a trend point.
+    emulated: bool = False
 
 
 def _plan_name(plan: Any) -> str | None:
@@ -86,7 +88,8 @@ def history(
     """The metric for device/model/framework in every run that has such a cell, oldest first.
 
     When a run swept several cells (threads, cores, ...) the best ok one is used; a run with
-    cells but none ok gives a point with ``value=None`` and the first cell's status.
+    cells but none ok gives a point with ``value=None`` and the first cell's status. A value
+    measured on an emulated CPU is kept but flagged (``emulated``): it is no trend point.
     """
     tracked = get_metric(metric)
     points = []
@@ -102,7 +105,9 @@ def history(
         ok = tracked.ok_values(cells)
         if ok:
             value, best = tracked.best(ok)
-            points.append(HistoryPoint(run.run_id, created, value, Status.OK, best.cell_id))
+            points.append(
+                HistoryPoint(run.run_id, created, value, Status.OK, best.cell_id, best.emulated)
+            )
         else:
             points.append(
                 HistoryPoint(run.run_id, created, None, cells[0].status, cells[0].cell_id)

@@ -21,6 +21,10 @@ hundredth of a millisecond.
 * metrics without raw samples (throughput, peak RSS, energy, or a native tool's latency):
   there is one number per cell and nothing to test, so the other cell is clearly worse only
   when it trails by at least ``MIN_LEAD``; closer values tie.
+
+A cell measured on an emulated CPU (``Record.emulated``: qemu user mode on another
+architecture) is never ranked: its figures say nothing about any chip, so it is left out like
+a cell that did not run ok, and the other cells on the device are ranked among themselves.
 """
 
 from __future__ import annotations
@@ -48,6 +52,9 @@ CI_LEVEL = 0.95
 
 SAMPLES = "samples"
 MARGIN = "margin"
+
+#: What an emulated cell's figures are good for, said wherever one is shown.
+EMULATED_RULE = "latencies are for correctness only, never ranked"
 
 K = TypeVar("K", bound=Hashable)
 
@@ -180,6 +187,27 @@ def separate(
     return Separation(behind, separated, SAMPLES, p, apart, min_lead, alpha)
 
 
+def rankable(record: Record) -> bool:
+    """Whether a cell may lead or trail a comparison: ok, and not measured on an emulated CPU."""
+    return record.status == Status.OK and not record.emulated
+
+
+def emulated_devices(records: Iterable[Record]) -> dict[str, str]:
+    """Devices with a cell measured on an emulated CPU -> how that was known (the first
+    ``Record.emulation`` given, whitespace collapsed; "" when none says), in order of appearance."""
+    out: dict[str, str] = {}
+    for r in records:
+        if r.emulated and not out.get(r.device):
+            out[r.device] = " ".join((r.emulation or "").split())[:200]
+    return out
+
+
+def emulation_note(device: str, how: str = "") -> str:
+    """``pi runs on an emulated CPU (qemu-aarch64): latencies are for correctness only, ...``"""
+    evidence = f" ({how})" if how else ""
+    return f"{device} runs on an emulated CPU{evidence}: {EMULATED_RULE}"
+
+
 def rank(
     candidates: Mapping[K, Record],
     metric: Metric,
@@ -187,14 +215,14 @@ def rank(
     alpha: float = ALPHA,
     min_lead: float = MIN_LEAD,
 ) -> Ranking[K]:
-    """Rank the ok candidates that have a finite value; the others are left out.
+    """Rank the ok candidates (``rankable``) that have a finite value; the others are left out.
 
     Equal values keep the candidates' order, so the front runner of a dead heat is the first
     one given (it is tied with the other anyway).
     """
     values: dict[K, float] = {}
     for key, record in candidates.items():
-        value = metric.value(record) if record.status == Status.OK else None
+        value = metric.value(record) if rankable(record) else None
         if value is not None and math.isfinite(value):
             values[key] = value
     sign = 1.0 if metric.lower_is_better else -1.0
@@ -236,7 +264,8 @@ def tie_rule(metric: Metric, rankings: Iterable[Ranking] = ()) -> str:
 RULE_SUMMARY = (
     f"a cell is best only when every other cell on the device is at least {MIN_LEAD:.0%} "
     "behind it and, for latency, significantly so on the raw samples (Mann-Whitney "
-    f"p < {ALPHA:g}, 95% CIs apart); otherwise the cells not clearly behind the fastest tie"
+    f"p < {ALPHA:g}, 95% CIs apart); otherwise the cells not clearly behind the fastest tie; "
+    "cells measured on an emulated CPU are never ranked"
 )
 
 

@@ -5,6 +5,11 @@ skipped on a device has no result there and ranks after every framework that cov
 The choice is by: meets the latency budget on every device, then the worst case across devices
 (max latency / min throughput), then the mean per-device rank.
 
+Cells measured on an emulated CPU (``Record.emulated``) never count: their latency is for
+correctness only. A listed device whose cells are all emulated is refused, with the reason,
+and the frameworks are ranked on the other devices; when every listed device is emulated there
+is no recommendation.
+
 Differences within noise do not decide anything (analysis.ranking, the rule the matrix marks
 its best cells by): frameworks that tie on a device share its rank, and worst cases that tie
 are decided by the mean rank. Frameworks still equal after that are reported as a tie, with
@@ -17,8 +22,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from edgebench.analysis.metrics import RECOMMEND_METRICS, get_metric, metric_value
-from edgebench.analysis.ranking import Ranking, rank, separation_hint, tie_rule, tiers
+from edgebench.analysis.ranking import (
+    EMULATED_RULE,
+    Ranking,
+    emulated_devices,
+    rank,
+    separation_hint,
+    tie_rule,
+    tiers,
+)
 from edgebench.results.records import Record
+from edgebench.statuses import Status
 
 
 @dataclass
@@ -48,6 +62,8 @@ class FrameworkScore:
     worst: float | None = None
     worst_device: str | None = None
     mean_rank: float | None = None
+    #: Refused (emulated) device -> how the framework fared there: "ok", or its statuses.
+    emulated: dict[str, str] = field(default_factory=dict)
     devices_meeting_budget: list[str] = field(default_factory=list)
     meets_budget_all: bool | None = None
     reason: str = ""
@@ -64,6 +80,9 @@ class Recommendation:
     budget_ms: float | None = None
     #: The frameworks that tie for first (``best`` is then None); empty otherwise.
     tied: list[str] = field(default_factory=list)
+    #: Listed devices left out because all their cells ran on an emulated CPU -> how that was
+    #: known ("" when the records do not say). ``devices`` holds the others.
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 def cell_suffix(cell_id: str) -> str:
@@ -72,15 +91,37 @@ def cell_suffix(cell_id: str) -> str:
     return "/".join(parts[3:]) if len(parts) > 3 else cell_id
 
 
-def _missing_reason(records: list[Record]) -> str:
-    if not records:
-        return "no cell"
+def _status_counts(records: list[Record]) -> str:
     statuses: dict[str, int] = {}
     for r in records:
         statuses[r.status] = statuses.get(r.status, 0) + 1
-    if statuses.get("ok"):
+    return ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
+
+
+def _missing_reason(records: list[Record]) -> str:
+    if not records:
+        return "no cell"
+    if any(r.status == Status.OK and not r.emulated for r in records):
         return "ok cells have no value for the metric"
-    return "no ok cell (" + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) + ")"
+    if any(r.status == Status.OK for r in records):
+        return f"its only ok cells ran on an emulated CPU ({EMULATED_RULE})"
+    return f"no ok cell ({_status_counts(records)})"
+
+
+def _refused_devices(relevant: list[Record], wanted: list[str]) -> dict[str, str]:
+    """Listed devices that have cells, all of them on an emulated CPU -> how that was known."""
+    how = emulated_devices(relevant)
+    return {
+        d: how[d] for d in wanted if d in how and all(r.emulated for r in relevant if r.device == d)
+    }
+
+
+def _refusal(device: str, how: str) -> str:
+    evidence = f" ({how})" if how else ""
+    return (
+        f"refusing {device}: its CPU is emulated{evidence}, so its latencies are for "
+        "correctness only and rank nothing"
+    )
 
 
 def recommend(
@@ -98,10 +139,21 @@ def recommend(
     ranked_by = get_metric(metric)
     lower = ranked_by.lower_is_better
     budget_metric = metric if ranked_by.sampled else "p50"
-    wanted = list(dict.fromkeys(devices))
-    relevant = [r for r in records if r.model == model and r.device in wanted]
+    listed = list(dict.fromkeys(devices))
+    relevant = [r for r in records if r.model == model and r.device in listed]
+    refused = _refused_devices(relevant, listed)
+    wanted = [d for d in listed if d not in refused]
+    on_emulated = [r for r in relevant if r.device in refused]
+    relevant = [r for r in relevant if r.device not in refused]
     frameworks = sorted({r.framework for r in relevant})
     unit = ranked_by.bare_unit
+    refusals = [_refusal(d, how) for d, how in refused.items()]
+    if refused and not wanted:
+        refusals.append(
+            f"every listed device runs on an emulated CPU: nothing to rank {model} on, "
+            "no recommendation (measure on the real boards)"
+        )
+        return Recommendation(None, [], refusals, metric, [], model, budget_ms, refused=refused)
 
     scores: dict[str, FrameworkScore] = {}
     chosen: dict[tuple[str, str], Record] = {}
@@ -109,7 +161,7 @@ def recommend(
         score = FrameworkScore(framework=fw)
         for dev in wanted:
             cells = [r for r in relevant if r.framework == fw and r.device == dev]
-            ok = ranked_by.ok_values(cells)
+            ok = ranked_by.ok_values(r for r in cells if not r.emulated)
             if not ok:
                 score.missing[dev] = _missing_reason(cells)
                 continue
@@ -120,6 +172,10 @@ def recommend(
             score.per_device[dev] = DeviceResult(
                 dev, best.cell_id, value, lat, meets, candidates=len(ok)
             )
+        for dev in refused:
+            there = [r for r in on_emulated if r.framework == fw and r.device == dev]
+            ok_there = any(r.status == Status.OK for r in there)
+            score.emulated[dev] = "ok" if ok_there else _status_counts(there) or "no cell"
         scores[fw] = score
 
     # Per-device ranks (1 = best): frameworks in one tier (a leading group) share a rank.
@@ -170,7 +226,7 @@ def recommend(
         s.position = 1 if s.framework in tied else i
         s.reason = _score_reason(s, budget_ms, budget_metric, unit, metric, worst_cases)
 
-    reasoning: list[str] = []
+    reasoning: list[str] = list(refusals)
     what = f"{model} on {', '.join(wanted)} by worst-case {metric}"
     if budget_ms is not None:
         what += f" with a {budget_metric} budget of {budget_ms:g} ms"
@@ -220,12 +276,21 @@ def recommend(
     for s in table:
         if s.framework != best:
             reasoning.append(f"{s.framework}: {s.reason}")
+    not_ok = [f"{s.framework} on {d} ({why})" for s in table for d, why in s.emulated.items()]
+    not_ok = [line for line in not_ok if not line.endswith("(ok)")]
+    if not_ok:
+        reasoning.append(
+            "not ok on an emulated device (its statuses count, its latency does not): "
+            + ", ".join(not_ok)
+        )
     swept = [
         f"{s.framework}@{d}" for s in table for d, r in s.per_device.items() if r.candidates > 1
     ]
     if swept:
         reasoning.append("several ok cells (sweep) for " + ", ".join(swept) + ": the best is used")
-    return Recommendation(best, table, reasoning, metric, wanted, model, budget_ms, tied)
+    return Recommendation(
+        best, table, reasoning, metric, wanted, model, budget_ms, tied, refused=refused
+    )
 
 
 def _tie_lines(

@@ -1,7 +1,9 @@
 """SVG charts drawn in Python: nothing is fetched, so a page or file shows them offline.
 
 One line chart serves every plot: the HTML report's latency CDF and telemetry traces, and the
-history trend of one cell across runs (written as a standalone .svg file).
+history trend of one cell across runs (written as a standalone .svg file). A chart of figures
+measured on an emulated CPU is drawn on a hatched plot area (an SVG pattern fill) labelled
+"emulated CPU"; a history point from an emulated run is a hollow marker.
 All text is escaped: model, device and run names are untrusted.
 """
 
@@ -18,6 +20,8 @@ from edgebench.reporting.tables import fmt_number
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _FAILED = "#d62728"
+#: The hatch of emulated figures, as in the HTML report's emulated cells.
+_EMULATED_STRIPE, _EMULATED_INK = "#c9d8ef", "#1d3f6e"
 
 
 def esc(value: Any) -> str:
@@ -32,6 +36,8 @@ class Series:
     ys: list[float | None]
     #: Tooltips of the point markers (``markers=True``), one per point.
     tips: list[str] | None = None
+    #: Points drawn as hollow markers (``markers=True``): figures from an emulated CPU.
+    hollow: list[bool] | None = None
 
 
 def _segments(s: Series, sx: Any, sy: Any, step: bool) -> list[list[str]]:
@@ -68,11 +74,13 @@ def line_chart(
     markers: bool = False,
     crosses: Sequence[tuple[float, str]] = (),
     standalone: bool = False,
+    hatch: str = "",
 ) -> str:
     """A line chart; None in ys breaks the line. ``shade`` marks an x range, ``vlines`` label
     x positions. ``x_labels`` replaces the numeric x ticks by slanted labels, ``markers`` puts
     a dot with a tooltip on every point, ``crosses`` are red marks on the x axis (with a
-    tooltip) and ``standalone`` makes the SVG a file of its own (XML namespace). The axes span
+    tooltip) and ``standalone`` makes the SVG a file of its own (XML namespace). ``hatch``, an
+    id unique in the page, hatches the plot area and labels it "emulated CPU". The axes span
     the data, widened to ``x_range`` and ``y_range`` where given."""
     points = [(x, y) for s in series for x, y in zip(s.xs, s.ys, strict=False) if y is not None]
     xs = [p[0] for p in points] + [x for x, _ in crosses] + [x for x, _ in x_labels]
@@ -116,6 +124,14 @@ def line_chart(
         out.append(
             f'<rect x="{a:.1f}" y="{top}" width="{max(b - a, 1):.1f}" height="{ph}" '
             'fill="#fff3c4"><title>timed window</title></rect>'
+        )
+    if hatch:
+        out.append(
+            f'<defs><pattern id="{esc(hatch)}" width="8" height="8" '
+            'patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+            f'<rect width="4" height="8" fill="{_EMULATED_STRIPE}"/></pattern></defs>'
+            f'<rect class="emu-hatch" x="{left}" y="{top}" width="{pw}" height="{ph}" '
+            f'fill="url(#{esc(hatch)})"><title>emulated CPU: for correctness only</title></rect>'
         )
     for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
         yv = y0 + frac * (y1 - y0)
@@ -162,10 +178,12 @@ def line_chart(
                 )
         if markers:
             tips = s.tips or [s.label] * len(s.xs)
-            for x, y, tip in zip(s.xs, s.ys, tips, strict=False):
+            hollow = s.hollow or [False] * len(s.xs)
+            for x, y, tip, empty in zip(s.xs, s.ys, tips, hollow, strict=False):
                 if y is not None:
+                    fill = f'fill="#fff" stroke="{colour}"' if empty else f'fill="{colour}"'
                     out.append(
-                        f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{colour}">'
+                        f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" {fill}>'
                         f"<title>{esc(tip)}</title></circle>"
                     )
         if len(series) > 1:
@@ -174,6 +192,11 @@ def line_chart(
                 f'<rect x="{left + pw - 110}" y="{ly - 8}" width="8" height="8" fill="{colour}"/>'
                 f'<text x="{left + pw - 98}" y="{ly}">{esc(s.label[:16])}</text>'
             )
+    if hatch:
+        out.append(
+            f'<text x="{left + pw - 4}" y="{top + ph - 6}" text-anchor="end" '
+            f'style="fill:{_EMULATED_INK};font-weight:600">emulated CPU</text>'
+        )
     for xv, tip in crosses:
         xx, yy = sx(xv), top + ph
         out.append(
@@ -184,8 +207,11 @@ def line_chart(
     return "".join(out)
 
 
-def latency_cdf_svg(samples_ns: Sequence[int], latency_ms: Mapping[str, float] | None) -> str:
-    """Empirical CDF of the per-iteration latencies (ms)."""
+def latency_cdf_svg(
+    samples_ns: Sequence[int], latency_ms: Mapping[str, float] | None, *, hatch: str = ""
+) -> str:
+    """Empirical CDF of the per-iteration latencies (ms); ``hatch`` (an id unique in the page)
+    for samples from an emulated CPU."""
     if not samples_ns:
         return ""
     values = sorted(v / 1e6 for v in samples_ns)
@@ -201,18 +227,20 @@ def latency_cdf_svg(samples_ns: Sequence[int], latency_ms: Mapping[str, float] |
         (latency_ms[k], k) for k in ("p50", "p99") if latency_ms and latency_ms.get(k) is not None
     ]
     return line_chart(
-        f"latency CDF ({n} samples)",
+        f"latency CDF ({n} samples{', emulated CPU' if hatch else ''})",
         [Series("CDF", xs, ys)],
         "latency (ms)",
         "fraction",
         step=True,
         vlines=marks,
         y_range=(0.0, 1.0),
+        hatch=hatch,
     )
 
 
-def telemetry_svgs(telemetry: Mapping[str, Any] | None) -> list[str]:
-    """Temperature, CPU frequency and power traces, x in seconds from the first sample."""
+def telemetry_svgs(telemetry: Mapping[str, Any] | None, *, hatch: str = "") -> list[str]:
+    """Temperature, CPU frequency and power traces, x in seconds from the first sample;
+    ``hatch`` (an id prefix unique in the page) for a cell measured on an emulated CPU."""
     if not telemetry:
         return []
     ts = telemetry.get("t_perf_ns") or []
@@ -224,6 +252,9 @@ def telemetry_svgs(telemetry: Mapping[str, Any] | None) -> list[str]:
     shade = None
     if marks.get("window_start") is not None and marks.get("window_end") is not None:
         shade = ((marks["window_start"] - t0) / 1e9, (marks["window_end"] - t0) / 1e9)
+
+    def hatched(chart: str) -> str:
+        return f"{hatch}-{chart}" if hatch else ""
 
     def series(data: Any, scale: float = 1.0) -> list[Series]:
         out = []
@@ -238,22 +269,34 @@ def telemetry_svgs(telemetry: Mapping[str, Any] | None) -> list[str]:
     charts = []
     temps = series(telemetry.get("temp_c"))
     if temps:
-        charts.append(line_chart("temperature", temps, "time (s)", "°C", shade=shade))
+        charts.append(
+            line_chart("temperature", temps, "time (s)", "°C", shade=shade, hatch=hatched("t"))
+        )
     freqs = series(telemetry.get("freq_khz"), 1e-3)
     if freqs:
-        charts.append(line_chart("CPU frequency", freqs, "time (s)", "MHz", shade=shade))
+        charts.append(
+            line_chart("CPU frequency", freqs, "time (s)", "MHz", shade=shade, hatch=hatched("f"))
+        )
     power = telemetry.get("power_w")
     if isinstance(power, list) and any(p is not None for p in power):
         ys = [None if p is None else float(p) for p in power[: len(xs)]]
         charts.append(
-            line_chart("power", [Series("power", xs[: len(ys)], ys)], "time (s)", "W", shade=shade)
+            line_chart(
+                "power",
+                [Series("power", xs[: len(ys)], ys)],
+                "time (s)",
+                "W",
+                shade=shade,
+                hatch=hatched("p"),
+            )
         )
     return [c for c in charts if c]
 
 
 def history_svg(points: Sequence[HistoryPoint], *, title: str = "", unit: str = "") -> str:
-    """One cell's metric across runs: a dot per ok run joined by a line, a red cross on the
-    x axis for a run without an ok value; each run labelled by its date (or id)."""
+    """One cell's metric across runs: a dot per ok run joined by a line (hollow for a run
+    measured on an emulated CPU), a red cross on the x axis for a run without an ok value;
+    each run labelled by its date (or id)."""
     ok = [(i, p) for i, p in enumerate(points) if p.value is not None]
     values = [p.value for _, p in ok]
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
@@ -262,7 +305,12 @@ def history_svg(points: Sequence[HistoryPoint], *, title: str = "", unit: str = 
         "history",
         [float(i) for i, _ in ok],
         values,
-        tips=[f"{p.run_id}: {p.value:.4g}" for _, p in ok],
+        tips=[
+            f"{p.run_id}: {p.value:.4g}"
+            + (" (emulated CPU: correctness only)" if p.emulated else "")
+            for _, p in ok
+        ],
+        hollow=[p.emulated for _, p in ok],
     )
     return line_chart(
         title or "history",

@@ -13,7 +13,14 @@ from typing import Any
 
 from edgebench import __version__
 from edgebench.analysis.metrics import METRICS, Metric
-from edgebench.analysis.ranking import RULE_SUMMARY, rank
+from edgebench.analysis.ranking import (
+    EMULATED_RULE,
+    RULE_SUMMARY,
+    emulated_devices,
+    emulation_note,
+    rank,
+    rankable,
+)
 from edgebench.reporting.charts import esc, latency_cdf_svg, telemetry_svgs
 from edgebench.reporting.matrix import (
     REPORT_MARKS,
@@ -48,6 +55,9 @@ background:repeating-linear-gradient(45deg,#ddd 0 6px,#f4f4f4 6px 12px)}
 td.st-failed,td.st-mismatch{color:#a00;
 background:repeating-linear-gradient(45deg,#f3c6c6 0 6px,#fbeaea 6px 12px)}
 td.empty{background:#fafafa}
+td.emu{color:#1d3f6e;background:repeating-linear-gradient(135deg,#c9d8ef 0 6px,#eef3fa 6px 12px)}
+.emu-label{display:inline-block;margin-left:4px;padding:0 3px;border-radius:3px;font-size:10px;
+font-weight:600;color:#1d3f6e;background:#fff;border:1px solid #9fb4d6}
 .heat{display:flex;flex-wrap:wrap;gap:18px}.heat>div{flex:0 0 auto}
 .cap{font-weight:600;font-size:13px}
 details{border:1px solid #ccc;border-radius:4px;margin:8px 0;padding:4px 10px}
@@ -55,6 +65,7 @@ summary{cursor:pointer;font-weight:600}
 .charts{display:flex;flex-wrap:wrap;gap:12px}
 .status{display:inline-block;padding:0 6px;border-radius:3px;font-size:12px;background:#ddd}
 .status.ok{background:#cdeccd}.status.failed,.status.mismatch{background:#f3c6c6}
+.status.emu{background:repeating-linear-gradient(135deg,#c9d8ef 0 4px,#eef3fa 4px 8px)}
 .err{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:12px;background:#f8f8f8;
 padding:6px}
 svg text{font:11px sans-serif;fill:#333}
@@ -82,10 +93,11 @@ def _heatmap(
     cells: dict[tuple[str, str], Record],
     anchors: dict[int, str],
 ) -> str:
+    # The colour scale spans the cells that rank: an emulated cell's figure is no chip's.
     ok_values = [
         v
         for r in cells.values()
-        if r.status == Status.OK and (v := metric.stored(r)) is not None and math.isfinite(v)
+        if rankable(r) and (v := metric.stored(r)) is not None and math.isfinite(v)
     ]
     lo, hi = (min(ok_values), max(ok_values)) if ok_values else (0.0, 0.0)
     arrow = "lower is better" if metric.lower_is_better else "higher is better"
@@ -119,11 +131,22 @@ def _heatmap(
                 )
                 continue
             value = row_vals.get(framework)
+            if r.emulated:
+                how = f" ({r.emulation})" if r.emulation else ""
+                tip = (
+                    f"{device} / {framework}: {fmt_number(value, metric.unit)} on an emulated "
+                    f"CPU{how}: {EMULATED_RULE}"
+                )
+                out.append(
+                    f'<td class="cell emu" title="{esc(tip)}"><a href="#{link}">'
+                    f'{esc(fmt_number(value))}<span class="emu-label">emulated</span></a></td>'
+                )
+                continue
             if value is None:
                 out.append(f'<td class="cell"><a href="#{link}">-</a></td>')
                 continue
             t = 0.0 if hi == lo else (value - lo) / (hi - lo)
-            if not metric.lower_is_better:
+            if not metric.lower_is_better and hi != lo:
                 t = 1 - t
             mark = REPORT_MARKS.get(ranking.standing(framework), "")
             tip = f"{device} / {framework}: {fmt_number(value, metric.unit)}"
@@ -152,7 +175,8 @@ def _details(r: Record, anchor: str, expand: bool = False) -> str:
     open_attr = " open" if expand or r.status != Status.OK else ""
     out = [
         f'<details id="{anchor}"{open_attr}><summary>{esc(r.device)} / {esc(r.framework)} '
-        f'<span class="status {esc(r.status)}">{esc(status_word(r))}</span>',
+        f'<span class="status {esc(r.status)}">{esc(status_word(r))}</span>'
+        + ('<span class="status emu">emulated CPU</span>' if r.emulated else ""),
         f" <span class='muted'>p50 {esc(fmt_number(lat.get('p50'), 'ms'))}</span></summary>",
     ]
     if r.error:
@@ -172,7 +196,13 @@ def _details(r: Record, anchor: str, expand: bool = False) -> str:
         ("average power", fmt_number(r.avg_power_w, "W")),
         ("framework version", r.framework_version or "-"),
     ]
-    charts = [latency_cdf_svg(r.samples_ns, lat), *telemetry_svgs(r.telemetry)]
+    if r.emulated:
+        stats.insert(0, ("emulated CPU", f"{r.emulation or 'yes'}: {EMULATED_RULE}"))
+    hatch = f"{anchor}-emulated" if r.emulated else ""
+    charts = [
+        latency_cdf_svg(r.samples_ns, lat, hatch=hatch),
+        *telemetry_svgs(r.telemetry, hatch=hatch),
+    ]
     charts = [c for c in charts if c]
     if charts:
         out.append('<div class="charts">' + "".join(charts) + "</div>")
@@ -229,11 +259,25 @@ def _header(records: Sequence[Record], meta: Mapping[str, Any]) -> str:
     for r in records:
         if r.device not in devices or not devices[r.device]:
             devices[r.device] = r.device_info or {}
+    emulated = emulated_devices(records)
+    for name, info in devices.items():
+        if name not in emulated and info.get("emulated") is True:
+            emulated[name] = str(info.get("emulation") or "")
+    # An "emulated" column only when a device is: most runs have none.
+    emu_head = "<th>emulated CPU</th>" if emulated else ""
+
+    def emu_cell(name: str) -> str:
+        if not emulated:
+            return ""
+        if name not in emulated:
+            return "<td>-</td>"
+        return f'<td class="emu">{esc(emulated[name] or "yes")}</td>'
+
     rows = "".join(
         f"<tr><td>{esc(name)}</td><td>{esc(info.get('cpu_model') or '-')}</td>"
         f"<td>{esc(info.get('machine') or '-')}</td>"
         f"<td>{esc(' '.join(str(x) for x in (info.get('os'), info.get('kernel')) if x) or '-')}"
-        "</td></tr>"
+        f"</td>{emu_cell(name)}</tr>"
         for name, info in devices.items()
     )
     counts: dict[str, int] = {}
@@ -251,7 +295,7 @@ def _header(records: Sequence[Record], meta: Mapping[str, Any]) -> str:
             ]
         )
         + '<h3>devices</h3><table class="meta"><thead><tr><th>device</th><th>CPU model</th>'
-        f"<th>arch</th><th>OS</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"<th>arch</th><th>OS</th>{emu_head}</tr></thead><tbody>{rows}</tbody></table>"
     )
 
 
@@ -283,9 +327,20 @@ def render_html(records: Sequence[Record], meta: Mapping[str, Any] | None = None
         body.append(
             "<p class='muted'>Colour is scaled per table from best (green) to worst (red) over "
             "the cells that ran; ★ = best on the device, ≈ = tied for best: "
-            f"{esc(RULE_SUMMARY)}. Hatched cells did not produce a valid result (hover for the "
-            "reason, click for details).</p>"
+            f"{esc(RULE_SUMMARY)}. Cells hatched grey or red did not produce a valid result "
+            "(hover for the reason, click for details).</p>"
         )
+        emulated = emulated_devices(group)
+        if emulated:
+            notes = "".join(
+                f"<li>{esc(emulation_note(d, how))}</li>" for d, how in emulated.items()
+            )
+            body.append(
+                "<div class='muted emu-legend'>Cells hatched blue and labelled "
+                '<span class="emu-label">emulated</span> ran on an emulated CPU (qemu user mode '
+                "on another architecture): their figures are shown but never coloured, starred "
+                f"or tied.<ul>{notes}</ul></div>"
+            )
         body.append("<h3>cells</h3>")
         expand = len(records) <= EXPAND_UP_TO
         body.extend(_details(r, anchors[id(r)], expand) for r in group)

@@ -3,7 +3,9 @@
 Also how records are laid out in such tables (groups, framework order, status words, the
 marks of the leading cells, warnings grouped by kind), which the HTML and Markdown reports
 share. The figures shown are the stored ones (``Metric.stored``); which cells lead a row is
-decided by analysis.ranking.
+decided by analysis.ranking. A cell measured on an emulated CPU shows its figure marked
+``(emulated)`` and never a best or tied mark; a note under the tables says which devices are
+emulated and how that was known.
 """
 
 from __future__ import annotations
@@ -11,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from edgebench.analysis.metrics import get_metric
-from edgebench.analysis.ranking import Ranking, rank, tie_rule
+from edgebench.analysis.ranking import (
+    EMULATED_RULE,
+    Ranking,
+    emulated_devices,
+    emulation_note,
+    rank,
+    tie_rule,
+)
 from edgebench.analysis.statistics import HIGH_CV, warning_figures
 from edgebench.frameworks import display_order
 from edgebench.reporting.tables import fmt_number, format_table
@@ -37,6 +46,9 @@ STATUS_LABELS = {
 #: How a row's leading cells are marked: one clear best, or a leading group that is tied.
 TEXT_MARKS = {"best": "*", "tied": "≈"}
 REPORT_MARKS = {"best": " ★", "tied": " ≈"}
+#: What an emulated cell shows after its figure, instead of a mark: it ranks nothing.
+EMULATED_MARK = " (emulated)"
+EMULATED_LEGEND = f"(emulated) = on an emulated CPU, {EMULATED_RULE}"
 
 
 def _fmt(value: float | None) -> str:
@@ -71,6 +83,11 @@ def status_word(r: Record) -> str:
     return r.status
 
 
+def emulation_notes(records: Sequence[Record]) -> list[str]:
+    """``emulated: pi runs on an emulated CPU (...): latencies are ...``, once per device."""
+    return [f"emulated: {emulation_note(d, how)}" for d, how in emulated_devices(records).items()]
+
+
 def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
     metric = get_metric(metric_name)
     frameworks = framework_order(records)
@@ -95,18 +112,22 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
                 else:
                     value = metric.stored(record)
                     mark = TEXT_MARKS.get(ranking.standing(framework), "")
+                    if record.emulated:
+                        mark = EMULATED_MARK
                     if value is None and record.native and (record.latency_ms or {}).get("mean"):
                         # A native tool that printed no percentiles: show its average, labelled.
-                        row.append(_fmt(record.latency_ms["mean"]) + " avg")
+                        row.append(_fmt(record.latency_ms["mean"]) + " avg" + mark)
                     else:
                         row.append(_fmt(value) + mark)
             rows.append(row)
+        legend = f"; {EMULATED_LEGEND}" if any(r.emulated for r in group) else ""
         out.append(
             f"{group_title(key)} — {metric.label} ({metric.unit}), * = best on the device, "
-            f"≈ = tied for best ({tie_rule(metric, rankings)})"
+            f"≈ = tied for best ({tie_rule(metric, rankings)}){legend}"
         )
         out.extend(format_table(["device", *frameworks], rows))
         out.append("")
+    out.extend(emulation_notes(records))
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -187,7 +208,7 @@ def format_details(records: Sequence[Record]) -> str:
         rows.append(
             [
                 f"{r.device}/{r.model}/{r.framework}",
-                r.status,
+                r.status + EMULATED_MARK if r.emulated else r.status,
                 _fmt(lat.get("p50")),
                 _fmt(lat.get("p90")),
                 _fmt(lat.get("p99")),

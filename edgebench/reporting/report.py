@@ -12,7 +12,10 @@ from edgebench.errors import UserError
 from edgebench.reporting.export import export_run
 from edgebench.reporting.html import render_html
 from edgebench.reporting.matrix import (
+    EMULATED_LEGEND,
+    EMULATED_MARK,
     REPORT_MARKS,
+    emulation_notes,
     framework_order,
     group_records,
     group_title,
@@ -40,7 +43,8 @@ def _md_cell(text: str) -> str:
 
 def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
     """Per model a device x framework table of p50 (ms): ★ marks the best ok cell on the
-    device, ≈ each cell of a leading group that is tied (analysis.ranking decides)."""
+    device, ≈ each cell of a leading group that is tied (analysis.ranking decides); a cell
+    measured on an emulated CPU is marked (emulated) and never ★ or ≈."""
     metric = get_metric("p50")
     frameworks = framework_order(records)
     lines = [f"### edgebench run `{_md_cell(run_id)}`" if run_id else "### edgebench run", ""]
@@ -48,9 +52,10 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
         lines.append("No cells were recorded.")
     for key, group in group_records(records).items():
         group_fw = [f for f in frameworks if any(r.framework == f for r in group)]
+        legend = f"; {EMULATED_LEGEND}" if any(r.emulated for r in group) else ""
         lines += [
             f"**{_md_cell(group_title(key))}** — p50 latency (ms), ★ = best on the device, "
-            "≈ = tied for best",
+            f"≈ = tied for best{legend}",
             "",
         ]
         lines.append("| device | " + " | ".join(_md_cell(f) for f in group_fw) + " |")
@@ -70,6 +75,8 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
                     row.append("")
                 elif r.status != Status.OK:
                     row.append(_md_cell(status_word(r)))
+                elif r.emulated:
+                    row.append(fmt_number(values.get(framework)) + EMULATED_MARK)
                 elif framework in values:
                     mark = REPORT_MARKS.get(ranking.standing(framework), "")
                     row.append(fmt_number(values[framework]) + mark)
@@ -79,6 +86,9 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
         lines.append("")
     if records:
         lines += [f"_★ and ≈: {RULE_SUMMARY}._", ""]
+    notes = emulation_notes(records)
+    if notes:
+        lines += [f"- {_md_cell(note)}" for note in notes] + [""]
     advice = quiet_machine_advice(records)
     if advice:
         lines += ["**Noise**: " + " ".join(advice), ""]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from edgebench.analysis.compare import VERDICTS, CellVerdict
 from edgebench.analysis.history import HistoryPoint, RunSummary
 from edgebench.analysis.metrics import get_metric
+from edgebench.analysis.ranking import EMULATED_RULE
 from edgebench.analysis.recommend import Recommendation, cell_suffix
 from edgebench.reporting.tables import fmt_or_dash, format_table
 
@@ -38,12 +39,13 @@ def format_comparison(verdicts: Sequence[CellVerdict]) -> str:
 
 def format_recommendation(rec: Recommendation) -> str:
     """One table (a row per framework, a column per device showing value, rank and chosen
-    cell; * marks the recommendation, ≈ the frameworks of a tie), then the reasoning lines."""
+    cell; * marks the recommendation, ≈ the frameworks of a tie; a refused emulated device
+    shows only whether the framework ran ok there), then the reasoning lines."""
     unit = get_metric(rec.metric).bare_unit
     headers = ["#", "framework", f"worst {rec.metric}", "mean rank"]
     if rec.budget_ms is not None:
         headers.append(f"budget {rec.budget_ms:g}ms")
-    headers += [*rec.devices, "note"]
+    headers += [*rec.devices, *(f"{d} (emulated)" for d in rec.refused), "note"]
     rows = []
     for s in rec.table:
         row = [
@@ -62,12 +64,14 @@ def format_recommendation(rec: Recommendation) -> str:
             else:
                 mark = "" if r.meets_budget is None else (" ok" if r.meets_budget else " over")
                 row.append(f"{r.value:.4g} #{r.rank} [{cell_suffix(r.cell_id)}]{mark}")
+        row += [f"{s.emulated.get(dev, 'no cell')}, not ranked" for dev in rec.refused]
         row.append(s.reason if s.missing or s.meets_budget_all is False else "")
         rows.append(row)
-    out = format_table(headers, rows)
-    out.append("")
+    out = [*format_table(headers, rows), ""] if rows or not rec.refused else []
     if rec.tied:
         out.append(f"recommendation: none, a tie between {', '.join(rec.tied)} (≈)")
+    elif rec.refused and not rec.devices:
+        out.append("recommendation: none, refused: every listed device has an emulated CPU")
     else:
         out.append(f"recommendation: {rec.best or 'none'}")
     out += [f"  - {r}" for r in rec.reasoning]
@@ -80,24 +84,29 @@ def format_history(points: list[HistoryPoint]) -> str:
         return "no runs with this cell"
     headers = ["run", "created", "value", "change", "status", "cell"]
     rows = []
-    prev: float | None = None
+    # The previous value per kind: a change between an emulated and a real measurement means
+    # nothing, so each is compared with the last of its own kind.
+    prev: dict[bool, float] = {}
     for p in points:
         change = "-"
-        if p.value is not None and prev:
-            change = f"{p.value / prev - 1:+.1%}"
+        if p.value is not None and prev.get(p.emulated):
+            change = f"{p.value / prev[p.emulated] - 1:+.1%}"
         rows.append(
             [
                 p.run_id,
                 p.created_at or "-",
                 fmt_or_dash(p.value, ".4g"),
                 change,
-                p.status,
+                f"{p.status} (emulated)" if p.emulated else p.status,
                 p.cell_id or "-",
             ]
         )
         if p.value is not None:
-            prev = p.value
-    return "\n".join(format_table(headers, rows))
+            prev[p.emulated] = p.value
+    out = format_table(headers, rows)
+    if any(p.emulated for p in points):
+        out.append(f"(emulated): measured on an emulated CPU, {EMULATED_RULE}")
+    return "\n".join(out)
 
 
 def format_run_index(runs: Sequence[RunSummary]) -> list[str]:

@@ -79,6 +79,10 @@ class Record:
     round_p50_ms: list[float] | None = None
     #: For cells run by a native benchmark binary: tool, version, which statistics it printed.
     native: dict[str, Any] | None = None
+    #: Measured on an emulated CPU (qemu user mode, ...): the latency says nothing about the
+    #: chip, so the cell is never ranked or recommended; ``emulation`` says how it was known.
+    emulated: bool = False
+    emulation: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
