@@ -24,21 +24,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from edgebench.paths import cache_dir
+from edgebench.paths import (
+    cache_dir,
+    exclusive_lock,
+    stamped_folder,
+    tree_size,
+    write_json_atomically,
+)
 
 from .base import ConversionError
 from .toolchain_specs import TOOLCHAINS, ToolchainSpec
-
-try:
-    import fcntl
-except ImportError:  # Windows: installs are not serialised across processes
-    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -209,12 +209,12 @@ def install_toolchain(
     spec = _spec(name)
     folder = toolchain_dir(name)
     folder.mkdir(parents=True, exist_ok=True)
-    with _locked(folder.parent / f".{name}.lock"):
+    with exclusive_lock(folder.parent / f".{name}.lock"):
         current = toolchain_status(name)
         if current.state == "installed" and not force:
             progress(f"{name}: already installed ({spec.main_package} {current.version})")
             return current
-        venv = folder / f"venv-{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}"
+        venv = stamped_folder(folder, "venv")
         started = time.monotonic()
         try:
             state = _build(spec, venv, progress)
@@ -280,7 +280,7 @@ def _build(spec: ToolchainSpec, venv: Path, progress: Callable[[str], None]) -> 
         "packages": packages,
         "python": sys.version.split()[0],
         "installed_at": _now(),
-        "size": _tree_size(venv),
+        "size": tree_size(venv),
         "detail": None,
     }
 
@@ -360,15 +360,6 @@ def _normalize(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-def _tree_size(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for file in files:
-            with suppress(OSError):
-                total += os.lstat(os.path.join(root, file)).st_size
-    return total
-
-
 def _remove_old_venvs(folder: Path, keep: str | None) -> None:
     for child in folder.glob("venv-*"):
         if child.name != keep and child.is_dir():
@@ -376,9 +367,7 @@ def _remove_old_venvs(folder: Path, keep: str | None) -> None:
 
 
 def _write_state(folder: Path, state: dict) -> None:
-    tmp = folder / f".{STATE_FILE}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, folder / STATE_FILE)
+    write_json_atomically(folder / STATE_FILE, state)
 
 
 def _tail(text: str, lines: int = _DETAIL_LINES) -> str:
@@ -388,17 +377,3 @@ def _tail(text: str, lines: int = _DETAIL_LINES) -> str:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One install per toolchain at a time, across processes."""
-    if fcntl is None:
-        yield
-        return
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: builds and installs are not serialised across processes
+    fcntl = None  # type: ignore[assignment]
 
 
 def _xdg(var: str, fallback: str) -> Path:
@@ -23,3 +33,42 @@ def default_results_dir() -> Path:
     if override:
         return Path(override)
     return _xdg("XDG_DATA_HOME", ".local/share") / "edgebench" / "runs"
+
+
+@contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on ``path`` (created if missing) across processes; blocks until
+    it is free. The kernel releases it if the process dies."""
+    if fcntl is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def tree_size(path: Path) -> int:
+    """Bytes in the files under ``path`` (links not followed, unreadable files skipped)."""
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        for file in files:
+            with suppress(OSError):
+                total += os.lstat(os.path.join(folder, file)).st_size
+    return total
+
+
+def write_json_atomically(path: Path, data: Any) -> None:
+    """Write ``data`` as indented JSON so that readers see the old file or the new one, never
+    half of one (a temporary file beside it, then a rename)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def stamped_folder(parent: Path, prefix: str) -> Path:
+    """A new folder name under ``parent`` for one build: ``<prefix>-<UTC time>-<pid>``."""
+    return parent / f"{prefix}-{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}"

@@ -30,6 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from backends import MODULE_SUFFIX, Backend, BackendError, Declaration, discover
 from backends.base import InputSpec
 from backends.tensors import load_inputs, make_inputs, save_outputs, summarize_outputs
+from emulation import boot_id
+from emulation import detect as detect_emulation
 from protocol import (
     PROBE_SCHEMA,
     RESULT_PREFIX,
@@ -156,8 +158,12 @@ def measure_sequential(
     max_iterations: int,
     max_time_ns: int,
     target_ci: Optional[float] = None,
+    last_outputs: Optional[List[Any]] = None,
 ) -> Dict[str, Any]:
     """Time ``run`` until at least ``iterations`` samples AND ``min_time_ns`` have passed.
+
+    ``last_outputs``, when given, receives what the last timed call returned: the outputs the
+    check compares, without one more inference (which costs seconds on an emulated board).
 
     With ``target_ci`` (e.g. 0.01 for +-1%) it goes on until the 95% CI of the median is that
     tight, or ``max_time_ns``/``max_iterations`` stop it. The timer brackets the inference call
@@ -170,9 +176,10 @@ def measure_sequential(
     next_check = max(iterations, 20)
     ci = None
     start = clock()
+    outputs = None
     while len(samples) < max_iterations:
         t0 = clock()
-        run()
+        outputs = run()
         t1 = clock()
         append(t1 - t0)
         elapsed = t1 - start
@@ -191,6 +198,8 @@ def measure_sequential(
             stop_reason = "max_time"
             break
     wall = clock() - start
+    if last_outputs is not None and samples:
+        last_outputs.append(outputs)
     result = {"samples_ns": samples, "measure_wall_ns": wall, "stop_reason": stop_reason}
     if target_ci is not None:
         result["median_ci"] = median_ci_halfwidth(samples) if samples else None
@@ -522,6 +531,7 @@ def _measure_cell(
         max_ns = int(spec["max_time_s"] * 1e9)
         if telemetry is not None:
             telemetry.start_window()
+        last: List[Any] = []
         try:
             if spec["concurrency"] == 1:
                 timing = measure_sequential(
@@ -531,6 +541,7 @@ def _measure_cell(
                     spec["max_iterations"],
                     max_ns,
                     spec.get("target_ci"),
+                    last,
                 )
             else:
                 timing = measure_concurrent(
@@ -541,7 +552,7 @@ def _measure_cell(
                 telemetry.end_window()
                 result["telemetry"] = telemetry.trace()
         result.update(timing)
-        outputs = streams[0]()
+        outputs = last[0] if last else streams[0]()
     except (BackendError, MemoryError):
         raise
     except Exception as exc:
@@ -636,6 +647,7 @@ def probe() -> Dict[str, Any]:
         numpy_version = importlib.import_module("numpy").__version__
     except ImportError:
         numpy_version = None
+    emulated, evidence = detect_emulation()
     return {
         "schema": PROBE_SCHEMA,
         "python": platform.python_version(),
@@ -644,6 +656,9 @@ def probe() -> Dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "affinity": effective_cores(),
         "frameworks": frameworks,
+        "emulated": emulated,
+        "emulation": evidence,
+        "boot_id": boot_id(),
     }
 
 

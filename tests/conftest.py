@@ -23,6 +23,8 @@ RUNNER = REPO / "runners" / "runner.py"
 # install` puts them for this user. Per-test caches would reinstall them for each test.
 _USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 os.environ.setdefault("EDGEBENCH_TOOLCHAINS_DIR", str(_USER_CACHE / "edgebench" / "toolchains"))
+# The emulated arm64 board (~500 MB, ~2 minutes to build) is shared the same way.
+os.environ.setdefault("EDGEBENCH_BOARDS_DIR", str(_USER_CACHE / "edgebench" / "boards"))
 
 
 @pytest.fixture(scope="session")
@@ -170,4 +172,10 @@ def corrupt_model(tmp_path: Path) -> Path:
 # Fixtures that start real peers on loopback, shared by every test module: pytest finds them
 # by their registered names (adb_server, emulated_phone, sshd, shared_sshd).
 from fakes.adb_fixtures import adb_server_fixture, emulated_phone_fixture  # noqa: E402, F401
+from fakes.arm_board import (  # noqa: E402, F401
+    arm_board_fixture,
+    board_phone_fixture,
+    board_sshd_fixture,
+    board_work_dir_fixture,
+)
 from fakes.ssh_fixtures import shared_sshd, sshd  # noqa: E402, F401

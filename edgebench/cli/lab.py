@@ -49,12 +49,18 @@ def describe_facts(device) -> list[str]:
     lines = [
         f"model: {facts.model or '?'}   soc: {facts.soc or '?'}   os: "
         f"{facts.os_version or facts.os or '?'}   kernel: {facts.kernel or '?'}",
-        f"cpu: {facts.cpu_model or '?'}, cpus {format_cpu_list(facts.cpus) or '?'}; "
+        f"machine: {facts.machine or '?'}"
+        + (" (emulated: latencies are for correctness only)" if facts.emulated else ""),
+        f"cpu: {facts.cpu_model or '?'}"
+        + (" (the host's CPU, under the emulator)" if facts.emulated else "")
+        + f", cpus {format_cpu_list(facts.cpus) or '?'}; "
         f"clusters detected: {clusters or 'one (all cores equal)'}",
         f"governor: {', '.join(facts.governors) or 'unknown'}",
         f"python: {facts.python or 'not usable: ' + (facts.probe_error or '?')}; "
         f"frameworks: {', '.join(available) or 'none'}",
     ]
+    if facts.emulated and facts.emulation:
+        lines.append(f"emulated: {facts.emulation}")
     if device.profile is not None:
         lines.append(f"profile: {device.profile_name}")
         differences = compare_clusters(

@@ -47,6 +47,12 @@ class DeviceFacts:
     profile: str | None = None
     profile_differences: list[str] = field(default_factory=list)
     probe_error: str | None = None
+    #: The CPU is emulated (qemu user mode on another architecture): correctness only.
+    emulated: bool = False
+    #: How emulation was known: the evidence, or "the lab says so".
+    emulation: str | None = None
+    #: /proc/sys/kernel/random/boot_id: equal to the host's when both run on one kernel.
+    boot_id: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,6 +110,8 @@ class Device:
         #: What measures on the device (the lab entry's ``runner``): "python" (runner.py) or
         #: "native" (the frameworks' own benchmark binaries).
         self.runner_kind = "python"
+        #: The lab's word on emulation (``emulated = true|false``); None: detect it.
+        self.emulated_override: bool | None = None
         #: The lock on the device itself, while this run holds it (remote devices).
         self.device_lock: Any = None  # device_lock.DeviceLockFile
         self._facts: DeviceFacts | None = None
@@ -194,6 +202,9 @@ class Device:
         facts.numpy = probe.get("numpy")
         facts.machine = probe.get("machine")
         facts.frameworks = probe.get("frameworks", {})
+        facts.emulated = bool(probe.get("emulated"))
+        facts.emulation = probe.get("emulation")
+        facts.boot_id = probe.get("boot_id")
         base = [
             "/proc/sys/kernel/hostname",
             "/proc/sys/kernel/osrelease",
@@ -237,11 +248,41 @@ class Device:
         facts.clusters = detect_clusters(facts.max_freq_khz)
         self._extra_facts(facts)
         facts.profile = self.profile_name
+        self._judge_emulation(facts)
         return facts
+
+    def _judge_emulation(self, facts: DeviceFacts) -> None:
+        """The runner's evidence, else the host's (one kernel, two machine names), and the
+        lab's word over both."""
+        host_machine = platform.machine()
+        if (
+            not facts.emulated
+            and facts.boot_id
+            and facts.boot_id == _host_boot_id()
+            and facts.machine
+            and facts.machine != host_machine
+        ):
+            facts.emulated = True
+            facts.emulation = (
+                f"it runs on this host's kernel (same boot id) yet reports {facts.machine} on "
+                f"a {host_machine} host: an emulator translates its instructions"
+            )
+        if self.emulated_override is not None:
+            facts.emulated = self.emulated_override
+            facts.emulation = (
+                (facts.emulation or "the lab file says emulated = true") if facts.emulated else None
+            )
 
     def core_names(self) -> dict[str, list[int]]:
         """Cluster names usable with --cores: the profile's, else the detected ones."""
         return dict(self.profile_clusters) or dict(self.facts().clusters)
+
+
+def _host_boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
 
 
 def taskset_mask(cores: list[int]) -> str:

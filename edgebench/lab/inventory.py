@@ -28,6 +28,7 @@ def open_device(entry: LabDevice) -> Device:
     if isinstance(device, RemoteDevice):
         device.runner_kind = entry.runner
         device.native_bin = entry.native_bin
+    device.emulated_override = entry.emulated
     if entry.profile is not None:
         device.profile = entry.profile
         device.profile_name = entry.profile.name

@@ -42,7 +42,15 @@ LOCAL = "local"
 _DEVICE_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 #: Keys every lab entry may have, whatever its transport; each transport adds its own.
-_COMMON_KEYS = ("transport", "profile", "work_dir", "python", "runner", "native_bin")
+_COMMON_KEYS = (
+    "transport",
+    "profile",
+    "work_dir",
+    "python",
+    "runner",
+    "native_bin",
+    "emulated",
+)
 #: Keys that would hold a secret. Rejected without ever echoing their value.
 _SECRET_KEYS = frozenset(
     {"password", "passwd", "pass", "passphrase", "pwd", "secret", "token", "private_key"}
@@ -71,6 +79,8 @@ class LabDevice:
     runner: str = "python"  # python | native
     native_bin: Path | None = None  # host folder of native benchmark binaries to push
     source: Path | None = None  # the lab file; None for the built-in local device
+    #: The lab's word on whether the CPU is emulated; None: edgebench detects it.
+    emulated: bool | None = None
     #: The transport's own keys (adb: serial, adb_host, adb_port; ssh: host, port, user, key,
     #: known_hosts), checked; also readable as attributes (``entry.serial``).
     endpoint: Mapping[str, Any] = field(default_factory=dict, hash=False)
@@ -262,6 +272,12 @@ class _DeviceReader:
             raise self.fail(key, f"must be a port number from 1 to 65535, not {shown}")
         return value
 
+    def flag(self, key: str) -> bool | None:
+        value = self.table.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise self.fail(key, f"must be true or false, not {type_name(value)}")
+        return value
+
     def host_path(self, key: str, example: str) -> Path | None:
         value = self.text(key, example)
         if value is None:
@@ -318,6 +334,7 @@ class _DeviceReader:
             runner=runner,
             native_bin=self.host_path("native_bin", '"~/bench/bin"'),
             source=self.lab.path,
+            emulated=self.flag("emulated"),
             endpoint=transport_kinds()[transport].read_endpoint(self),
         )
         return device

@@ -51,7 +51,9 @@ def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
 def runner_files() -> list[Path]:
     """What the device needs to run the Python runner: runner.py, what it shares with the host
     (protocol.py), its telemetry sampler and its backends."""
-    files = [RUNNER_DIR / name for name in ("runner.py", "protocol.py", "telemetry.py")]
+    files = [
+        RUNNER_DIR / name for name in ("runner.py", "protocol.py", "telemetry.py", "emulation.py")
+    ]
     files += sorted((RUNNER_DIR / "backends").glob("*.py"))
     return files
 

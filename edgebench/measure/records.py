@@ -44,6 +44,7 @@ def _artifact_info(cell: Cell) -> dict[str, Any] | None:
 
 def new_record(run_id: str, cell: Cell, status: str) -> Record:
     """A record with everything the cell itself says (device, model, framework, sweep)."""
+    facts = None if cell.device.unreachable else cell.device.facts()
     return Record(
         run_id=run_id,
         cell_id=cell.cell_id,
@@ -58,9 +59,11 @@ def new_record(run_id: str, cell: Cell, status: str) -> Record:
         model_path=str(cell.model.path) if cell.model.path else None,
         model_sha256=cell.model.sha256,
         inputs=cell.inputs or None,
-        device_info={} if cell.device.unreachable else cell.device.facts().as_dict(),
+        device_info=facts.as_dict() if facts else {},
         edgebench_version=__version__,
         artifact=_artifact_info(cell),
+        emulated=bool(facts and facts.emulated),
+        emulation=facts.emulation if facts else None,
     )
 
 

@@ -292,7 +292,12 @@ def _connect_devices(device_list: list[Device], config: RunConfig, progress: Lin
             f"device {device.name}: {facts.cpu_model or 'unknown CPU'}, "
             f"{len(facts.cpus)} cpus, governor {governors}, python {facts.python or '?'}"
         )
-        if facts.governors and facts.governors != ["performance"]:
+        if facts.emulated:
+            progress.message(
+                f"  emulated CPU ({facts.emulation}): one timed inference per cell, for the "
+                "output check only; its latencies are never ranked"
+            )
+        elif facts.governors and facts.governors != ["performance"]:
             progress.message(
                 f"  warning: governor {governors} lets the clock vary between cells; "
                 "use `performance` for stable numbers"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,23 @@ class Timing:
     sustained: bool = False
     max_iterations: int = 100_000
     target_ci: float | None = None  # fraction, e.g. 0.01 for +-1%
+    #: On an emulated CPU: one timed inference, for the output check only (latency there says
+    #: nothing about a chip, and each inference takes seconds).
+    correctness_only: bool = False
+
+
+def correctness_timing(timing: Timing) -> Timing:
+    """The least timing that still yields checked outputs: no warm-up, one inference."""
+    return replace(
+        timing,
+        warmup=0,
+        iterations=1,
+        min_time_s=0.0,
+        max_iterations=1,
+        sustained=False,
+        target_ci=None,
+        correctness_only=True,
+    )
 
 
 @dataclass
@@ -252,6 +269,8 @@ def build_cells(
             core_sets = [
                 (sel, resolve_cores(sel, cpus, device.core_names(), device.name)) for sel in cores
             ]
+        emulated = not unreachable and device.facts().emulated
+        device_timing = correctness_timing(timing) if emulated else timing
         for model in models:
             for framework in frameworks:
                 convert_to, verdict = _model_route(model, framework)
@@ -273,7 +292,7 @@ def build_cells(
                                 cores=cpu_ids,
                                 concurrency=concurrency,
                                 inputs=inputs.get(model.name, []),
-                                timing=timing,
+                                timing=device_timing,
                                 verdict=verdict,
                                 convert_to=convert_to,
                                 telemetry=telemetry,
@@ -293,7 +312,10 @@ def auto_rounds(cells: Sequence[Cell]) -> int:
     stay in one visit: splitting them would change what they measure."""
     frameworks: dict[tuple[str, str], set[str]] = {}
     for cell in cells:
-        if cell.verdict is not None or cell.timing.sustained or cell.timing.target_ci:
+        timing = cell.timing
+        if cell.verdict is not None or timing.sustained or timing.target_ci:
+            continue
+        if timing.correctness_only:
             continue
         frameworks.setdefault((cell.device.name, cell.model.name), set()).add(cell.framework)
     return DEFAULT_ROUNDS if any(len(f) > 1 for f in frameworks.values()) else 1

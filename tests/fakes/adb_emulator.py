@@ -3,7 +3,9 @@
 The real adb server (`adb connect 127.0.0.1:PORT`) talks to it exactly as it talks to a phone
 in wireless-debugging mode, so the host side under test (adb CLI, adbutils, edgebench's ADB
 transport) is the real thing; only the phone is emulated. The "phone" is a sandbox directory:
-commands run with ``/bin/sh -c`` in it, and sync paths are real host paths.
+commands run with ``/bin/sh -c`` in it, and sync paths are real host paths. With ``board=True``
+the sandbox is the root of an emulated aarch64 board (edgebench.lab.emulated_board): commands
+run chrooted in it through qemu, and device paths are absolute paths inside it.
 
 Written from the public protocol descriptions in AOSP ``packages/modules/adb``:
 
@@ -38,6 +40,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+
+from edgebench.lab.emulated_board import board_command
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +96,8 @@ STAT_V2 = struct.Struct("<4sIQQIIIIQqqq")
 DENT_V1 = struct.Struct("<4sIIII")
 DENT_V2 = struct.Struct("<4sIQQIIIIQqqqI")  # sync_stat_v2 layout + namelen
 
+#: PATH of a command on a board: Android's /system/bin first, then Debian's.
+BOARD_PATH = "/system/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_PROPS: dict[str, str] = {
     "ro.product.model": "EmuPhone",
     "ro.product.name": "emu",
@@ -580,8 +586,13 @@ class AdbDeviceEmulator:
         port: int = 0,
         env: dict[str, str] | None = None,
         pid_log: Path | None = None,
+        board: bool = False,
     ) -> None:
         self.sandbox = Path(sandbox).resolve()
+        #: ``sandbox`` is the root of a board of another architecture (an arm64 Debian root run
+        #: by qemu through binfmt_misc): commands run chrooted in it, device paths are absolute
+        #: paths in it, as on a real phone.
+        self.board = board
         #: When set, each command's PID is appended here as it starts: a test that kills the
         #: emulator's process outright (no stop()) reaps what it left running from this file.
         self.pid_log = pid_log
@@ -695,6 +706,12 @@ class AdbDeviceEmulator:
             self._write_props()
 
     def command_env(self, term: str | None = None) -> dict[str, str]:
+        if self.board:  # nothing of the host's environment crosses into the board
+            env = {"PATH": BOARD_PATH, "HOME": "/", "TMPDIR": "/data/local/tmp", "LANG": "C.UTF-8"}
+            env.update(self.env_overrides)
+            if term is not None:
+                env["TERM"] = term
+            return env
         env = dict(os.environ)
         env.update(self.env_overrides)
         env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', os.defpath)}"
@@ -735,6 +752,8 @@ class AdbDeviceEmulator:
         with self._lock:
             if self.stopping:
                 return None
+            if self.board:
+                argv = board_command(self.sandbox, argv)
             proc = subprocess.Popen(
                 argv,
                 cwd=self.sandbox,
@@ -824,7 +843,7 @@ class AdbDeviceEmulator:
         stdin_pump.join()
 
     def _serve_sync(self, stream: _Stream) -> None:
-        _SyncSession(stream, self.sandbox).run()
+        _SyncSession(stream, self.sandbox, board=self.board).run()
 
     # sandbox
     def _prepare_sandbox(self) -> None:
@@ -832,7 +851,8 @@ class AdbDeviceEmulator:
         (self.sandbox / "data" / "local" / "tmp").mkdir(parents=True, exist_ok=True)
         self._write_props()
         getprop = self.bin_dir / "getprop"
-        getprop.write_text(_GETPROP_SCRIPT.format(props=shlex.quote(str(self.props_file))))
+        props = "/" + self.props_file.relative_to(self.sandbox).as_posix() if self.board else None
+        getprop.write_text(_GETPROP_SCRIPT.format(props=shlex.quote(props or str(self.props_file))))
         getprop.chmod(0o755)
 
     def _write_props(self) -> None:
@@ -880,12 +900,15 @@ class _SyncSession:
     run (real adbd would resolve it against /).
     """
 
-    def __init__(self, stream: _Stream, sandbox: Path) -> None:
+    def __init__(self, stream: _Stream, sandbox: Path, board: bool = False) -> None:
         self.stream = stream
         self.sandbox = sandbox
+        self.board = board
         self._out = bytearray()
 
     def _resolve(self, path: str) -> str:
+        if self.board and path:  # the board's paths, all of them under its root
+            return os.path.join(self.sandbox, path.lstrip("/"))
         return path if not path or os.path.isabs(path) else os.path.join(self.sandbox, path)
 
     # output is coalesced into WRTEs of up to the host's maxdata
@@ -1125,8 +1148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sandbox", type=Path, required=True)
     parser.add_argument("--pid-log", type=Path, default=None)
+    parser.add_argument("--board", action="store_true", help="the sandbox is a board's root")
     args = parser.parse_args(argv)
-    emulator = AdbDeviceEmulator(args.sandbox, pid_log=args.pid_log)
+    emulator = AdbDeviceEmulator(args.sandbox, pid_log=args.pid_log, board=args.board)
     port = emulator.start()
     print(f"PORT {port}", flush=True)
     try:

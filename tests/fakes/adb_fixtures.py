@@ -181,10 +181,11 @@ def connect_phone(
     sandbox: Path,
     props: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
+    board: bool = False,
 ) -> EmulatedPhone:
-    """Start an emulator serving ``sandbox`` and bring it online in ``server``. The caller
-    owns it: end with :func:`disconnect_phone`."""
-    emulator = AdbDeviceEmulator(sandbox, props=props, env=env)
+    """Start an emulator serving ``sandbox`` (a board's root with ``board``) and bring it
+    online in ``server``. The caller owns it: end with :func:`disconnect_phone`."""
+    emulator = AdbDeviceEmulator(sandbox, props=props, env=env, board=board)
     port = emulator.start()
     serial = f"127.0.0.1:{port}"
     try:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from edgebench.lab.emulated_board import board_command
+
 SSHD = "/usr/sbin/sshd"
 
 
@@ -67,7 +69,10 @@ def _wait_listening(port: int, process: subprocess.Popen, limit_s: float = 10.0)
     raise RuntimeError(f"sshd did not listen on {port} within {limit_s} s")
 
 
-def start_sshd(folder: Path) -> SshServer:
+def start_sshd(folder: Path, chroot: Path | None = None) -> SshServer:
+    """sshd on a free port of 127.0.0.1. With ``chroot`` (an emulated board's root) every
+    session runs chrooted there, from a private mount namespace that binds /proc, /sys and /dev
+    into the root: the login shell and everything it starts are the board's programs."""
     if not Path(SSHD).exists():
         pytest.skip("openssh-server is not installed (.ci/run installs it)")
     folder.mkdir(parents=True, exist_ok=True)
@@ -96,12 +101,16 @@ def start_sshd(folder: Path) -> SshServer:
                 "PermitRootLogin prohibit-password",
                 "Subsystem sftp internal-sftp",
                 "LogLevel ERROR",
+                *([f"ChrootDirectory {chroot}"] if chroot else []),
                 "",
             ]
         )
     )
+    argv = [SSHD, "-D", "-e", "-f", str(config)]
+    if chroot is not None:
+        argv = board_command(chroot, argv, chroot=False)
     process = subprocess.Popen(
-        [SSHD, "-D", "-e", "-f", str(config)],
+        argv,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

@@ -73,7 +73,9 @@ def test_merge_pools_samples_and_a_bad_round_decides_the_status():
 
 
 def fake_cell(device="d", model="m", framework="onnxruntime", verdict=None, **timing):
-    timing = SimpleNamespace(**{"sustained": False, "target_ci": None, **timing})
+    timing = SimpleNamespace(
+        **{"sustained": False, "target_ci": None, "correctness_only": False, **timing}
+    )
     return SimpleNamespace(
         device=SimpleNamespace(name=device),
         model=SimpleNamespace(name=model),
@@ -139,3 +141,20 @@ def test_merge_counts_the_pooled_variance_too():
     parts = [make(samples=noisy, wall=0.1, warnings=[high_cv(20)]) for _ in range(3)]
     (variance,) = [w for w in merge_rounds(parts).warnings if w.startswith("high variance")]
     assert variance != high_cv(20)  # the pooled figure is the worst here
+
+
+def test_cells_on_an_emulated_cpu_never_ask_for_rounds():
+    emulated = [fake_cell(correctness_only=True), fake_cell(framework="mnn", correctness_only=True)]
+    assert auto_rounds(emulated) == 1
+    assert (
+        auto_rounds([*emulated, fake_cell(device="real"), fake_cell("real", framework="mnn")]) == 3
+    )
+
+
+def test_correctness_timing_is_one_inference_without_warm_up():
+    from edgebench.planning.cells import Timing, correctness_timing
+
+    timing = correctness_timing(Timing(warmup=10, iterations=100, min_time_s=2.0, target_ci=0.01))
+    assert (timing.warmup, timing.iterations, timing.max_iterations) == (0, 1, 1)
+    assert timing.min_time_s == 0 and timing.target_ci is None and timing.correctness_only
+    assert timing.timeout_s == Timing().timeout_s  # an emulated inference is slow, not shorter

@@ -1,0 +1,469 @@
+"""An emulated aarch64 board: a Debian arm64 root with the frameworks' real ARM wheels, run on
+this x86 machine by qemu's user mode.
+
+Its latency is meaningless (every instruction is translated), but its outputs are not: the
+frameworks run their ARM kernels (NEON, ARMv8.2 fp16 arithmetic), so the board shows what the
+output check will meet on a phone. Built once into ``<root>/arm64/`` where root is
+``$EDGEBENCH_BOARDS_DIR`` or ``cache_dir()/boards``::
+
+    arm64/board.json     state, recipe version, packages, onnxruntime chosen, size (written last)
+    arm64/root-<stamp>/  the Debian root board.json points at
+    arm64/build.log      mmdebstrap's and pip's output of the last build
+
+A build makes a new ``root-<stamp>`` and switches to it by replacing board.json atomically, so
+an interrupted build never leaves a half-built root in use; ``.arm64.lock`` serialises builds.
+
+Programs in the root run through binfmt_misc (the kernel starts qemu-aarch64-static for any
+aarch64 ELF, with the F flag, so they also run after chroot). :func:`board_command` runs a
+command inside the root with /proc, /sys and /dev bind-mounted in a private mount namespace,
+so nothing is left mounted on the host when it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from edgebench.errors import UserError
+from edgebench.paths import (
+    cache_dir,
+    exclusive_lock,
+    stamped_folder,
+    tree_size,
+    write_json_atomically,
+)
+
+log = logging.getLogger(__name__)
+
+SCHEMA = "edgebench.board/1"
+STATE_FILE = "board.json"
+ROOT_ENV = "EDGEBENCH_BOARDS_DIR"
+MIRROR_ENV = "EDGEBENCH_BOARD_MIRROR"
+NAME = "arm64"
+#: Bump when the recipe below changes: a board built by another recipe is rebuilt.
+RECIPE = 1
+SUITE = "bookworm"
+MIRROR = "http://deb.debian.org/debian"
+DEBIAN_PACKAGES = ("python3.11", "python3", "libstdc++6", "libgomp1", "zlib1g")
+PYTHON = "/usr/bin/python3.11"
+SITE = "usr/local/lib/python3.11/dist-packages"
+#: The frameworks' aarch64 wheels (tflite-runtime 2.14 is built against NumPy 1).
+WHEELS = (
+    "numpy==1.26.4",
+    "ncnn==1.0.20261020",
+    "MNN==3.6.1",
+    "openvino==2026.4.1",
+    "tflite-runtime==2.14.0",
+    "flatbuffers",
+    "protobuf",
+    "packaging",
+)
+#: Newest first: the first that runs an inference under this machine's qemu is kept.
+ONNXRUNTIME_CANDIDATES = (
+    "1.32.0",
+    "1.31.1",
+    "1.30.0",
+    "1.29.0",
+    "1.28.0",
+    "1.27.0",
+    "1.26.0",
+    "1.24.4",
+    "1.22.1",
+    "1.19.2",
+)
+#: manylinux tags pip may take for an arm64 bookworm root (glibc 2.36); pip does not widen an
+#: explicit --platform to older glibc versions by itself.
+PLATFORMS = ("manylinux2014_aarch64", *(f"manylinux_2_{v}_aarch64" for v in range(17, 37)))
+QEMU = "qemu-aarch64-static"
+BINFMT_DIR = Path("/proc/sys/fs/binfmt_misc")
+BINFMT_ENTRY = "qemu-aarch64"
+BUILD_TIMEOUT_S = 1800.0
+SMOKE_TIMEOUT_S = 300.0
+PRIVATE_MOUNTS = ("unshare", "--mount", "--propagation", "private", "--")
+#: Run inside the private mount namespace: the root's /proc, /sys and /dev become the host's.
+_ENTER_SCRIPT = (
+    'r=$1; mode=$2; shift 2; for d in proc sys dev; do mount --rbind "/$d" "$r/$d" || exit 125;'
+    ' done; if [ "$mode" = chroot ]; then exec chroot "$r" "$@"; else exec "$@"; fi'
+)
+
+
+@dataclass
+class BoardStatus:
+    name: str
+    state: str  # "installed" | "missing" | "broken"
+    root: Path | None
+    detail: str | None
+    info: dict
+
+
+class BoardError(UserError):
+    """The board cannot be built or entered here; the message names the fix."""
+
+
+def build_command(_name: str = NAME) -> str:
+    return "edgebench board build"
+
+
+def boards_root() -> Path:
+    override = os.environ.get(ROOT_ENV)
+    return Path(override) if override else cache_dir() / "boards"
+
+
+def board_dir(name: str = NAME) -> Path:
+    if name != NAME:
+        raise BoardError(f"unknown board {name!r}: the one emulated board is {NAME}")
+    return boards_root() / name
+
+
+def _read_state(name: str) -> dict:
+    try:
+        state = json.loads((board_dir(name) / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def board_status(name: str = NAME) -> BoardStatus:
+    state = _read_state(name)
+    if not state:
+        return BoardStatus(name, "missing", None, None, {})
+    root = board_dir(name) / str(state.get("root") or "root")
+    problem = None
+    if state.get("state") != "installed":
+        problem = state.get("detail") or "the last build did not finish"
+    elif state.get("recipe") != RECIPE:
+        problem = f"built by recipe {state.get('recipe')}, this edgebench uses recipe {RECIPE}"
+    elif not (root / PYTHON.lstrip("/")).exists():
+        problem = f"its Python is missing: {root / PYTHON.lstrip('/')}"
+    return BoardStatus(name, "broken" if problem else "installed", root, problem, state)
+
+
+def board_root(name: str = NAME) -> Path:
+    """The root of a healthy board; BoardError with the build line otherwise."""
+    status = board_status(name)
+    if status.state != "installed" or status.root is None:
+        why = "is not built" if status.state == "missing" else f"is broken ({status.detail})"
+        raise BoardError(f"the {name} board {why}: {build_command(name)}")
+    return status.root
+
+
+# --- what the machine must offer --------------------------------------------------------------
+
+
+def emulation_problem() -> str | None:
+    """None when aarch64 programs exec here (binfmt_misc hands them to qemu), else what is
+    missing and the line that fixes it."""
+    if shutil.which(QEMU) is None:
+        return f"{QEMU} is not installed: apt-get install qemu-user-static binfmt-support"
+    entry = BINFMT_DIR / BINFMT_ENTRY
+    try:
+        text = entry.read_text()
+    except OSError:
+        return (
+            f"binfmt_misc has no {BINFMT_ENTRY} entry: as root, mount -t binfmt_misc binfmt_misc "
+            f"{BINFMT_DIR} && update-binfmts --enable {BINFMT_ENTRY}"
+        )
+    if not text.startswith("enabled"):
+        fix = f"update-binfmts --enable {BINFMT_ENTRY}"
+        return f"binfmt_misc's {BINFMT_ENTRY} entry is disabled: {fix}"
+    flags = next((ln.split(":", 1)[1] for ln in text.splitlines() if ln.startswith("flags:")), "")
+    if "F" not in flags:
+        return (
+            f"binfmt_misc's {BINFMT_ENTRY} entry lacks the F flag, so aarch64 programs cannot "
+            "run after chroot: use Debian's qemu-user-static, which registers it with F"
+        )
+    return None
+
+
+def enable_emulation() -> str | None:
+    """Mount binfmt_misc and enable qemu-aarch64 when running as root; returns what is still
+    missing (None when aarch64 programs now exec)."""
+    problem = emulation_problem()
+    if problem is None or os.geteuid() != 0 or shutil.which(QEMU) is None:
+        return problem
+    if not (BINFMT_DIR / "register").exists():
+        subprocess.run(
+            ["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT_DIR)],
+            capture_output=True,
+            check=False,
+        )
+    if shutil.which("update-binfmts"):
+        subprocess.run(
+            ["update-binfmts", "--enable", BINFMT_ENTRY], capture_output=True, check=False
+        )
+    return emulation_problem()
+
+
+def build_problem() -> str | None:
+    """What stops a build on this machine, or None."""
+    if sys.platform != "linux":
+        return "the emulated board needs Linux (binfmt_misc, chroot, mount namespaces)"
+    if os.geteuid() != 0:
+        return "building and entering the emulated board needs root (mmdebstrap, chroot, mount)"
+    for tool, package in (("mmdebstrap", "mmdebstrap"), ("unshare", "util-linux")):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed: apt-get install {package}"
+    return enable_emulation()
+
+
+# --- running things inside --------------------------------------------------------------------
+
+
+def board_command(root: Path, argv: Sequence[str], *, chroot: bool = True) -> list[str]:
+    """argv that runs ``argv`` inside the board: in a private mount namespace with the host's
+    /proc, /sys and /dev bound into ``root``, then chrooted into it (``chroot=False`` runs a
+    host program, sshd say, in that namespace: it chroots by itself)."""
+    mode = "chroot" if chroot else "host"
+    shell = ["sh", "-c", _ENTER_SCRIPT, "eb-board", str(root), mode, *argv]
+    return [*PRIVATE_MOUNTS, *shell]
+
+
+def run_in_board(
+    root: Path, argv: Sequence[str], timeout: float = SMOKE_TIMEOUT_S, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        board_command(root, argv),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+# --- building ---------------------------------------------------------------------------------
+
+
+class _BuildError(Exception):
+    pass
+
+
+def _no_progress(_message: str) -> None:
+    pass
+
+
+def build_board(
+    name: str = NAME, progress: Callable[[str], None] = _no_progress, force: bool = False
+) -> BoardStatus:
+    """Build (or rebuild) the board; a no-op when it is built by this recipe and healthy.
+    BoardError when this machine cannot build it; a failed build leaves state "broken"."""
+    folder = board_dir(name)
+    problem = build_problem()
+    if problem:
+        raise BoardError(f"cannot build the {name} board: {problem}")
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o755)  # sshd's ChrootDirectory refuses a root under a writable folder
+    with exclusive_lock(folder.parent / f".{name}.lock"):
+        current = board_status(name)
+        if current.state == "installed" and not force:
+            progress(f"{name}: already built ({current.root})")
+            return current
+        root = stamped_folder(folder, "root")
+        started = time.monotonic()
+        build_log = folder / "build.log"
+        build_log.write_text("")
+        try:
+            state = _build(root, build_log, progress)
+        except (_BuildError, OSError, subprocess.TimeoutExpired) as exc:
+            shutil.rmtree(root, ignore_errors=True)
+            _write_state(folder, {"schema": SCHEMA, "state": "broken", "detail": str(exc)})
+            progress(f"{name}: build failed: {exc} (log: {build_log})")
+            return board_status(name)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        state["build_seconds"] = round(time.monotonic() - started, 1)
+        state["size_bytes"] = tree_size(root)
+        _write_state(folder, state)
+        for old in folder.glob("root-*"):
+            if old.name != root.name:
+                shutil.rmtree(old, ignore_errors=True)
+        status = board_status(name)
+        progress(
+            f"{name}: built in {state['build_seconds']:.0f} s, "
+            f"{state['size_bytes'] / 1e6:.0f} MB at {root}"
+        )
+        return status
+
+
+def _build(root: Path, build_log: Path, progress: Callable[[str], None]) -> dict:
+    mirror = os.environ.get(MIRROR_ENV) or MIRROR
+    progress(f"debian {SUITE} arm64 root from {mirror} (mmdebstrap, about 2 minutes)")
+    # In a private mount namespace: the /proc and /dev mmdebstrap mounts in the root while it
+    # installs never outlive it on the host, even if it is killed.
+    _run(
+        [
+            *PRIVATE_MOUNTS,
+            "mmdebstrap",
+            "--variant=essential",
+            "--architectures=arm64",
+            f"--include={','.join(DEBIAN_PACKAGES)}",
+            SUITE,
+            str(root),
+            mirror,
+        ],
+        build_log,
+    )
+    site = root / SITE
+    site.mkdir(parents=True, exist_ok=True)
+    progress(f"aarch64 wheels: {', '.join(WHEELS[:5])}")
+    _pip_target(site, list(WHEELS), build_log)
+    runtime, rejected = _choose_onnxruntime(root, build_log, progress)
+    progress("checking every framework imports inside the root")
+    probe = _probe(root)
+    return {
+        "schema": SCHEMA,
+        "state": "installed",
+        "recipe": RECIPE,
+        "root": root.name,
+        "suite": SUITE,
+        "architecture": "arm64",
+        "mirror": mirror,
+        "python": probe.get("python"),
+        "frameworks": {
+            k: v.get("version")
+            for k, v in probe.get("frameworks", {}).items()
+            if v.get("available")
+        },
+        "onnxruntime": runtime,
+        "onnxruntime_rejected": rejected,
+        "qemu": _qemu_version(),
+        "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _run(argv: list[str], build_log: Path, timeout: float = BUILD_TIMEOUT_S) -> str:
+    with open(build_log, "a") as out:
+        out.write(f"$ {shlex.join(argv)}\n")
+        out.flush()
+        proc = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        out.write(proc.stdout)
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip()]
+        # apt, mmdebstrap and pip name the cause in their first "E:" or "ERROR:" line; their
+        # last line only says that they stopped.
+        errors = [ln for ln in lines if ln.startswith(("E:", "ERROR:"))]
+        why = (errors or lines[-1:] or ["no output"])[0]
+        tool = (
+            argv[len(PRIVATE_MOUNTS)]
+            if tuple(argv[: len(PRIVATE_MOUNTS)]) == PRIVATE_MOUNTS
+            else argv[0]
+        )
+        raise _BuildError(f"{Path(tool).name} exited {proc.returncode}: {why[:300]}")
+    return proc.stdout
+
+
+def _pip_target(target: Path, requirements: list[str], build_log: Path, deps: bool = True) -> None:
+    argv = [sys.executable, "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
+    argv += ["--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp"]
+    argv += ["--abi", "cp311", "--target", str(target), "--upgrade"]
+    for platform in PLATFORMS:
+        argv += ["--platform", platform]
+    if not deps:
+        argv.append("--no-deps")
+    _run([*argv, *requirements], build_log)
+
+
+def _choose_onnxruntime(
+    root: Path, build_log: Path, progress: Callable[[str], None]
+) -> tuple[str, dict[str, str]]:
+    """Install the newest onnxruntime that runs an inference under this qemu, each candidate
+    in its own folder named by a .pth file; returns its version and why others were left."""
+    rejected: dict[str, str] = {}
+    model = _tiny_model_bytes()
+    for version in ONNXRUNTIME_CANDIDATES:
+        folder = root / "opt" / f"onnxruntime-{version}"
+        try:
+            _pip_target(folder, [f"onnxruntime=={version}"], build_log, deps=False)
+        except _BuildError as exc:
+            rejected[version] = f"no aarch64 wheel: {exc}"
+            shutil.rmtree(folder, ignore_errors=True)
+            continue
+        pth = root / SITE / "edgebench-onnxruntime.pth"
+        pth.write_text(f"/opt/{folder.name}\n")
+        (root / "tmp" / "eb-tiny.onnx").write_bytes(model)
+        proc = run_in_board(root, [PYTHON, "-c", _ORT_SMOKE])
+        if proc.returncode == 0 and "EB-ORT-OK" in proc.stdout:
+            progress(f"onnxruntime {version} runs under qemu")
+            (root / "tmp" / "eb-tiny.onnx").unlink(missing_ok=True)
+            return version, rejected
+        why = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        rejected[version] = f"exit {proc.returncode}: {why[0][:200]}"
+        progress(f"onnxruntime {version} does not run under qemu ({rejected[version]})")
+        pth.unlink()
+        shutil.rmtree(folder, ignore_errors=True)
+    raise _BuildError(f"no onnxruntime runs under this qemu: {rejected}")
+
+
+_ORT_SMOKE = (
+    "import numpy as np, onnxruntime as o\n"
+    "s = o.InferenceSession('/tmp/eb-tiny.onnx', providers=['CPUExecutionProvider'])\n"
+    "y = s.run(None, {'x': np.ones((1, 4), np.float32)})[0]\n"
+    "assert float(y.sum()) == 8.0, y\n"
+    "print('EB-ORT-OK')\n"
+)
+
+
+def _tiny_model_bytes() -> bytes:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "x"], ["y"])], "tiny", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def _probe(root: Path) -> dict:
+    from edgebench import runners
+    from edgebench.lab.device import parse_runner_output
+
+    with tempfile.TemporaryDirectory(dir=root / "tmp") as tmp:
+        shutil.copytree(Path(runners.__file__).parent, Path(tmp) / "runners")
+        inside = "/tmp/" + Path(tmp).name + "/runners/runner.py"
+        proc = run_in_board(root, [PYTHON, inside, "--probe"])
+    probe = parse_runner_output(proc.stdout)
+    if probe is None:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise _BuildError(f"the runner does not run inside the root: {tail[0][:300]}")
+    missing = [
+        name
+        for name, info in probe.get("frameworks", {}).items()
+        if not info.get("available") and name != "tnn"
+    ]
+    if missing:
+        raise _BuildError(f"frameworks that do not import inside the root: {', '.join(missing)}")
+    return probe
+
+
+def _qemu_version() -> str | None:
+    try:
+        out = subprocess.run([QEMU, "--version"], capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    first = out.stdout.strip().splitlines()[:1]
+    return first[0] if first else None
+
+
+def _write_state(folder: Path, state: dict) -> None:
+    write_json_atomically(folder / STATE_FILE, state)
