@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import io
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -13,10 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from edgebench.paths import cache_dir
+from edgebench.measure.input_files import InputFiles
 from edgebench.planning.config import DEFAULT_TOLERANCE, TOLERANCES, CheckConfig, Tolerance
-from edgebench.runners.backends.base import InputSpec
-from edgebench.runners.backends.tensors import read_input_file
 from edgebench.runners.protocol import SPEC_SCHEMA
 from edgebench.statuses import Status
 
@@ -68,6 +63,8 @@ class OutputComparison:
     top5_agreement: float | None = None
     #: Why the reference says little (all zero, near-constant, not finite), or None.
     degenerate: str | None = None
+    #: The relative L2 limit, where the precision's rule has one (fp16).
+    max_rel_l2: float | None = None
 
 
 @dataclass
@@ -89,6 +86,7 @@ class OutputCheck:
     excess: float | None = None
     atol_floor: float | None = None
     cosine_gap: float | None = None
+    max_rel_l2: float | None = None
     warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -102,6 +100,12 @@ class OutputCheck:
         if decided is None:
             return "no outputs compared"
         verdict = "within" if self.passed else "outside"
+        if decided.criterion == "rel_l2":
+            return (
+                f"output {decided.name}: relative L2 error {decided.rel_error:.2e} is "
+                f"{decided.ratio:.3g}x the allowed {decided.max_rel_l2:.0e} (max abs diff "
+                f"{decided.max_abs_diff:.3g}) ({verdict} tolerance)"
+            )
         if decided.criterion == "cosine":
             gap = 1.0 - (decided.score_cosine if decided.score_cosine is not None else NAN)
             limit = 1.0 - (decided.min_score_cosine or NAN)
@@ -199,8 +203,13 @@ def tolerance_for(precision: str, rtol: float | None = None) -> Tolerance:
     base = TOLERANCES.get(precision, TOLERANCES["fp32"])
     if rtol is None or rtol == base.rtol:
         return base
-    gap = base.cosine_gap * (rtol / base.rtol) ** 2 if base.rtol else base.cosine_gap
-    return Tolerance(rtol=rtol, atol_floor=base.atol_floor, cosine_gap=gap)
+    scale = rtol / base.rtol if base.rtol else 1.0
+    return Tolerance(
+        rtol=rtol,
+        atol_floor=base.atol_floor,
+        cosine_gap=base.cosine_gap * scale**2,
+        rel_l2=base.rel_l2 * scale if base.rel_l2 is not None else None,
+    )
 
 
 def _bound(ref: np.ndarray, rule: Tolerance, integer: bool) -> tuple[np.ndarray, float, float]:
@@ -318,6 +327,11 @@ def compare_arrays(
         degenerate=degenerate_reason(b, rule) if not integer else None,
     )
     cmp.ratio = cmp.excess
+    if rule.rel_l2 and not integer and cmp.degenerate is None:
+        cmp.max_rel_l2 = rule.rel_l2
+        norm_ratio = rel / rule.rel_l2
+        if norm_ratio > cmp.ratio:
+            cmp.criterion, cmp.ratio = "rel_l2", norm_ratio
     if _score_rows(b) and not integer:
         cmp.score_vector = True
         cmp.top5_agreement = _agreement(a, b, 5)
@@ -374,6 +388,7 @@ def check_outputs(
         problem=problem or (None if comparisons else "no outputs to compare"),
         atol_floor=rule.atol_floor,
         cosine_gap=rule.cosine_gap,
+        max_rel_l2=rule.rel_l2,
         warnings=[
             f"the reference output {c.reference_name} {c.degenerate} for {input_label}: "
             + INPUT_HINT
@@ -400,51 +415,6 @@ def load_saved_outputs(path: Path) -> tuple[list[str], list[np.ndarray]]:
         names = [str(n) for n in data["__names__"]]
         outputs = [data[f"output_{i}"] for i in range(len(names))]
     return names, outputs
-
-
-class InputUnavailable(Exception):
-    """--input could not be turned into the model's input tensors; the message says why."""
-
-
-class InputFiles:
-    """``--input``: the file is read and preprocessed on the host once per model input list and
-    saved as one ``.npz`` in the cache; each device's runner and the reference load that file,
-    so every framework and the check see the same tensors, for the timing too."""
-
-    def __init__(self, source: Path, preprocess: str | None = None) -> None:
-        self.source = source
-        self.preprocess = preprocess
-        self._cache: dict[str, Path] = {}
-        self._lock = threading.Lock()
-
-    @property
-    def label(self) -> str:
-        return f"--input {self.source.name}"
-
-    def prepared(self, inputs: Sequence[dict[str, Any]]) -> Path:
-        """The .npz for a model with ``inputs`` ([{name, shape, dtype}]); InputUnavailable."""
-        key = repr(list(inputs))
-        with self._lock:
-            if key not in self._cache:
-                self._cache[key] = self._prepare(inputs)
-            return self._cache[key]
-
-    def _prepare(self, inputs: Sequence[dict[str, Any]]) -> Path:
-        specs = [InputSpec(i["name"], i["shape"], i.get("dtype") or "float32") for i in inputs]
-        try:
-            arrays = read_input_file(str(self.source), specs, self.preprocess)
-        except ValueError as exc:
-            raise InputUnavailable(f"--input {self.source}: {exc}") from None
-        buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
-        data = buffer.getvalue()
-        target = cache_dir() / "inputs" / f"input-{hashlib.sha256(data).hexdigest()[:20]}.npz"
-        if not target.is_file():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}")
-            partial.write_bytes(data)
-            partial.replace(target)  # atomic: another run never reads half a file
-        return target
 
 
 @dataclass

@@ -12,10 +12,10 @@ import pytest
 
 from edgebench.frameworks import framework_names
 from edgebench.lab.device import LocalDevice
+from edgebench.measure.input_files import InputFiles
 from edgebench.measure.methods.python_runner import PythonRunner
 from edgebench.measure.output_check import (
     CheckSettings,
-    InputFiles,
     check_outputs,
     compare_arrays,
     tolerance_for,

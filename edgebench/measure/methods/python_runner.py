@@ -8,12 +8,9 @@ import contextlib
 from edgebench.frameworks import install_hint
 from edgebench.lab.device import Device
 from edgebench.lab.transports.base import TransportError
+from edgebench.measure.input_files import InputUnavailable
 from edgebench.measure.methods.base import Visit, model_files
-from edgebench.measure.output_check import (
-    InputUnavailable,
-    ReferenceUnavailable,
-    compare_with_reference,
-)
+from edgebench.measure.output_check import ReferenceUnavailable, compare_with_reference
 from edgebench.measure.records import STDERR_TAIL_CHARS, failed_record, record_from_result
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.records import Record
