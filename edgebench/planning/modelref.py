@@ -14,6 +14,7 @@ from edgebench.converters import artifact_format
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.errors import UserError
 from edgebench.models import BUILTIN_MODELS, TensorSpec, builtin_model_path, summarize_model
+from edgebench.runners.backends.io_map import IO_MAP_FILE
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,9 @@ def _resolve_artifact(
             ref.error = f"{fmt} model {source!r} needs {companion.name} beside it; copy both files"
             return ref
         ref.companions = [companion]
+    io_map = path.with_name(IO_MAP_FILE)
+    if io_map.is_file():  # ncnn and TFLite artifacts: ONNX names and layouts, sent along
+        ref.companions.append(io_map)
     digest = hashlib.sha256()
     for part in [path, *ref.companions]:
         digest.update(file_sha256(part).encode())

@@ -22,6 +22,9 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+#: The file name, beside the artifact.
+IO_MAP_FILE = "io.json"
+
 
 class TensorMap:
     def __init__(self, entry: Dict[str, Any]) -> None:
@@ -64,7 +67,7 @@ class IoMap:
 
     @classmethod
     def beside(cls, model_path: str) -> Optional["IoMap"]:
-        path = os.path.join(os.path.dirname(os.path.abspath(model_path)), "io.json")
+        path = os.path.join(os.path.dirname(os.path.abspath(model_path)), IO_MAP_FILE)
         if not os.path.isfile(path):
             return None
         with open(path) as fh:
