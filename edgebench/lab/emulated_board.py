@@ -263,7 +263,12 @@ def build_board(
     if problem:
         raise BoardError(f"cannot build the {name} board: {problem}")
     folder.mkdir(parents=True, exist_ok=True)
-    os.chmod(folder, 0o755)  # sshd's ChrootDirectory refuses a root under a writable folder
+    # sshd's ChrootDirectory refuses a root under a folder others may write to (a umask of
+    # 002 would make ours so).
+    for path in (folder, folder.parent):
+        mode = path.stat().st_mode
+        if mode & 0o022 and path.stat().st_uid == os.geteuid():
+            os.chmod(path, mode & ~0o022 & 0o7777)
     with exclusive_lock(folder.parent / f".{name}.lock"):
         current = board_status(name)
         if current.state == "installed" and not force:
