@@ -15,7 +15,7 @@ def board() -> None:
     """The emulated arm64 board: a Debian root with the frameworks' ARM wheels, run by qemu.
 
     Its outputs show what the frameworks' ARM kernels compute (NEON, fp16 arithmetic); its
-    latencies mean nothing. Reach it over SSH or ADB as a lab device: docs/devices.md.
+    latencies mean nothing. Reach it over SSH or ADB as a lab device: docs/arm-board.md.
     """
 
 
