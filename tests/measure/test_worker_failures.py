@@ -58,7 +58,9 @@ class Progress:
 
 
 def cells_of(device: FakeDevice) -> list[Cell]:
-    timing = SimpleNamespace(sustained=False, target_ci=None, timeout_s=60.0)
+    timing = SimpleNamespace(
+        sustained=False, target_ci=None, timeout_s=60.0, correctness_only=False
+    )
     return [
         Cell(
             device=device,
