@@ -5,14 +5,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import numpy as np
+from fakes.records import sampled_record
 
 from edgebench.analysis.compare import any_regression, compare_runs
 from edgebench.analysis.history import history
 from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.ranking import emulated_devices, rank, rankable
 from edgebench.analysis.recommend import recommend
-from edgebench.analysis.statistics import latency_stats
 from edgebench.reporting.charts import history_svg
 from edgebench.reporting.junit import junit_xml
 from edgebench.reporting.text import format_comparison, format_history, format_recommendation
@@ -34,22 +33,13 @@ def cell(
     run_id: str = "r",
 ) -> Record:
     """A cell with 300 seeded lognormal samples (CV 2%) around ``median_ms``."""
-    rng = np.random.default_rng(seed)
-    samples = (median_ms * 1e6 * rng.lognormal(0.0, 0.02, 300)).astype(np.int64).tolist()
-    stats = latency_stats(samples)
-    return Record(
+    return sampled_record(
+        device,
+        framework,
+        median_ms,
+        seed,
         run_id=run_id,
-        cell_id=f"{device}/net/{framework}/fp32/t4/call/s1",
-        device=device,
-        model="net",
-        framework=framework,
-        precision="fp32",
-        threads=4,
-        cores="all",
         status=status,
-        samples_ns=samples,
-        n_samples=len(samples),
-        latency_ms=stats.as_record() if stats else None,
         emulated=emulated,
         emulation=QEMU if emulated else None,
     )

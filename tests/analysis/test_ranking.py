@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fakes.records import sampled_record
 
 from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.ranking import (
@@ -16,7 +17,6 @@ from edgebench.analysis.ranking import (
     tie_rule,
     tiers,
 )
-from edgebench.analysis.statistics import latency_stats
 from edgebench.results.records import Record
 
 P50 = get_metric("p50")
@@ -31,23 +31,7 @@ def sampled(
     status: str = "ok",
 ) -> Record:
     """A cell with ``n`` seeded lognormal samples around ``median_ms``."""
-    rng = np.random.default_rng(seed)
-    samples = (median_ms * 1e6 * rng.lognormal(0.0, cv, n)).astype(np.int64).tolist()
-    stats = latency_stats(samples)
-    return Record(
-        run_id="r",
-        cell_id=f"dev/net/{framework}/fp32/t1/call/s1",
-        device="dev",
-        model="net",
-        framework=framework,
-        precision="fp32",
-        threads=1,
-        cores="all",
-        status=status,
-        samples_ns=samples,
-        n_samples=n,
-        latency_ms=stats.as_record() if stats else None,
-    )
+    return sampled_record("dev", framework, median_ms, seed, cv=cv, n=n, status=status)
 
 
 def scalar(framework: str, **fields) -> Record:

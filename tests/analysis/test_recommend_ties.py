@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
+from fakes.records import sampled_record
 
 from edgebench.analysis.recommend import recommend
 from edgebench.analysis.statistics import latency_stats
@@ -15,22 +15,7 @@ DEVICES = ["phone", "board"]
 
 
 def cell(device: str, framework: str, median_ms: float, cv: float, seed: int, n: int = 300):
-    rng = np.random.default_rng(seed)
-    samples = (median_ms * 1e6 * rng.lognormal(0.0, cv, n)).astype(np.int64).tolist()
-    return Record(
-        run_id="r",
-        cell_id=f"{device}/net/{framework}/fp32/t4/call/s1",
-        device=device,
-        model="net",
-        framework=framework,
-        precision="fp32",
-        threads=4,
-        cores="all",
-        status="ok",
-        samples_ns=samples,
-        n_samples=n,
-        latency_ms=latency_stats(samples).as_record(),
-    )
+    return sampled_record(device, framework, median_ms, seed, cv=cv, n=n)
 
 
 def run(table: dict[str, dict[str, tuple[float, float]]]) -> list[Record]:

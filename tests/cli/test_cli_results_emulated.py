@@ -6,10 +6,9 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
+from fakes.records import sampled_record
 
-from edgebench.analysis.statistics import latency_stats
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore
 
@@ -17,24 +16,13 @@ QEMU = "qemu-aarch64 user mode: boot_id equals the host's"
 
 
 def cell(run_id: str, device: str, framework: str, median_ms: float, seed: int) -> Record:
-    rng = np.random.default_rng(seed)
-    samples = (median_ms * 1e6 * rng.lognormal(0.0, 0.02, 300)).astype(np.int64).tolist()
-    stats = latency_stats(samples)
-    assert stats is not None
     emulated = device == "qemu"
-    return Record(
+    return sampled_record(
+        device,
+        framework,
+        median_ms,
+        seed,
         run_id=run_id,
-        cell_id=f"{device}/net/{framework}/fp32/t4/call/s1",
-        device=device,
-        model="net",
-        framework=framework,
-        precision="fp32",
-        threads=4,
-        cores="all",
-        status="ok",
-        samples_ns=samples,
-        n_samples=len(samples),
-        latency_ms=stats.as_record(),
         emulated=emulated,
         emulation=QEMU if emulated else None,
     )

@@ -6,10 +6,9 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
+from fakes.records import sampled_record
 
-from edgebench.analysis.statistics import latency_stats
 from edgebench.reporting.export import records_frame
 from edgebench.reporting.html import render_html
 from edgebench.reporting.matrix import format_details, format_matrix
@@ -21,23 +20,11 @@ QEMU = "qemu-aarch64 user mode on x86_64"
 
 
 def cell(device: str, framework: str, median_ms: float, seed: int, **fields) -> Record:
-    rng = np.random.default_rng(seed)
-    samples = (median_ms * 1e6 * rng.lognormal(0.0, 0.02, 300)).astype(np.int64).tolist()
-    stats = latency_stats(samples)
-    assert stats is not None
-    return Record(
-        run_id="r",
-        cell_id=f"{device}/net/{framework}/fp32/t4/call/s1",
-        device=device,
-        model="net",
-        framework=framework,
-        precision="fp32",
-        threads=4,
-        cores="all",
-        status="ok",
-        samples_ns=samples,
-        n_samples=len(samples),
-        latency_ms=stats.as_record(),
+    return sampled_record(
+        device,
+        framework,
+        median_ms,
+        seed,
         throughput_ips=1000 / median_ms,
         peak_rss_mb=50.0 + median_ms,
         **fields,

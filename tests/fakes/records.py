@@ -1,0 +1,45 @@
+"""Records for analysis and reporting tests: a cell with seeded latency samples."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from edgebench.analysis.statistics import latency_stats
+from edgebench.results.records import Record
+
+
+def sampled_record(
+    device: str,
+    framework: str,
+    median_ms: float,
+    seed: int,
+    *,
+    cv: float = 0.02,
+    n: int = 300,
+    model: str = "net",
+    run_id: str = "r",
+    status: str = "ok",
+    **fields: Any,
+) -> Record:
+    """An fp32, 4-thread cell with ``n`` seeded lognormal samples (spread ``cv``) around
+    ``median_ms`` and the statistics computed from them; ``fields`` set any other field."""
+    rng = np.random.default_rng(seed)
+    samples = (median_ms * 1e6 * rng.lognormal(0.0, cv, n)).astype(np.int64).tolist()
+    stats = latency_stats(samples)
+    return Record(
+        run_id=run_id,
+        cell_id=f"{device}/{model}/{framework}/fp32/t4/call/s1",
+        device=device,
+        model=model,
+        framework=framework,
+        precision="fp32",
+        threads=4,
+        cores="all",
+        status=status,
+        samples_ns=samples,
+        n_samples=len(samples),
+        latency_ms=stats.as_record() if stats else None,
+        **fields,
+    )
