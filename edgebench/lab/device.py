@@ -18,6 +18,7 @@ from edgebench.lab.cores import detect_clusters, parse_cpu_list
 from edgebench.lab.transports import CommandResult, LocalTransport, Transport
 from edgebench.lab.transports.base import TransportError
 from edgebench.paths import cache_dir
+from edgebench.runners.emulation import boot_id as host_boot_id
 from edgebench.runners.protocol import RESULT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -258,7 +259,7 @@ class Device:
         if (
             not facts.emulated
             and facts.boot_id
-            and facts.boot_id == _host_boot_id()
+            and facts.boot_id == host_boot_id()
             and facts.machine
             and facts.machine != host_machine
         ):
@@ -276,13 +277,6 @@ class Device:
     def core_names(self) -> dict[str, list[int]]:
         """Cluster names usable with --cores: the profile's, else the detected ones."""
         return dict(self.profile_clusters) or dict(self.facts().clusters)
-
-
-def _host_boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
-    except OSError:
-        return None
 
 
 def taskset_mask(cores: list[int]) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import UserError
+from edgebench.paths import write_json_atomically
 from edgebench.results.records import Record, json_kind
 
 log = logging.getLogger(__name__)
@@ -147,9 +148,7 @@ class RunDir:
         return meta
 
     def write_metadata(self, meta: dict[str, Any]) -> None:
-        tmp = self.path / (RUN_FILE + ".tmp")
-        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path / RUN_FILE)
+        write_json_atomically(self.path / RUN_FILE, meta)
 
     def update_metadata(self, **changes: Any) -> None:
         meta = self.metadata()
