@@ -29,7 +29,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from backends import MODULE_SUFFIX, Backend, BackendError, Declaration, discover
 from backends.base import InputSpec
-from backends.tensors import load_inputs, make_inputs, save_outputs, summarize_outputs
+from backends.tensors import (
+    INPUT_GENERATOR,
+    load_inputs,
+    make_inputs,
+    save_outputs,
+    summarize_outputs,
+)
 from emulation import boot_id
 from emulation import detect as detect_emulation
 from protocol import (
@@ -595,6 +601,7 @@ def new_result(spec: Any) -> Dict[str, Any]:
         "measure_wall_ns": None,
         "stop_reason": None,
         "inputs": None,
+        "input_generator": INPUT_GENERATOR,
         "outputs": None,
     }
 

@@ -13,11 +13,77 @@ from .base import BackendError, InputSpec
 # --- inputs and outputs ----------------------------------------------------------------------
 
 
-def make_inputs(specs: List[InputSpec], seed: int) -> Dict[str, Any]:
-    """Seeded inputs; every framework on every device gets bit-identical tensors."""
+#: The seeded-input generator, named in every result. The native runner implements the same
+#: one (runners/native_runner/seeded.cpp); docs/native-runner.md gives its definition.
+INPUT_GENERATOR = "edgebench.ctr/1"
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
+_MASK64 = (1 << 64) - 1
+#: sqrt(3), written out so both runners use the very same double.
+_SQRT3 = 1.7320508075688772
+
+
+def _mix64(z: Any) -> Any:
+    """SplitMix64's finaliser, on a Python int (masked) or a numpy uint64 array (wraps)."""
     import numpy as np
 
-    rng = np.random.default_rng(seed)
+    if isinstance(z, int):
+        z = ((z ^ (z >> 30)) * _MIX1) & _MASK64
+        z = ((z ^ (z >> 27)) * _MIX2) & _MASK64
+        return z ^ (z >> 31)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(_MIX1)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(_MIX2)
+    return z ^ (z >> np.uint64(31))
+
+
+def _fnv1a64(text: str) -> int:
+    h = 0xCBF29CE484222325
+    for byte in text.encode("utf-8"):
+        h = ((h ^ byte) * 0x100000001B3) & _MASK64
+    return h
+
+
+def seeded_bits(seed: int, name: str, count: int) -> Any:
+    """64 random bits per element of input ``name``: a counter-based generator, so element i
+    depends only on (seed, name, i) and any language can produce the same bits."""
+    import numpy as np
+
+    key = _mix64((seed * _GOLDEN + _fnv1a64(name)) & _MASK64)
+    counter = np.arange(count, dtype=np.uint64)
+    return _mix64(np.uint64(key) + counter * np.uint64(_GOLDEN))
+
+
+def seeded_values(seed: int, name: str, shape: List[int], dtype: Any) -> Any:
+    """One seeded input: floats with mean 0 and variance 1 (the sum of four 16-bit uniforms,
+    centred and scaled: only exact integer steps and one rounded multiply, so C++ gets the same
+    floats bit for bit), integers in [0, 100), or booleans."""
+    import numpy as np
+
+    count = 1
+    for d in shape:
+        count *= int(d)
+    bits = seeded_bits(seed, name, count)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        lanes = np.uint64(0xFFFF)
+        total = (
+            (bits & lanes)
+            + ((bits >> np.uint64(16)) & lanes)
+            + ((bits >> np.uint64(32)) & lanes)
+            + (bits >> np.uint64(48))
+        )
+        value = ((total.astype(np.float64) + 2.0) / 65536.0 - 2.0) * _SQRT3
+        value = value.astype(np.float32).astype(dtype)
+    elif dtype.kind == "b":
+        value = (bits & np.uint64(1)).astype(bool)
+    else:
+        value = (bits % np.uint64(100)).astype(dtype)
+    return np.ascontiguousarray(value.reshape(shape))
+
+
+def make_inputs(specs: List[InputSpec], seed: int) -> Dict[str, Any]:
+    """Seeded inputs; every framework on every device gets bit-identical tensors."""
     feeds = {}
     for spec in specs:
         if any(d < 0 for d in spec.shape):
@@ -26,14 +92,7 @@ def make_inputs(specs: List[InputSpec], seed: int) -> Dict[str, Any]:
                 "input %r has dynamic dimensions %s; give a concrete shape"
                 % (spec.name, spec.shape),
             )
-        dtype = np.dtype(spec.dtype)
-        if dtype.kind == "f":
-            value = rng.standard_normal(spec.shape, dtype=np.float32).astype(dtype)
-        elif dtype.kind == "b":
-            value = rng.integers(0, 2, spec.shape).astype(bool)
-        else:
-            value = rng.integers(0, 100, spec.shape).astype(dtype)
-        feeds[spec.name] = np.ascontiguousarray(value)
+        feeds[spec.name] = seeded_values(seed, spec.name, spec.shape, spec.dtype)
     return feeds
 
 
