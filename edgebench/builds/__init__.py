@@ -1,0 +1,38 @@
+"""Host-side builds of edgebench's native C++ runner (``runners/native_runner/``).
+
+One job a module: ``targets`` (what a binary runs on), ``compilers`` (which compiler builds
+for a target), ``sources`` (the frameworks' source trees, from the user or the cache),
+``libraries`` (each framework's static library, built once per version, target and flags) and
+``native_runner`` (the runner binary linked against them, and finding a built one).
+
+Everything lives under :func:`native_root`, ``$EDGEBENCH_NATIVE_DIR`` or
+``cache_dir()/native-runner``::
+
+    sources/<framework>-<version>.tar.gz         archives the user downloaded (ncnn's sdist)
+    extracted/<archive>-<sha12>/                  those archives, extracted once
+    libs/<fw>-<version>-<target>-<hash10>/        build/, install/, build.log, done.json (last)
+    bin/<target>/<key>/edgebench-native           the runner, manifest.json beside it (last)
+    bin/<target>/current.json                     the newest key for the target
+
+Nothing here reaches the network: sources are given by the user or found in the cache.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from edgebench.errors import UserError
+from edgebench.paths import cache_dir
+
+NATIVE_DIR_ENV = "EDGEBENCH_NATIVE_DIR"
+
+
+class BuildError(UserError):
+    """A native build cannot start or did not finish; the message names the cause and fix."""
+
+
+def native_root() -> Path:
+    """Where the native runner's sources, libraries and binaries are kept."""
+    override = os.environ.get(NATIVE_DIR_ENV)
+    return Path(override) if override else cache_dir() / "native-runner"

@@ -1,0 +1,253 @@
+"""Each framework's static library, built with CMake once per (framework, version, target,
+flags) into ``native_root()/libs/<fw>-<version>-<target>-<hash10>/``::
+
+    build/       CMake's build tree (kept: an interrupted build resumes)
+    install/     include/ and lib/ as the framework installs them
+    build.log    every command and all of its output
+    done.json    written last (atomically): present means the library is usable
+
+``<folder>.lock`` beside the folder serialises builds of one library across processes: a second
+process waits, then finds done.json.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from edgebench.builds import BuildError, native_root
+from edgebench.builds.compilers import Compiler
+from edgebench.builds.logged import first_error, run_logged
+from edgebench.builds.sources import UNKNOWN, Source, ncnn_version_number
+from edgebench.builds.targets import Target
+from edgebench.paths import exclusive_lock, write_json_atomically
+
+log = logging.getLogger(__name__)
+
+SCHEMA = "edgebench.native-lib/1"
+#: Bump when a recipe changes in a way its flags do not show: every library is rebuilt.
+RECIPE = 1
+BUILD_TIMEOUT_S = 3600.0
+CONFIGURE_TIMEOUT_S = 600.0
+DONE_FILE = "done.json"
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    include: str  # the include folder the runner needs, under install/
+    lib: str  # the static library, under install/
+    whole_archive: bool  # link every object (MNN registers its ops by static initialisers)
+    core_minutes: tuple[int, int]  # a build's rough cost in CPU-core minutes, for the estimate
+
+
+RECIPES = {
+    "ncnn": Recipe("include/ncnn", "lib/libncnn.a", False, (10, 20)),
+    "mnn": Recipe("include", "lib/libMNN.a", True, (15, 30)),
+}
+
+
+@dataclass(frozen=True)
+class Library:
+    framework: str
+    version: str
+    target: str
+    folder: Path
+    include_dir: Path
+    lib: Path
+    whole_archive: bool
+    seconds: float  # how long its build took
+    origin: str
+
+    @property
+    def link_args(self) -> list[str]:
+        if self.whole_archive:
+            return ["-Wl,--whole-archive", str(self.lib), "-Wl,--no-whole-archive"]
+        return [str(self.lib)]
+
+
+def framework_flags(source: Source, target: Target) -> list[str]:
+    """The framework's own CMake options: CPU only, static, no tools, tests or Python."""
+    if source.framework == "ncnn":
+        # Never ncnn's default NCNN_VERSION: it stamps the build date into the library.
+        number = ncnn_version_number(source.version) or "0"
+        return [
+            "-DNCNN_VULKAN=OFF",
+            "-DNCNN_BUILD_TOOLS=OFF",
+            "-DNCNN_BUILD_EXAMPLES=OFF",
+            "-DNCNN_BUILD_TESTS=OFF",
+            "-DNCNN_BUILD_BENCHMARK=OFF",
+            "-DNCNN_PYTHON=OFF",
+            "-DNCNN_SHARED_LIB=OFF",
+            "-DNCNN_OPENMP=ON",
+            f"-DNCNN_VERSION={number}",
+        ]
+    if source.framework == "mnn":
+        flags = [
+            "-DMNN_BUILD_SHARED_LIBS=OFF",
+            "-DMNN_BUILD_TOOLS=OFF",
+            "-DMNN_BUILD_DEMO=OFF",
+            "-DMNN_BUILD_TEST=OFF",
+            "-DMNN_BUILD_BENCHMARK=OFF",
+            "-DMNN_BUILD_CONVERTER=OFF",
+            "-DMNN_SEP_BUILD=OFF",
+            "-DMNN_USE_THREAD_POOL=ON",
+        ]
+        return flags + (["-DMNN_ARM82=ON"] if target.machine == "aarch64" else [])
+    raise BuildError(f"no build recipe for {source.framework}: choose one of {', '.join(RECIPES)}")
+
+
+def library_key(source: Source, target: Target, compiler: Compiler) -> str:
+    """Ten hex digits that change with anything that changes the library's bytes."""
+    parts: dict[str, object] = {
+        "recipe": RECIPE,
+        "framework": source.framework,
+        "version": source.version,
+        "target": target.name,
+        "compiler": [compiler.kind, compiler.version, *compiler.cmake_args],
+        "flags": framework_flags(source, target),
+    }
+    if source.version == UNKNOWN:  # two checkouts without a version must not share a build
+        parts["origin"] = str(source.origin)
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def library_folder(source: Source, target: Target, compiler: Compiler) -> Path:
+    key = library_key(source, target, compiler)
+    name = f"{source.framework}-{source.version}-{target.name}-{key}"
+    return native_root() / "libs" / name
+
+
+def read_library(folder: Path) -> Library | None:
+    """The library built in ``folder``, or None when its build did not finish."""
+    try:
+        done = json.loads((folder / DONE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(done, dict) or done.get("schema") != SCHEMA:
+        return None
+    recipe = RECIPES.get(str(done.get("framework")))
+    if recipe is None or not (folder / "install" / recipe.lib).is_file():
+        return None
+    return Library(
+        framework=str(done["framework"]),
+        version=str(done.get("version")),
+        target=str(done.get("target")),
+        folder=folder,
+        include_dir=folder / "install" / recipe.include,
+        lib=folder / "install" / recipe.lib,
+        whole_archive=recipe.whole_archive,
+        seconds=float(done.get("build_seconds") or 0.0),
+        origin=str(done.get("origin")),
+    )
+
+
+def build_library(
+    source: Source,
+    target: Target,
+    compiler: Compiler,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    timeout: float = BUILD_TIMEOUT_S,
+) -> Library:
+    """The framework's static library for ``target``: built now unless already built."""
+    say = progress or (lambda _line: None)
+    folder = library_folder(source, target, compiler)
+    what = f"{source.framework} {source.version} for {target.name}"
+    built = read_library(folder)
+    if built is not None:
+        say(f"{what}: already built ({folder})")
+        return built
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        raise BuildError(f"cannot build {what}: cmake is not installed (apt-get install cmake)")
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    with exclusive_lock(folder.with_name(f"{folder.name}.lock")):
+        built = read_library(folder)  # another process may have built it while we waited
+        if built is not None:
+            say(f"{what}: built by another edgebench meanwhile ({folder})")
+            return built
+        folder.mkdir(parents=True, exist_ok=True)
+        build_dir, install_dir = folder / "build", folder / "install"
+        log_path = folder / "build.log"
+        _forget_other_source(build_dir, source.root)
+        shutil.rmtree(install_dir, ignore_errors=True)
+        low, high = (max(1, round(m / jobs)) for m in RECIPES[source.framework].core_minutes)
+        say(
+            f"building {what} with {compiler.short} (about {low}-{high} min on {jobs} "
+            f"core{'s' if jobs > 1 else ''}; log: {log_path})"
+        )
+        started = time.monotonic()
+        configure = [
+            cmake,
+            "-S",
+            str(source.root),
+            "-B",
+            str(build_dir),
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DCMAKE_INSTALL_PREFIX={install_dir}",
+            "-DCMAKE_INSTALL_LIBDIR=lib",
+            *compiler.cmake_args,
+            *framework_flags(source, target),
+        ]
+        log.debug("%s: %s", what, " ".join(configure))
+        _run_step(what, "configure", configure, log_path, min(timeout, CONFIGURE_TIMEOUT_S))
+        build = [cmake, "--build", str(build_dir), "-j", str(jobs), "--target", "install"]
+        _run_step(what, "build", build, log_path, timeout)
+        recipe = RECIPES[source.framework]
+        if not (install_dir / recipe.lib).is_file():
+            raise BuildError(
+                f"{what}: cmake installed no {recipe.lib} under {install_dir}; full log: {log_path}"
+            )
+        seconds = round(time.monotonic() - started, 1)
+        write_json_atomically(
+            folder / DONE_FILE,
+            {
+                "schema": SCHEMA,
+                "framework": source.framework,
+                "version": source.version,
+                "target": target.name,
+                "compiler": {"kind": compiler.kind, "version": compiler.version},
+                "configure": configure,
+                "build_seconds": seconds,
+                "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "origin": str(source.origin),
+            },
+        )
+        say(f"{what}: built in {seconds:.0f} s")
+    built = read_library(folder)
+    assert built is not None
+    return built
+
+
+def _forget_other_source(build_dir: Path, source_root: Path) -> None:
+    """Remove a build tree CMake configured from another source folder (the same version
+    from another archive or checkout): CMake refuses to reuse it."""
+    try:
+        cache = (build_dir / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return
+    found = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", cache, re.M)
+    if found is None or Path(found.group(1).strip()) != source_root:
+        shutil.rmtree(build_dir, ignore_errors=True)
+
+
+def _run_step(what: str, step: str, argv: list[str], log_path: Path, timeout: float) -> None:
+    code, start = run_logged(argv, log_path, timeout)
+    if code is None:
+        raise BuildError(
+            f"{what}: cmake {step} took over {timeout:.0f} s and was stopped; full log: {log_path}"
+        )
+    if code != 0:
+        why = first_error(log_path, start) or f"exit {code}"
+        raise BuildError(f"{what}: cmake {step} failed ({why}); full log: {log_path}")

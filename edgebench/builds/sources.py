@@ -1,0 +1,265 @@
+"""The frameworks' source trees: a folder or archive the user gives, else an archive found in
+``native_root()/sources/``. Archives are extracted once (safely) under ``native_root()/extracted``.
+
+Never from the network: when a source is missing, the error says which file to download.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from edgebench.builds import BuildError, native_root
+from edgebench.converters.artifact_cache import file_sha256
+from edgebench.paths import exclusive_lock
+
+log = logging.getLogger(__name__)
+
+#: The frameworks the native runner can link, and their CMake project() names.
+FRAMEWORKS = {"ncnn": "ncnn", "mnn": "MNN"}
+
+#: The pinned ncnn source: PyPI's sdist. `pip download` cannot fetch it (its setup.py stamps
+#: today's date into the version), so it is downloaded as a plain file.
+NCNN_SDIST_NAME = "ncnn-1.0.20250428.tar.gz"
+NCNN_SDIST_SHA256 = "891ebd7ce68172fb8cdc2455c34c01ecf8f814ea233d043489bb35f5daab2dd2"
+NCNN_SDIST_URL = (
+    "https://files.pythonhosted.org/packages/bb/e0/"
+    "b7c375d78220240724f131586c85bc0f52098be6400959c9c04486088c4b/" + NCNN_SDIST_NAME
+)
+KNOWN_SHA256 = {NCNN_SDIST_NAME: NCNN_SDIST_SHA256}
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Source:
+    framework: str
+    version: str  # as the framework reports it ("1.0.20250428"), or "unknown"
+    root: Path  # the folder holding the top CMakeLists.txt
+    origin: Path  # the archive or folder it came from
+
+
+def sources_dir() -> Path:
+    """Where the user puts downloaded source archives (beside the builds, so that
+    ``$EDGEBENCH_NATIVE_DIR`` moves both)."""
+    return native_root() / "sources"
+
+
+def missing_source_message(framework: str) -> str:
+    if framework == "ncnn":
+        return (
+            f"no ncnn source: download {NCNN_SDIST_URL} (sha256 {NCNN_SDIST_SHA256}) into "
+            f"{sources_dir()}/ or pass --source ncnn=FILE"
+        )
+    return (
+        f"no {framework} source: put a {framework}-<version>.tar.gz (or .zip) of its source "
+        f"into {sources_dir()}/ or pass --source {framework}=PATH (an archive or a checkout)"
+    )
+
+
+def find_source(framework: str, given: Path | None = None) -> Source:
+    """The source of ``framework``: ``given`` (an archive or a folder), else the newest
+    ``<framework>-<version>`` archive in :func:`sources_dir`."""
+    if framework not in FRAMEWORKS:
+        raise BuildError(f"unknown framework {framework!r}: choose one of {', '.join(FRAMEWORKS)}")
+    if given is None:
+        given = _newest_archive(framework)
+        if given is None:
+            raise BuildError(missing_source_message(framework))
+    given = given.expanduser().absolute()
+    if given.is_dir():
+        root = _source_root(given, framework)
+    elif given.is_file() and given.name.lower().endswith(ARCHIVE_SUFFIXES):
+        root = _source_root(extract_archive(given), framework)
+    elif given.exists():
+        raise BuildError(
+            f"{framework} source {given} is neither a folder nor a .tar.gz, .tgz or .zip archive"
+        )
+    else:
+        raise BuildError(f"{framework} source {given} does not exist")
+    version = read_version(framework, root)
+    log.info("%s %s from %s", framework, version, given)
+    return Source(framework, version, root, given)
+
+
+def archive_stem(path: Path) -> str:
+    name = path.name
+    for suffix in ARCHIVE_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text))
+
+
+def _newest_archive(framework: str) -> Path | None:
+    folder = sources_dir()
+    if not folder.is_dir():
+        return None
+    found = []
+    for path in folder.iterdir():
+        stem = archive_stem(path)
+        if stem == path.name or not path.is_file():
+            continue
+        head, _, version = stem.partition("-")
+        if head.lower() == framework and re.match(r"\d", version):
+            found.append((_version_key(version), path.name, path))
+    return max(found)[2] if found else None
+
+
+def extract_archive(archive: Path) -> Path:
+    """Extract ``archive`` once into ``native_root()/extracted/<stem>-<sha12>/`` and return that
+    folder. Refuses members with absolute paths or ``..``, links out of the tree, and a known
+    archive (the pinned ncnn sdist) whose sha256 differs from the pinned one."""
+    sha = file_sha256(archive)
+    expected = KNOWN_SHA256.get(archive.name)
+    if expected and sha != expected:
+        raise BuildError(
+            f"{archive} has sha256 {sha}, not the pinned {expected}: download it again "
+            f"({NCNN_SDIST_URL if archive.name == NCNN_SDIST_NAME else 'from its source'})"
+        )
+    folder = native_root() / "extracted" / f"{archive_stem(archive)}-{sha[:12]}"
+    done = folder / ".extracted"
+    if done.is_file():
+        return folder
+    with exclusive_lock(folder.with_name(f".{folder.name}.lock")):
+        if done.is_file():
+            return folder
+        tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            _extract_into(archive, tmp)
+            (tmp / ".extracted").write_text(f"{archive}\n{sha}\n")
+            os.replace(tmp, folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    log.info("extracted %s into %s", archive, folder)
+    return folder
+
+
+def _unsafe_member(name: str) -> bool:
+    path = PurePosixPath(name.replace("\\", "/"))
+    return path.is_absolute() or ".." in path.parts or re.match(r"^[A-Za-z]:", name) is not None
+
+
+def _extract_into(archive: Path, dest: Path) -> None:
+    try:
+        if archive.name.lower().endswith(".zip"):
+            with zipfile.ZipFile(archive) as zipped:
+                bad = [n for n in zipped.namelist() if _unsafe_member(n)]
+                if bad:
+                    raise BuildError(f"{archive} holds an unsafe path {bad[0]!r}: not extracted")
+                zipped.extractall(dest)
+            return
+        with tarfile.open(archive, "r:*") as tar:
+            members = tar.getmembers()
+            for member in members:
+                if _unsafe_member(member.name) or (
+                    (member.issym() or member.islnk()) and _unsafe_link(member)
+                ):
+                    raise BuildError(
+                        f"{archive} holds an unsafe path {member.name!r}: not extracted"
+                    )
+                if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+                    raise BuildError(
+                        f"{archive} holds a special file {member.name!r}: not extracted"
+                    )
+            if hasattr(tarfile, "data_filter"):  # Python 3.11.4 and later
+                tar.extractall(dest, members=members, filter="data")
+            else:
+                tar.extractall(dest, members=members)
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise BuildError(f"cannot extract {archive}: {exc}") from None
+
+
+def _unsafe_link(member: tarfile.TarInfo) -> bool:
+    link = PurePosixPath(member.linkname)
+    if link.is_absolute():
+        return True
+    if member.islnk():  # hard links name a path from the archive's top
+        return ".." in link.parts
+    depth = len(PurePosixPath(member.name).parent.parts)
+    for part in link.parts:
+        depth += -1 if part == ".." else (0 if part == "." else 1)
+        if depth < 0:
+            return True
+    return False
+
+
+def _source_root(folder: Path, framework: str) -> Path:
+    """``folder`` if it holds the top CMakeLists.txt, else its one subfolder that does (an
+    archive's ``<name>-<version>/``)."""
+    root = folder
+    if not (folder / "CMakeLists.txt").is_file():
+        subs = [p for p in folder.iterdir() if p.is_dir() and (p / "CMakeLists.txt").is_file()]
+        if len(subs) != 1:
+            raise BuildError(f"no CMakeLists.txt in {folder}: not a {framework} source tree")
+        root = subs[0]
+    project = FRAMEWORKS[framework]
+    text = (root / "CMakeLists.txt").read_text(errors="replace")
+    if not re.search(rf"^\s*project\s*\(\s*{project}\b", text, re.IGNORECASE | re.MULTILINE):
+        raise BuildError(
+            f"{root} is not the {framework} source: its CMakeLists.txt has no project({project})"
+        )
+    return root
+
+
+# --- versions ---------------------------------------------------------------------------------
+
+
+def read_version(framework: str, root: Path) -> str:
+    if framework == "ncnn":
+        return ncnn_version(root)
+    if framework == "mnn":
+        return mnn_version(root)
+    return UNKNOWN
+
+
+def ncnn_version(root: Path) -> str:
+    """PKG-INFO's ``Version:`` (an sdist), else a literal NCNN_VERSION_STRING or NCNN_VERSION
+    set in CMakeLists.txt (a checkout), else "unknown"."""
+    pkg_info = root / "PKG-INFO"
+    if pkg_info.is_file():
+        for line in pkg_info.read_text(errors="replace").splitlines():
+            if line.startswith("Version:") and line.split(":", 1)[1].strip():
+                return line.split(":", 1)[1].strip()
+    cmake = root / "CMakeLists.txt"
+    text = cmake.read_text(errors="replace") if cmake.is_file() else ""
+    for name in ("NCNN_VERSION_STRING", "NCNN_VERSION"):
+        found = re.search(rf'^\s*set\s*\(\s*{name}\s+"?(\d+(?:\.\d+)*)"?\s*\)', text, re.M)
+        if found:
+            value = found.group(1)
+            return value if "." in value else f"1.0.{value}"
+    return UNKNOWN
+
+
+def ncnn_version_number(version: str) -> str | None:
+    """The digits ncnn's CMake takes as NCNN_VERSION: ``1.0.20250428`` -> ``20250428``."""
+    last = version.rsplit(".", 1)[-1]
+    return last if last.isdigit() else None
+
+
+def mnn_version(root: Path) -> str:
+    """``MAJOR.MINOR.PATCH`` from include/MNN/MNNDefine.h, else "unknown"."""
+    header = root / "include" / "MNN" / "MNNDefine.h"
+    text = header.read_text(errors="replace") if header.is_file() else ""
+    parts = []
+    for name in ("MAJOR", "MINOR", "PATCH"):
+        found = re.search(rf"^\s*#\s*define\s+MNN_VERSION_{name}\s+(\d+)", text, re.M)
+        if not found:
+            break
+        parts.append(found.group(1))
+    if len(parts) == 3:
+        return ".".join(parts)
+    found = re.search(r'^\s*#\s*define\s+MNN_VERSION\s+"(\d+(?:\.\d+)*)"', text, re.M)
+    return found.group(1) if found else UNKNOWN

@@ -1,0 +1,117 @@
+"""`edgebench runners`: build the native C++ runner for a target, list the built ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from edgebench.builds import BuildError
+from edgebench.builds.native_runner import build_runner, list_runners
+from edgebench.builds.sources import FRAMEWORKS
+from edgebench.builds.targets import TARGETS, host_target, parse_target
+from edgebench.cli.app import cli
+
+BUILD_COMMAND = "edgebench runners build"
+
+
+@cli.group()
+def runners() -> None:
+    """The native C++ runner: one static binary per target, built on this machine from the
+    frameworks' sources and copied to devices that have no Python. See docs/native-runner.md.
+    """
+
+
+def parse_sources(values: tuple[str, ...]) -> dict[str, Path]:
+    """``NAME=PATH`` values as a dict; BuildError in one line for a malformed one."""
+    out: dict[str, Path] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        name = name.strip().lower()
+        if not sep or not name or not path.strip():
+            raise BuildError(f"--source {value!r}: write NAME=PATH, e.g. ncnn=ncnn.tar.gz")
+        if name not in FRAMEWORKS:
+            raise BuildError(
+                f"--source {value!r}: unknown framework {name!r} (one of {', '.join(FRAMEWORKS)})"
+            )
+        out[name] = Path(path.strip()).expanduser()
+    return out
+
+
+@runners.command(name="build")
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    metavar="TARGET",
+    help=f"What to build for, repeatable: {', '.join(TARGETS)} [default: this machine's].",
+)
+@click.option(
+    "--framework",
+    "frameworks",
+    multiple=True,
+    type=click.Choice(list(FRAMEWORKS)),
+    help="A framework to link in, repeatable [default: ncnn].",
+)
+@click.option(
+    "--source",
+    "source_values",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="A framework's source: a .tar.gz/.tgz/.zip archive or a folder "
+    "[default: the newest <name>-<version> archive in the cache's sources/ folder].",
+)
+@click.option(
+    "--ndk",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Android NDK for aarch64-android [default: $ANDROID_NDK_HOME, $ANDROID_NDK_ROOT].",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Parallel compile jobs [default: all cores].",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Relink the runner even when an identical one is built (the frameworks' libraries "
+    "are kept).",
+)
+def runners_build(
+    targets: tuple[str, ...],
+    frameworks: tuple[str, ...],
+    source_values: tuple[str, ...],
+    ndk: Path | None,
+    jobs: int | None,
+    force: bool,
+) -> None:
+    """Build the native runner for each target.
+
+    A framework's first build for a target takes minutes; later builds reuse its library.
+    Progress goes to stderr, each target's binary to stdout."""
+    chosen = [parse_target(t) for t in targets] or [host_target()]
+    sources = parse_sources(source_values)
+    for target in dict.fromkeys(chosen):
+        runner = build_runner(
+            target,
+            frameworks=frameworks or ("ncnn",),
+            sources=sources,
+            ndk=ndk,
+            jobs=jobs,
+            force=force,
+            progress=lambda line: click.echo(line, err=True),
+        )
+        click.echo(f"{target.name}: {runner.path}  ({runner.describe()})")
+
+
+@runners.command(name="list")
+def runners_list() -> None:
+    """The current runner of each target, with what it holds."""
+    built = list_runners()
+    if not built:
+        click.echo(f"no native runner is built: {BUILD_COMMAND} [--target TARGET]")
+        return
+    for runner in built:
+        click.echo(f"{runner.target.name}: {runner.path}  ({runner.describe()})")
