@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,8 @@ _USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 os.environ.setdefault("EDGEBENCH_TOOLCHAINS_DIR", str(_USER_CACHE / "edgebench" / "toolchains"))
 # The emulated arm64 board (~500 MB, ~2 minutes to build) is shared the same way.
 os.environ.setdefault("EDGEBENCH_BOARDS_DIR", str(_USER_CACHE / "edgebench" / "boards"))
+# The edgebench-native builds (minutes each) and the framework sources they are built from.
+os.environ.setdefault("EDGEBENCH_NATIVE_DIR", str(_USER_CACHE / "edgebench" / "native-runner"))
 
 
 @pytest.fixture(scope="session")
@@ -178,4 +181,31 @@ from fakes.arm_board import (  # noqa: E402, F401
     board_sshd_fixture,
     board_work_dir_fixture,
 )
+from fakes.native_builds import (  # noqa: E402, F401
+    FIXTURES,
+    native_arm_fixture,
+    native_arm_mnn_fixture,
+    native_x86_fixture,
+    native_x86_mnn_fixture,
+    start_prebuild,
+    stop_prebuild,
+)
 from fakes.ssh_fixtures import shared_sshd, sshd  # noqa: E402, F401
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the edgebench-native builds the collected tests need, in the background."""
+    wanted = {
+        FIXTURES[name]
+        for item in session.items
+        for name in getattr(item, "fixturenames", ())
+        if name in FIXTURES
+    }
+    if wanted:
+        cache = getattr(session.config, "cache", None)
+        folder = Path(cache.mkdir("native-prebuild")) if cache else Path(tempfile.mkdtemp())
+        start_prebuild(sorted(wanted), folder / "log")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    stop_prebuild()

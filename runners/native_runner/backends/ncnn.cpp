@@ -1,0 +1,135 @@
+// ncnn through its C++ API (Net + Extractor), as runners/backends/ncnn_backend.py does in Python.
+#include <cstring>
+
+#include "../backend.h"
+#include "../io_map.h"
+#include "net.h"
+
+namespace eb {
+namespace {
+
+// ncnn Mats carry no batch axis and pad each channel to cstep: copy channel by channel.
+ncnn::Mat to_mat(const std::vector<float>& data, std::vector<int64_t> shape, const std::string& name) {
+    if (shape.size() > 3 && shape[0] == 1) shape.erase(shape.begin());
+    ncnn::Mat mat;
+    switch (shape.size()) {
+        case 1: mat.create(static_cast<int>(shape[0])); break;
+        case 2: mat.create(static_cast<int>(shape[1]), static_cast<int>(shape[0])); break;
+        case 3: mat.create(static_cast<int>(shape[2]), static_cast<int>(shape[1]), static_cast<int>(shape[0])); break;
+        case 4:
+            mat.create(static_cast<int>(shape[3]), static_cast<int>(shape[2]), static_cast<int>(shape[1]),
+                       static_cast<int>(shape[0]));
+            break;
+        default:
+            throw BackendError("unsupported", "ncnn takes inputs of 1 to 4 axes after the batch; '" + name + "' has " +
+                                                  std::to_string(shape.size()));
+    }
+    if (mat.empty()) throw std::bad_alloc();
+    const size_t plane = static_cast<size_t>(mat.w) * mat.h * mat.d;
+    for (int q = 0; q < mat.c; ++q)
+        std::memcpy(mat.channel(q).data, data.data() + q * plane, plane * sizeof(float));
+    return mat;
+}
+
+std::vector<float> from_mat(const ncnn::Mat& mat, std::vector<int64_t>& shape) {
+    switch (mat.dims) {
+        case 1: shape = {mat.w}; break;
+        case 2: shape = {mat.h, mat.w}; break;
+        case 3: shape = {mat.c, mat.h, mat.w}; break;
+        default: shape = {mat.c, mat.d, mat.h, mat.w}; break;
+    }
+    const size_t plane = static_cast<size_t>(mat.w) * mat.h * mat.d;
+    std::vector<float> data(plane * static_cast<size_t>(mat.c));
+    for (int q = 0; q < mat.c; ++q) std::memcpy(data.data() + q * plane, mat.channel(q).data, plane * sizeof(float));
+    return data;
+}
+
+class NcnnStream : public Stream {
+public:
+    NcnnStream(ncnn::Net& net, const IoMap& io, std::vector<std::pair<std::string, ncnn::Mat>> inputs)
+        : net_(net), io_(io), inputs_(std::move(inputs)), results_(io.outputs.size()) {}
+
+    void run() override {
+        ncnn::Extractor extractor = net_.create_extractor();
+        for (const auto& input : inputs_)
+            if (extractor.input(input.first.c_str(), input.second) != 0)
+                throw BackendError("inference", "ncnn has no input blob " + input.first);
+        for (size_t i = 0; i < io_.outputs.size(); ++i)
+            if (extractor.extract(io_.outputs[i].name.c_str(), results_[i]) != 0)
+                throw BackendError("inference", "ncnn could not extract blob " + io_.outputs[i].name);
+    }
+
+    std::vector<Tensor> outputs() override {
+        std::vector<Tensor> out;
+        for (size_t i = 0; i < io_.outputs.size(); ++i) {
+            std::vector<int64_t> shape;
+            std::vector<float> data = from_mat(results_[i], shape);
+            out.push_back(io_.outputs[i].to_onnx(std::move(data), shape));
+        }
+        return out;
+    }
+
+private:
+    ncnn::Net& net_;
+    const IoMap& io_;
+    std::vector<std::pair<std::string, ncnn::Mat>> inputs_;
+    std::vector<ncnn::Mat> results_;
+};
+
+class NcnnBackend : public Backend {
+public:
+    void load(const std::string& model, int threads, const std::string& precision, const Json&) override {
+        if (!IoMap::beside(model, io_))
+            throw BackendError("model_load", "ncnn needs io.json beside " + model +
+                                                 " (blob names and shapes); convert with edgebench");
+        const bool fp16 = precision == "fp16";
+        // Explicit: ncnn's own defaults keep activations in fp16 on many CPUs, which would make
+        // an "fp32" cell silently half precision.
+        net_.opt.use_fp16_storage = fp16;
+        net_.opt.use_fp16_arithmetic = fp16;
+        net_.opt.use_fp16_packed = fp16;
+        net_.opt.use_bf16_storage = false;
+        net_.opt.num_threads = threads;
+        if (net_.load_param(model.c_str()) != 0)
+            throw BackendError("model_load", "ncnn could not parse " + model);
+        std::string weights = model.substr(0, model.rfind('.')) + ".bin";
+        FILE* probe = std::fopen(weights.c_str(), "rb");
+        if (probe) {
+            std::fclose(probe);
+            if (net_.load_model(weights.c_str()) != 0)
+                throw BackendError("model_load", "ncnn could not load weights " + weights);
+        }
+    }
+
+    std::vector<TensorInfo> model_inputs() override {
+        std::vector<TensorInfo> inputs;
+        for (const auto& t : io_.inputs) inputs.push_back({t.onnx_name, t.onnx_shape, "float32"});
+        return inputs;
+    }
+
+    std::vector<std::string> output_names() override {
+        std::vector<std::string> names;
+        for (const auto& t : io_.outputs) names.push_back(t.onnx_name);
+        return names;
+    }
+
+    std::unique_ptr<Stream> make_stream(const std::vector<Tensor>& feeds) override {
+        std::vector<std::pair<std::string, ncnn::Mat>> inputs;
+        for (size_t i = 0; i < io_.inputs.size() && i < feeds.size(); ++i) {
+            std::vector<int64_t> shape;
+            std::vector<float> data = io_.inputs[i].to_artifact(feeds[i], shape);
+            inputs.emplace_back(io_.inputs[i].name, to_mat(data, shape, io_.inputs[i].onnx_name));
+        }
+        return std::unique_ptr<Stream>(new NcnnStream(net_, io_, std::move(inputs)));
+    }
+
+private:
+    ncnn::Net net_;
+    IoMap io_;
+};
+
+const RegisterBackend registered({"ncnn", NCNN_VERSION_STRING, {"fp32", "fp16"},
+                                  [] { return std::unique_ptr<Backend>(new NcnnBackend()); }});
+
+}  // namespace
+}  // namespace eb

@@ -1,0 +1,16 @@
+// Output summaries (as runners/backends/tensors.py's summarize_outputs) and the outputs file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "json.h"
+
+namespace eb {
+
+Json summarize_outputs(const std::vector<Tensor>& outputs, size_t sample_size = 64);
+// An .npz the host's output check loads: __names__ plus output_0, output_1, ...
+void save_outputs(const std::string& path, const std::vector<Tensor>& outputs);
+
+}  // namespace eb
