@@ -46,6 +46,8 @@ def describe_facts(device) -> list[str]:
         for name, cpus in facts.clusters.items()
     )
     available = display_order(n for n, info in facts.frameworks.items() if info.get("available"))
+    native = (facts.runner or "").startswith("edgebench-native")
+    python_missing = "not needed" if native else "not usable: " + (facts.probe_error or "?")
     lines = [
         f"model: {facts.model or '?'}   soc: {facts.soc or '?'}   os: "
         f"{facts.os_version or facts.os or '?'}   kernel: {facts.kernel or '?'}",
@@ -56,9 +58,12 @@ def describe_facts(device) -> list[str]:
         + f", cpus {format_cpu_list(facts.cpus) or '?'}; "
         f"clusters detected: {clusters or 'one (all cores equal)'}",
         f"governor: {', '.join(facts.governors) or 'unknown'}",
-        f"python: {facts.python or 'not usable: ' + (facts.probe_error or '?')}; "
-        f"frameworks: {', '.join(available) or 'none'}",
+        f"python: {facts.python or python_missing}; frameworks: {', '.join(available) or 'none'}",
     ]
+    if facts.runner and facts.runner != "python":
+        choice = f" ({facts.runner_choice})" if facts.runner_choice else ""
+        problem = f"; not usable: {facts.probe_error}" if native and facts.probe_error else ""
+        lines.append(f"runner: {facts.runner}{choice}{problem}")
     if facts.emulated and facts.emulation:
         lines.append(f"emulated: {facts.emulation}")
     if device.profile is not None:

@@ -24,6 +24,11 @@ from edgebench.runners.protocol import RESULT_PREFIX
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 120.0
+#: Runner kinds (profile_schema.RUNNERS) the device code itself tells apart.
+PYTHON_RUNNER = "python"
+EDGEBENCH_NATIVE = "edgebench-native"
+NATIVE_TOOLS = "native"
+AUTO_RUNNER = "auto"
 
 
 @dataclass
@@ -54,6 +59,10 @@ class DeviceFacts:
     emulation: str | None = None
     #: /proc/sys/kernel/random/boot_id: equal to the host's when both run on one kernel.
     boot_id: str | None = None
+    #: What measures there: python, edgebench-native (with its build's target) or native.
+    runner: str | None = None
+    #: Why that runner, when the lab left the choice to edgebench (runner = "auto").
+    runner_choice: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,6 +120,8 @@ class Device:
         #: What measures on the device (the lab entry's ``runner``): "python" (runner.py) or
         #: "native" (the frameworks' own benchmark binaries).
         self.runner_kind = "python"
+        #: The edgebench-native build this device runs, once chosen (builds.BuiltRunner).
+        self.native_build: Any = None
         #: The lab's word on emulation (``emulated = true|false``); None: detect it.
         self.emulated_override: bool | None = None
         #: The lock on the device itself, while this run holds it (remote devices).
@@ -120,8 +131,47 @@ class Device:
     def runner_env(self) -> dict[str, str] | None:
         return None
 
+    def runner_argv(self, arg: str) -> list[str]:
+        """The runner's command line with its one argument: the Python runner, or the
+        edgebench-native binary."""
+        if self.runner_kind == EDGEBENCH_NATIVE:
+            return [self.native_runner_path(), arg]
+        return [self.python, self.runner_path, arg]
+
+    def native_runner_path(self) -> str:
+        """Where the edgebench-native binary is, as the device sees it."""
+        assert self.native_build is not None
+        return str(self.native_build.path)
+
+    def abi(self) -> tuple[str, bool]:
+        """(machine, android) of the device, to choose an edgebench-native build."""
+        return platform.machine(), False
+
+    def choose_native_build(self) -> Any:
+        """The newest edgebench-native build for this device's ABI, or None."""
+        from edgebench.builds.native_runner import find_runner
+        from edgebench.builds.targets import targets_for_device
+
+        machine, android = self.abi()
+        for target in targets_for_device(machine, android):
+            built = find_runner(target)
+            if built is not None:
+                return built
+        return None
+
+    def _no_build(self) -> str:
+        machine, android = self.abi()
+        from edgebench.builds.targets import targets_for_device
+
+        targets = targets_for_device(machine, android)
+        name = targets[0].name if targets else machine
+        return (
+            f"no edgebench-native build for {name} ({machine}); build one with "
+            f"`edgebench runners build --target {name}`"
+        )
+
     def _runner_argv(self, cores: list[int] | None, arg: str) -> list[str]:
-        argv = [self.python, self.runner_path, arg]
+        argv = self.runner_argv(arg)
         if cores and self.use_taskset:
             # Pin from the first instruction; the runner re-applies and reads back the mask.
             argv = ["taskset", taskset_mask(cores), *argv]
@@ -180,17 +230,43 @@ class Device:
         return self._facts
 
     def _probe(self) -> dict[str, Any]:
+        if self.runner_kind == AUTO_RUNNER:
+            return self._probe_auto()
+        if self.runner_kind == EDGEBENCH_NATIVE and self.native_build is None:
+            self.native_build = self.choose_native_build()
+            if self.native_build is None:
+                return {"error": self._no_build()}
         self.ensure_runner()
         command = self.transport.run(
-            [self.python, self.runner_path, "--probe"],
-            timeout=PROBE_TIMEOUT_S,
-            env=self.runner_env(),
+            self.runner_argv("--probe"), timeout=PROBE_TIMEOUT_S, env=self.runner_env()
         )
         probe = parse_runner_output(command.stdout)
         if probe is None:
             tail = (command.stderr or command.stdout).strip().splitlines()[-1:] or ["no output"]
-            return {"error": f"{self.python} could not run the runner: {tail[0][:200]}"}
+            who = self.native_runner_path() if self.native_build is not None else self.python
+            return {"error": f"{who} could not run the runner: {tail[0][:200]}"}
         return probe
+
+    def _probe_auto(self) -> dict[str, Any]:
+        """runner = "auto": Python when it runs the runner here, else edgebench-native when a
+        build for this ABI exists, else the frameworks' own benchmark binaries."""
+        self.runner_kind = PYTHON_RUNNER
+        probe = self._probe()
+        if not probe.get("error"):
+            probe["runner_choice"] = "the device runs Python"
+            return probe
+        why = probe["error"]
+        self.native_build = self.choose_native_build()
+        if self.native_build is not None:
+            self.runner_kind = EDGEBENCH_NATIVE
+            probe = self._probe()
+            probe["runner_choice"] = f"no usable Python ({why}); an edgebench-native build fits"
+            return probe
+        self.runner_kind = NATIVE_TOOLS
+        return {
+            "error": "runs the frameworks' own benchmark tools",
+            "runner_choice": f"no usable Python ({why}) and {self._no_build()}",
+        }
 
     def _extra_facts(self, facts: DeviceFacts) -> None:
         """Transport-specific facts (Android properties, ...)."""
@@ -206,6 +282,10 @@ class Device:
         facts.emulated = bool(probe.get("emulated"))
         facts.emulation = probe.get("emulation")
         facts.boot_id = probe.get("boot_id")
+        facts.runner = self.runner_kind
+        if self.runner_kind == EDGEBENCH_NATIVE and self.native_build is not None:
+            facts.runner = f"{EDGEBENCH_NATIVE} ({self.native_build.target.name})"
+        facts.runner_choice = probe.get("runner_choice")
         base = [
             "/proc/sys/kernel/hostname",
             "/proc/sys/kernel/osrelease",

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from edgebench.errors import UserError
-from edgebench.lab.device import Device, LocalDevice
+from edgebench.lab.device import EDGEBENCH_NATIVE, Device, LocalDevice
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.transports import transport_kinds
 from edgebench.lab.transports.base import TransportError
@@ -28,6 +28,8 @@ def open_device(entry: LabDevice) -> Device:
     if isinstance(device, RemoteDevice):
         device.runner_kind = entry.runner
         device.native_bin = entry.native_bin
+    elif entry.runner == EDGEBENCH_NATIVE:
+        device.runner_kind = entry.runner  # the host's own build; "auto" here is Python
     device.emulated_override = entry.emulated
     if entry.profile is not None:
         device.profile = entry.profile

@@ -76,7 +76,7 @@ class LabDevice:
     profile: DeviceProfile | None = None
     python: str = "python3"  # interpreter on the device for the Python runner
     work_dir: str = ""  # on the device; a leading "~/" is the login user's home there
-    runner: str = "python"  # python | native
+    runner: str = "python"  # one of profile_schema.RUNNERS
     native_bin: Path | None = None  # host folder of native benchmark binaries to push
     source: Path | None = None  # the lab file; None for the built-in local device
     #: The lab's word on whether the CPU is emulated; None: edgebench detects it.
@@ -319,9 +319,11 @@ class _DeviceReader:
         elif runner is None:
             runner = profile.runner if profile else transport_kinds()[transport].default_runner
         elif not isinstance(runner, str):
-            raise self.fail("runner", f"must be python or native, not {type_name(runner)}")
+            raise self.fail(
+                "runner", f"must be one of {', '.join(RUNNERS)}, not {type_name(runner)}"
+            )
         elif runner not in RUNNERS:
-            raise self.fail("runner", f"{show(runner)} is not a runner (use python or native)")
+            raise self.fail("runner", f"{show(runner)} is not a runner (use {', '.join(RUNNERS)})")
         device = LabDevice(
             name=self.name,
             transport=transport,

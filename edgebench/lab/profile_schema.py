@@ -30,7 +30,10 @@ SCHEMA = "edgebench.profile/1"
 
 #: Transport names (edgebench.lab.transports lists their modules).
 TRANSPORTS = TRANSPORT_MODULES
-RUNNERS = ("python", "native")
+#: What measures on a device: the Python runner, the frameworks' own benchmark binaries, edgebench's
+#: own static binary (runners/native_runner/), or "auto": Python when the device has it, else
+#: edgebench-native when a build for the device's ABI exists, else the frameworks' binaries.
+RUNNERS = ("python", "native", "edgebench-native", "auto")
 ENERGY_SOURCES = ("android_fuel_gauge", "android_odpm", "ina3221", "rapl", "none", "auto")
 
 #: Where the runner and artifacts live when neither the lab nor the profile says.

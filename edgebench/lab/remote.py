@@ -8,15 +8,24 @@ import json
 import logging
 import posixpath
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from edgebench import runners
 from edgebench.converters.artifact_cache import file_sha256
-from edgebench.lab.device import Device, DeviceFacts, RunnerOutcome, outcome_of, taskset_mask
+from edgebench.lab.device import (
+    EDGEBENCH_NATIVE,
+    NATIVE_TOOLS,
+    Device,
+    DeviceFacts,
+    RunnerOutcome,
+    outcome_of,
+    taskset_mask,
+)
 from edgebench.lab.transports.base import CommandResult, Transport, TransportError, quote_argv
+from edgebench.runners.native.base import RECORD_PID_THEN_EXEC
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +79,8 @@ class RemoteDevice(Device):
         self.deployed = DeployReport()
         #: Host folder with the user's native benchmark binaries (lab: native_bin).
         self.native_bin: Path | None = None
-        self._runner_ready = False
+        self._runner_ready: str | None = None  # the runner kind deployed in this process
+        self._abi: tuple[str, bool] | None = None
         self._staged: set[str] = set()
         self._marked = False  # DEPLOYED_MARKER checked on the device in this process
         self._staging = Path(tempfile.mkdtemp(prefix=f"edgebench-{name}-"))
@@ -128,13 +138,29 @@ class RemoteDevice(Device):
         return report
 
     def ensure_runner(self) -> None:
-        if self._runner_ready:
+        if self._runner_ready == self.runner_kind:
             return
-        pairs = [
-            (f, self.path("runner", f.relative_to(RUNNER_DIR).as_posix())) for f in runner_files()
-        ]
-        self.deploy(pairs)
-        self._runner_ready = True
+        if self.runner_kind == EDGEBENCH_NATIVE:
+            # One binary per device, sent when its sha256 there differs from the build's.
+            remote = self.native_runner_path()
+            self.deploy([(self.native_build.path, remote)])
+            self.transport.run(["chmod", "755", remote], timeout=30)
+        else:
+            pairs = [
+                (f, self.path("runner", f.relative_to(RUNNER_DIR).as_posix()))
+                for f in runner_files()
+            ]
+            self.deploy(pairs)
+        self._runner_ready = self.runner_kind
+
+    def native_runner_path(self) -> str:
+        return self.path("bin", "edgebench-native")
+
+    def abi(self) -> tuple[str, bool]:
+        if self._abi is None:
+            machine = self.transport.shell("uname -m", timeout=30).stdout.strip()
+            self._abi = (machine or "unknown", self.transport.kind == "adb")
+        return self._abi
 
     def stage_model(self, files: list[Path]) -> str:
         """Models go under models/<hash of their files>/, so names never collide.
@@ -160,7 +186,7 @@ class RemoteDevice(Device):
         itself when nothing else is left in it. Without a marker nothing is removed."""
         work_dir = self.work_dir
         listing = self.transport.run(["cat", self.path(DEPLOYED_MARKER)], timeout=30)
-        self._runner_ready = False
+        self._runner_ready = None
         self._staged.clear()
         self._marked = False
         if listing.returncode != 0:
@@ -182,19 +208,28 @@ class RemoteDevice(Device):
     # --- running --------------------------------------------------------------------------
 
     def run_runner(
-        self, spec: dict[str, Any], cores: list[int] | None, timeout: float
+        self,
+        spec: dict[str, Any],
+        cores: list[int] | None,
+        timeout: float,
+        wrap: Callable[[str], str] | None = None,
     ) -> RunnerOutcome:
+        """Run the runner on ``spec``. ``wrap`` puts the runner's shell line inside another
+        (the telemetry loop beside edgebench-native)."""
         self.ensure_runner()
         # The spec travels as one quoted argument: no file to push and remove per cell.
-        argv = [self.python, self.runner_path, json.dumps(spec, separators=(",", ":"))]
+        argv = self.runner_argv(json.dumps(spec, separators=(",", ":")))
         if cores and self.use_taskset:
             argv = ["taskset", taskset_mask(cores), *argv]
-        # The shell records its PID and exec()s the runner, so a timed-out runner can be
-        # killed on the device: dropping the connection does not stop it there.
-        script = (
-            f"cd {quote_argv([self.work_dir])} && echo $$ > {quote_argv([self.pid_file])} "
-            f"&& exec {quote_argv(argv)}"
-        )
+        # The runner's PID is recorded before it starts, so a timed-out runner can be killed on
+        # the device: dropping the connection does not stop it there. Inside a wrapper the
+        # line runs in a subshell, whose $$ is the wrapper's: a new sh then records its own.
+        cd = f"cd {quote_argv([self.work_dir])}"
+        if wrap is None:
+            script = f"{cd} && echo $$ > {quote_argv([self.pid_file])} && exec {quote_argv(argv)}"
+        else:
+            record_pid = quote_argv(["sh", "-c", RECORD_PID_THEN_EXEC, self.pid_file, *argv])
+            script = wrap(f"{cd} && {record_pid}")
         return outcome_of(self.run_measuring(script, timeout), timeout)
 
     @property
@@ -241,7 +276,7 @@ class RemoteDevice(Device):
     # --- facts ----------------------------------------------------------------------------
 
     def _probe(self) -> dict[str, Any]:
-        if self.runner_kind == "native":
+        if self.runner_kind == NATIVE_TOOLS:
             return {"error": "runs native benchmark tools (no Python runner)"}
         return super()._probe()
 

@@ -110,8 +110,12 @@ def wrap_command(
     period_s: float,
     baseline_s: float,
     sync_marker: str | None,
+    tool_marks_window: bool = False,
 ) -> str:
-    """The tool's shell line with the sampling loop started before it and stopped after."""
+    """The tool's shell line with the sampling loop started before it and stopped after.
+
+    With ``tool_marks_window`` the tool itself writes the window marks (edgebench-native marks
+    its timed loop, so load and warm-up stay outside the window) and the sync marker."""
     trace, marks, stop = (posixpath.join(work, n) for n in ("trace.txt", "marks.txt", "stop"))
     reads = " ".join(quote_argv([p]) for p in sampler.paths()) or "''"
     loop = (
@@ -122,13 +126,15 @@ def wrap_command(
     )
     marker_on = f"echo $$ > {quote_argv([sync_marker])}; " if sync_marker else ""
     marker_off = f"rm -f {quote_argv([sync_marker])}; " if sync_marker else ""
+    start = f'{marker_on}echo "window_start $(date +%s%N)" > {quote_argv([marks])}; '
+    end = f'echo "window_end $(date +%s%N)" >> {quote_argv([marks])}; {marker_off}'
+    if tool_marks_window:
+        start = end = ""
     return (
         f"mkdir -p {quote_argv([work])} && rm -f {quote_argv([trace, marks, stop])} && "
         f"( {loop} ) > {quote_argv([trace])} 2>/dev/null & loop=$!; "
         f"sleep {baseline_s:g}; "
-        f'{marker_on}echo "window_start $(date +%s%N)" > {quote_argv([marks])}; '
-        f"( {tool_command} ); rc=$?; "
-        f'echo "window_end $(date +%s%N)" >> {quote_argv([marks])}; {marker_off}'
+        f"{start}( {tool_command} ); rc=$?; {end}"
         f"touch {quote_argv([stop])}; wait $loop; exit $rc"
     )
 

@@ -245,7 +245,7 @@ def label_matches(label: str, model_path: str) -> bool:
 
 
 #: ``sh -c`` script: $0 is the PID file, "$@" the command that replaces the shell.
-_RECORD_PID_THEN_EXEC = 'echo $$ > "$0" && exec "$@"'
+RECORD_PID_THEN_EXEC = 'echo $$ > "$0" && exec "$@"'
 
 
 @dataclass(kw_only=True, eq=False)
@@ -296,7 +296,7 @@ class NativeAdapter:
         """
         words = ["cd", shlex.quote(cell.model_dir), "&&"]
         if pid_file is not None:
-            words += ["sh", "-c", shlex.quote(_RECORD_PID_THEN_EXEC), shlex.quote(pid_file)]
+            words += ["sh", "-c", shlex.quote(RECORD_PID_THEN_EXEC), shlex.quote(pid_file)]
             if self.env:
                 words.append("env")
         words += [f"{name}={shlex.quote(value)}" for name, value in self.env.items()]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -43,3 +45,13 @@ def sampled_record(
         latency_ms=stats.as_record() if stats else None,
         **fields,
     )
+
+
+def stored_records(results: Path) -> list[dict[str, Any]]:
+    """Every record that runs under ``results`` (a results dir) stored, as JSON objects."""
+    return [
+        json.loads(line)
+        for path in sorted(results.glob("*/records.jsonl"))
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]

@@ -9,7 +9,6 @@ fakes/arm_board.py. One emulated inference takes seconds, so each cell runs one.
 
 from __future__ import annotations
 
-import json
 import platform
 import re
 import subprocess
@@ -20,6 +19,7 @@ import pytest
 from fakes.adb_fixtures import EmulatedPhone
 from fakes.arm_board import board_lab_entry
 from fakes.corrupt import perturb_largest_weight
+from fakes.records import stored_records
 from fakes.ssh_fixtures import SshServer
 
 from edgebench.lab import emulated_board
@@ -47,15 +47,6 @@ def _lab(tmp_path: Path, *entries: str) -> Path:
     lab = tmp_path / "lab.toml"
     lab.write_text("\n".join(entries))
     return lab
-
-
-def _records(results: Path) -> list[dict]:
-    return [
-        json.loads(line)
-        for path in sorted(results.glob("*/records.jsonl"))
-        for line in path.read_text().splitlines()
-        if line.strip()
-    ]
 
 
 def _start(args: list[str], env: dict[str, str], results: Path) -> subprocess.Popen[str]:
@@ -156,7 +147,7 @@ def test_cells_run_on_arm_over_ssh_and_adb_with_outputs_checked(
         assert "emulated CPU" in err and "one timed inference per cell" in err
         rows = [line for line in out.splitlines() if line.startswith("arm-")]
         assert rows and all("(emulated)" in r and "*" not in r and "≈" not in r for r in rows)
-        records = _records(results[lane])
+        records = stored_records(results[lane])
         expected = 10 if lane == "ssh" else 8
         assert len(records) == expected, [r["cell_id"] for r in records]
         for record in records:
@@ -169,7 +160,7 @@ def test_cells_run_on_arm_over_ssh_and_adb_with_outputs_checked(
             assert check["passed"] and "on the host" in check["reference"], where
             if record["framework"] == "onnxruntime":
                 assert record["framework_version"] == board_ort, where
-    fp16 = _records(results["adb"])
+    fp16 = stored_records(results["adb"])
     # fp16 on ARM really is fp16 arithmetic: far from fp32 rounding, inside the fp16 rule.
     ncnn = [r for r in fp16 if r["framework"] == "ncnn"]
     assert all(r["output_check"]["rel_error"] > 1e-3 for r in ncnn), ncnn
@@ -200,7 +191,7 @@ def test_the_fp16_rule_still_catches_a_corrupted_model_on_arm(
     )
     code, out, err = _finish(proc)
     assert code == 1, f"{out[-2000:]}\n{err[-2000:]}"
-    records = {r["precision"]: r for r in _records(results)}
+    records = {r["precision"]: r for r in stored_records(results)}
     assert set(records) == {"fp16", "fp32"}
     for precision, record in records.items():
         assert record["status"] == "mismatch", f"{precision}: {record['status']}"

@@ -96,7 +96,7 @@ def test_builtin_clusters_partition_the_cpus(name):
 def test_phones_and_boards_defaults():
     for name in ("snapdragon-8-gen-2", "snapdragon-8-gen-3", "kirin-9000", "dimensity-9200"):
         phone = load_profile(name)
-        assert (phone.transport, phone.runner) == ("adb", "native")
+        assert (phone.transport, phone.runner) == ("adb", "auto")
         assert phone.energy_source == "android_fuel_gauge"
         assert len(phone.cpus) == 8
     agx = load_profile("jetson-orin-agx")
@@ -326,7 +326,7 @@ def test_lab_devices_with_defaults_filled_in(tmp_path, home):
         "127.0.0.1",
         5037,
     )
-    assert phone.runner == "native" and phone.work_dir == "/data/local/tmp/edgebench"
+    assert phone.runner == "auto" and phone.work_dir == "/data/local/tmp/edgebench"
     assert phone.profile is not None and phone.profile.name == "snapdragon-8-gen-2"
     orin = lab.devices["orin"]
     assert (orin.host, orin.port, orin.user, orin.python) == (

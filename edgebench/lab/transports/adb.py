@@ -199,6 +199,6 @@ KIND = TransportKind(
     address=_address,
     open=_open,
     default_work_dir="/data/local/tmp/edgebench",
-    default_runner="native",
+    default_runner="auto",  # most phones have no Python
     home_relative_work_dir=False,
 )

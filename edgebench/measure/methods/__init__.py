@@ -7,19 +7,25 @@ method once, when the run opens its devices.
 from __future__ import annotations
 
 from edgebench.errors import UserError
-from edgebench.lab.device import Device
+from edgebench.lab.device import AUTO_RUNNER, PYTHON_RUNNER, Device
 from edgebench.measure.methods.base import Method, Visit
+from edgebench.measure.methods.edgebench_native import EdgebenchNative
 from edgebench.measure.methods.native_tool import NativeTool
 from edgebench.measure.methods.python_runner import PythonRunner
 
 METHODS: dict[str, Method] = {
     "python": PythonRunner(),
     "native": NativeTool(),
+    "edgebench-native": EdgebenchNative(),
 }
 
 
 def method_for(device: Device) -> Method:
     kind = device.runner_kind
+    if kind == AUTO_RUNNER:
+        # Resolved by the device's probe; a device that never answered keeps "auto" and its
+        # cells fail with the reason, through any method.
+        kind = PYTHON_RUNNER
     if kind not in METHODS:
         raise UserError(
             f"device {device.name}: unknown runner {kind!r}; choose from {', '.join(METHODS)}"

@@ -4,9 +4,12 @@ per-iteration samples, and the outputs compared with ONNX Runtime on the host.""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from edgebench.frameworks import install_hint
-from edgebench.lab.device import Device
+from edgebench.lab.device import Device, RunnerOutcome
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.input_files import InputUnavailable
 from edgebench.measure.methods.base import Visit, model_files
@@ -17,8 +20,21 @@ from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
 
+@dataclass
+class Launched:
+    """A runner's outcome, and what to add to its record afterwards (telemetry read beside
+    it, warnings)."""
+
+    outcome: RunnerOutcome
+    finish: Callable[[Record], None] = lambda record: None
+
+
 class PythonRunner:
     kind = "python"
+
+    def launch(self, cell: Cell, spec: dict[str, Any]) -> Launched:
+        """Run the runner on the cell's device; the Python runner samples telemetry itself."""
+        return Launched(cell.device.run_runner(spec, cell.cores, cell.timeout_s))
 
     def availability(self, device: Device, framework: str) -> Verdict | None:
         facts = device.facts()
@@ -59,13 +75,15 @@ class PythonRunner:
             input_file=device.stage_model([prepared]) if prepared is not None else None,
         )
         spec["model"] = device.stage_model(model_files(cell))
-        outcome = device.run_runner(spec, cell.cores, cell.timeout_s)
+        launched = self.launch(cell, spec)
+        outcome = launched.outcome
         try:
             if outcome.result is None:
                 return failed_record(
                     visit.run_id, cell, ErrorKind.RUNNER, outcome.error, outcome.command.stderr
                 )
             record = record_from_result(visit.run_id, cell, outcome.result)
+            launched.finish(record)
             if record.status != Status.OK:
                 record.stderr_tail = record.stderr_tail or (
                     outcome.command.stderr[-STDERR_TAIL_CHARS:] or None

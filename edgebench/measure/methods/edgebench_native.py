@@ -1,0 +1,100 @@
+"""Measurement through edgebench's own static binary (runners/native_runner/, built by
+`edgebench runners build`): the Python runner's protocol, raw samples and output check on a
+device without Python; telemetry comes from the shell loop beside it, and the binary marks its
+own timed window in that loop's files."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from edgebench.lab.device import EDGEBENCH_NATIVE, Device
+from edgebench.lab.remote import RemoteDevice
+from edgebench.measure.methods.python_runner import Launched, PythonRunner
+from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_command
+from edgebench.measure.records import attach_energy
+from edgebench.planning.cells import Cell, Verdict
+from edgebench.results.records import Record
+from edgebench.statuses import ErrorKind, Status
+
+#: Frameworks the native runner has a backend for (runners/native_runner/backends/).
+NATIVE_BACKENDS = ("ncnn", "mnn")
+
+
+class EdgebenchNative(PythonRunner):
+    kind = EDGEBENCH_NATIVE
+
+    def availability(self, device: Device, framework: str) -> Verdict | None:
+        facts = device.facts()
+        if facts.framework_available(framework):
+            return None
+        if framework not in NATIVE_BACKENDS:
+            return (
+                Status.UNSUPPORTED,
+                ErrorKind.UNSUPPORTED,
+                f"edgebench-native has no {framework} backend (it links "
+                f"{' and '.join(NATIVE_BACKENDS)}); measure {framework} with runner = "
+                '"python" or "native"',
+            )
+        build = device.native_build
+        if build is None:
+            return (
+                Status.SKIPPED,
+                ErrorKind.NOT_INSTALLED,
+                f"{device.name}: {facts.probe_error or 'no edgebench-native build'}",
+            )
+        target = build.target.name
+        return (
+            Status.SKIPPED,
+            ErrorKind.NOT_INSTALLED,
+            f"{framework} is not built into edgebench-native for {target}; rebuild with "
+            f"`edgebench runners build --target {target} --framework {framework}"
+            + (" --source mnn=PATH" if framework == "mnn" else "")
+            + "`",
+        )
+
+    def launch(self, cell: Cell, spec: dict[str, Any]) -> Launched:
+        device = cell.device
+        settings = cell.telemetry
+        spec["telemetry"] = None  # the binary samples nothing itself
+        if settings is None or not settings.enabled:
+            return Launched(device.run_runner(spec, cell.cores, cell.timeout_s))
+        if not isinstance(device, RemoteDevice):
+            outcome = device.run_runner(spec, cell.cores, cell.timeout_s)
+            return Launched(
+                outcome,
+                lambda record: record.warnings.append(
+                    "no telemetry: edgebench-native is sampled by a shell loop on ADB and SSH "
+                    "devices only"
+                ),
+            )
+        profile = device.profile
+        source = settings.energy_source or (profile.energy_source if profile else "auto")
+        zones = list(profile.thermal_zones) if profile else []
+        sampler = plan_sampler(device.transport, source, list(cell.cores or []), zones)
+        work = device.path("telemetry")
+        marks = posixpath.join(work, "marks.txt")
+        spec["telemetry"] = {"marks_file": marks, "sync_marker": settings.sync_marker}
+
+        def wrap(line: str) -> str:
+            return wrap_command(
+                line,
+                sampler,
+                work,
+                period_s=settings.period_s,
+                baseline_s=settings.baseline_s if sampler.source != "none" else 0.0,
+                sync_marker=settings.sync_marker,
+                tool_marks_window=True,
+            )
+
+        outcome = device.run_runner(spec, cell.cores, cell.timeout_s, wrap=wrap)
+
+        def finish(record: Record) -> None:
+            trace_file = posixpath.join(work, "trace.txt")
+            files = device.transport.read_many([trace_file, marks])
+            trace = build_trace(
+                sampler, files[trace_file] or "", files[marks] or "", settings.period_s
+            )
+            attach_energy(record, cell, trace)
+
+        return Launched(outcome, finish)
