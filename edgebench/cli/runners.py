@@ -8,7 +8,7 @@ import click
 
 from edgebench.builds import BuildError
 from edgebench.builds.native_runner import build_runner, list_runners
-from edgebench.builds.sources import FRAMEWORKS
+from edgebench.builds.sources import FRAMEWORKS, find_source
 from edgebench.builds.targets import TARGETS, host_target, parse_target
 from edgebench.cli.app import cli
 
@@ -51,7 +51,8 @@ def parse_sources(values: tuple[str, ...]) -> dict[str, Path]:
     "frameworks",
     multiple=True,
     type=click.Choice(list(FRAMEWORKS)),
-    help="A framework to link in, repeatable [default: ncnn].",
+    help="A framework to link in, repeatable [default: ncnn, and every other framework given "
+    "by --source or found in the sources folder].",
 )
 @click.option(
     "--source",
@@ -93,10 +94,11 @@ def runners_build(
     Progress goes to stderr, each target's binary to stdout."""
     chosen = [parse_target(t) for t in targets] or [host_target()]
     sources = parse_sources(source_values)
+    frameworks = frameworks or default_frameworks(sources)
     for target in dict.fromkeys(chosen):
         runner = build_runner(
             target,
-            frameworks=frameworks or ("ncnn",),
+            frameworks=frameworks,
             sources=sources,
             ndk=ndk,
             jobs=jobs,
@@ -104,6 +106,24 @@ def runners_build(
             progress=lambda line: click.echo(line, err=True),
         )
         click.echo(f"{target.name}: {runner.path}  ({runner.describe()})")
+
+
+def default_frameworks(sources: dict[str, Path]) -> tuple[str, ...]:
+    """ncnn (its source is on PyPI) and every other framework whose source is at hand, so a
+    plain rebuild never drops a framework the last build had."""
+    chosen = ["ncnn"]
+    for framework in FRAMEWORKS:
+        if framework in chosen:
+            continue
+        if framework in sources:
+            chosen.append(framework)
+            continue
+        try:
+            find_source(framework)
+        except BuildError:
+            continue
+        chosen.append(framework)
+    return tuple(chosen)
 
 
 @runners.command(name="list")

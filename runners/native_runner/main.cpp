@@ -179,7 +179,8 @@ const BackendEntry& find_backend(const std::string& framework) {
     }
     throw BackendError("not_installed", framework + " is not built into this edgebench-native (it has: " +
                                             (built.empty() ? "none" : built) +
-                                            "); rebuild with `edgebench runners build --framework " + framework + "`");
+                                            "); `edgebench runners build --framework NAME` builds in a "
+                                            "framework that has a native backend");
 }
 
 std::vector<TensorInfo> resolve_inputs(const Spec& spec, const std::vector<TensorInfo>& model_inputs) {

@@ -68,7 +68,9 @@ def test_phone_without_python_runs_the_aarch64_build(
     assert devices.returncode == 0, devices.stderr
     block = next(b for b in devices.stdout.split("\n\n") if b.startswith("phone"))
     assert "runner: edgebench-native (aarch64-linux) (no usable Python" in block, block
-    assert "machine: aarch64" in block and "frameworks: ncnn" in block, block
+    assert "machine: aarch64" in block and "python: not needed;" in block, block
+    built_in = block.split("frameworks: ", 1)[1].splitlines()[0].split(", ")
+    assert "ncnn" in built_in and set(built_in) == set(native_arm.frameworks), block
     result = run_cli(
         [
             *("run", "--lab", str(lab), "--devices", "phone"),

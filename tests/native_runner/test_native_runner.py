@@ -163,7 +163,7 @@ def test_bad_input_gets_the_python_runners_error_kinds(
             "bad_spec",
             "not an input of the model",
         ),
-        "framework": (_spec(ncnn_mobilenet, framework="mnn"), "not_installed", "runners build"),
+        "framework": (_spec(ncnn_mobilenet, framework="openvino"), "not_installed", "it has: "),
         "precision": (_spec(ncnn_mobilenet, precision="int4"), "unsupported", "int4"),
     }
     for case, (spec, kind, words) in cases.items():
