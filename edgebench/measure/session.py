@@ -290,7 +290,8 @@ def _connect_devices(device_list: list[Device], config: RunConfig, progress: Lin
         governors = ", ".join(facts.governors) or "unknown"
         progress.message(
             f"device {device.name}: {facts.cpu_model or 'unknown CPU'}, "
-            f"{len(facts.cpus)} cpus, governor {governors}, python {facts.python or '?'}"
+            f"{len(facts.cpus)} cpus, governor {governors}, "
+            + (f"python {facts.python}" if facts.python else f"runner {facts.runner or '?'}")
         )
         if facts.emulated:
             progress.message(
