@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from edgebench import runners
+from edgebench.builds.native_runner import BuiltRunner, find_runner
+from edgebench.builds.targets import targets_for_device
 from edgebench.converters.isolation import prepare_private_home
 from edgebench.lab.cores import detect_clusters, parse_cpu_list
 from edgebench.lab.transports import CommandResult, LocalTransport, Transport
@@ -121,7 +123,7 @@ class Device:
         #: "native" (the frameworks' own benchmark binaries).
         self.runner_kind = "python"
         #: The edgebench-native build this device runs, once chosen (builds.BuiltRunner).
-        self.native_build: Any = None
+        self.native_build: BuiltRunner | None = None
         #: The lab's word on emulation (``emulated = true|false``); None: detect it.
         self.emulated_override: bool | None = None
         #: The lock on the device itself, while this run holds it (remote devices).
@@ -147,11 +149,8 @@ class Device:
         """(machine, android) of the device, to choose an edgebench-native build."""
         return platform.machine(), False
 
-    def choose_native_build(self) -> Any:
+    def choose_native_build(self) -> BuiltRunner | None:
         """The newest edgebench-native build for this device's ABI, or None."""
-        from edgebench.builds.native_runner import find_runner
-        from edgebench.builds.targets import targets_for_device
-
         machine, android = self.abi()
         for target in targets_for_device(machine, android):
             built = find_runner(target)
@@ -161,8 +160,6 @@ class Device:
 
     def _no_build(self) -> str:
         machine, android = self.abi()
-        from edgebench.builds.targets import targets_for_device
-
         targets = targets_for_device(machine, android)
         name = targets[0].name if targets else machine
         return (

@@ -352,3 +352,16 @@ def phone_process_fixture(adb_server: AdbServer, tmp_path: Path) -> Iterator[Pho
 adb_server = adb_server_fixture
 emulated_phone = emulated_phone_fixture
 phone_process = phone_process_fixture
+
+
+def outlived(pid_file: Path, wait_s: float = 10.0) -> bool:
+    """Whether the process whose PID the phone recorded in ``pid_file`` is still alive after a
+    bounded wait for its kill to land. A survivor is killed here, so no test leaves it behind."""
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + wait_s
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = Path(f"/proc/{pid}").exists()
+    if alive:
+        os.kill(pid, 9)
+    return alive

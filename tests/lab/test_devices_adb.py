@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from fakes.adb_fixtures import outlived
 from fakes.labs import write_phone_and_board_lab, write_phone_lab
 
 from edgebench.lab.remote import RemoteDevice
@@ -236,9 +237,6 @@ def test_devices_command_lists_phone_and_board(run_cli, emulated_phone, shared_s
 def test_hung_native_tool_is_killed_on_the_phone(run_cli, emulated_phone, tmp_path, conv_model):
     """A tool that ignores the hang-up the closed stream sends must still not outlive its
     cell: edgebench kills it by the PID it recorded."""
-    import os
-    import time
-
     native_bin = tmp_path / "native-bin"
     native_bin.mkdir()
     tool = native_bin / "benchmark_app"
@@ -257,11 +255,4 @@ def test_hung_native_tool_is_killed_on_the_phone(run_cli, emulated_phone, tmp_pa
     (record,) = [json.loads(line) for line in result.stdout.splitlines()]
     assert record["status"] == "failed" and "timed out" in record["error"]
     pid_file = emulated_phone.sandbox / "data" / "local" / "tmp" / "edgebench" / "run.pid"
-    pid = int(pid_file.read_text())
-    deadline = time.monotonic() + 10  # bounded wait for the kill to land
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    alive = Path(f"/proc/{pid}").exists()
-    if alive:
-        os.kill(pid, 9)  # never leave it behind, even when the test fails
-    assert not alive, "the hung tool outlived its cell"
+    assert not outlived(pid_file), "the hung tool outlived its cell"

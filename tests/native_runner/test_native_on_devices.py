@@ -5,12 +5,10 @@ entry names no usable Python (runner "auto" then picks the native build)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
-import time
 from pathlib import Path
 
-from fakes.adb_fixtures import EmulatedPhone
+from fakes.adb_fixtures import EmulatedPhone, outlived
 from fakes.arm_board import BOARD_PYTHON, board_lab_entry
 from fakes.labs import write_phone_lab
 from fakes.records import stored_records
@@ -176,11 +174,4 @@ def test_a_timed_out_native_runner_is_killed_on_the_phone(
     (record,) = [json.loads(line) for line in result.stdout.splitlines()]
     assert record["status"] == "failed" and "timed out" in record["error"]
     pid_file = emulated_phone.sandbox / "data" / "local" / "tmp" / "edgebench" / "run.pid"
-    pid = int(pid_file.read_text())
-    deadline = time.monotonic() + 10  # bounded wait for the kill to land
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    alive = Path(f"/proc/{pid}").exists()
-    if alive:
-        os.kill(pid, 9)  # never leave it behind, even when the test fails
-    assert not alive, "edgebench-native outlived its cell"
+    assert not outlived(pid_file), "edgebench-native outlived its cell"
