@@ -142,9 +142,7 @@ class RemoteDevice(Device):
             return
         if self.runner_kind == EDGEBENCH_NATIVE:
             # One binary per device, sent when its sha256 there differs from the build's.
-            remote = self.native_runner_path()
-            self.deploy([(self.native_build.path, remote)])
-            self.transport.run(["chmod", "755", remote], timeout=30)
+            self.deploy_executable(self.native_build.path, self.native_runner_path())
         else:
             pairs = [
                 (f, self.path("runner", f.relative_to(RUNNER_DIR).as_posix()))
@@ -152,6 +150,11 @@ class RemoteDevice(Device):
             ]
             self.deploy(pairs)
         self._runner_ready = self.runner_kind
+
+    def deploy_executable(self, local: Path, remote: str) -> None:
+        """Push a binary (when its sha256 there differs) and make it executable."""
+        self.deploy([(local, remote)])
+        self.transport.run(["chmod", "755", remote], timeout=30)
 
     def native_runner_path(self) -> str:
         return self.path("bin", "edgebench-native")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from edgebench.builds.sources import FRAMEWORKS as NATIVE_FRAMEWORKS
 from edgebench.lab.device import EDGEBENCH_NATIVE, Device
 from edgebench.lab.remote import RemoteDevice
 from edgebench.measure.methods.python_runner import Launched, PythonRunner
@@ -17,9 +18,6 @@ from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
-#: Frameworks the native runner has a backend for (runners/native_runner/backends/).
-NATIVE_BACKENDS = ("ncnn", "mnn")
-
 
 class EdgebenchNative(PythonRunner):
     kind = EDGEBENCH_NATIVE
@@ -28,12 +26,12 @@ class EdgebenchNative(PythonRunner):
         facts = device.facts()
         if facts.framework_available(framework):
             return None
-        if framework not in NATIVE_BACKENDS:
+        if framework not in NATIVE_FRAMEWORKS:
             return (
                 Status.UNSUPPORTED,
                 ErrorKind.UNSUPPORTED,
                 f"edgebench-native has no {framework} backend (it links "
-                f"{' and '.join(NATIVE_BACKENDS)}); measure {framework} with runner = "
+                f"{' and '.join(NATIVE_FRAMEWORKS)}); measure {framework} with runner = "
                 '"python" or "native"',
             )
         build = device.native_build

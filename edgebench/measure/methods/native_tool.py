@@ -80,8 +80,7 @@ def deploy_binary(device: RemoteDevice, binary: str) -> str:
     if not local.is_file():
         raise NativeRunError(f"{binary} is not in {folder} (native_bin of device {device.name})")
     remote = device.path("bin", binary)
-    device.deploy([(local, remote)])
-    device.transport.run(["chmod", "755", remote], timeout=30)
+    device.deploy_executable(local, remote)
     return remote
 
 
