@@ -21,6 +21,14 @@ CONVERTERS: dict[str, tuple[str, str]] = {
     "openvino": ("openvino_converter", "OpenVinoConverter"),
     "tnn": ("tnn_converter", "TnnConverter"),
 }
+# format -> {converter choice -> (module, class)}: the formats with more than one converter.
+# The first choice is the default (``CONVERTERS``); the cache keys on the converter's version.
+CONVERTER_CHOICES: dict[str, dict[str, tuple[str, str]]] = {
+    "tflite": {
+        "edgebench": ("tflite_converter", "TfliteConverter"),
+        "onnx2tf": ("onnx2tf_converter", "Onnx2tfConverter"),
+    },
+}
 
 # Suffix of a pre-converted artifact's primary file -> (format, companion suffix or None).
 _ARTIFACT_SUFFIXES: dict[str, tuple[str, str | None]] = {
@@ -41,18 +49,26 @@ def artifact_format(path: Path) -> tuple[str, Path | None] | None:
     return fmt, (path.with_suffix(companion) if companion else None)
 
 
-def get_converter(fmt: str) -> Converter:
+def get_converter(fmt: str, choice: str | None = None) -> Converter:
+    """The converter to ``fmt``; ``choice`` picks one of ``CONVERTER_CHOICES[fmt]``."""
     if fmt not in CONVERTERS:
         raise ConversionError(
             "failed", f"unknown target format {fmt!r}; choose from {', '.join(CONVERTERS)}"
         )
     module_name, class_name = CONVERTERS[fmt]
+    if choice is not None:
+        options = CONVERTER_CHOICES.get(fmt, {})
+        if choice not in options:
+            known = ", ".join(options) or "only the default"
+            raise ConversionError("failed", f"no {fmt} converter {choice!r}; choose from {known}")
+        module_name, class_name = options[choice]
     module = importlib.import_module(f"{__name__}.{module_name}")
     return getattr(module, class_name)()
 
 
 __all__ = [
     "CONVERTERS",
+    "CONVERTER_CHOICES",
     "Artifact",
     "ArtifactCache",
     "ConversionError",

@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import onnx
+
 
 class ConversionError(Exception):
     """A conversion that did not produce a usable artifact.
@@ -27,6 +29,14 @@ def unsupported_op(op_type: str, node_name: str, target: str) -> ConversionError
         "unsupported_op",
         f"{target} converter does not support operator {op_type} (node {node_name!r})",
     )
+
+
+def read_onnx(path: Path) -> onnx.ModelProto:
+    """The ONNX model at ``path``; a file that is not one is a "failed" conversion."""
+    try:
+        return onnx.load(str(path))
+    except Exception as exc:  # protobuf raises DecodeError, onnx its own types
+        raise ConversionError("failed", f"cannot read ONNX model {path}: {exc}") from exc
 
 
 @dataclass(frozen=True)

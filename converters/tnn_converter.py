@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnx
-
-from edgebench.converters.base import ConversionError, ConversionOptions, Converter
+from edgebench.converters.base import ConversionError, ConversionOptions, Converter, read_onnx
 from edgebench.converters.tnn.writer import convert_model
 
 PROTO_FILE = "model.tnnproto"
@@ -25,7 +23,7 @@ class TnnConverter(Converter):
 
     def version(self) -> str:
         # Bump whenever the bytes written for the same input change.
-        return "edgebench-tnn-1"
+        return "edgebench-tnn-2"
 
     def unavailable_reason(self) -> str | None:
         return None
@@ -33,10 +31,7 @@ class TnnConverter(Converter):
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
         if options.precision not in self.precisions:
             raise ConversionError("failed", f"TNN converter has no precision {options.precision!r}")
-        try:
-            model = onnx.load(str(onnx_path))
-        except Exception as exc:  # protobuf raises DecodeError, onnx its own types
-            raise ConversionError("failed", f"cannot read ONNX model {onnx_path}: {exc}") from exc
+        model = read_onnx(onnx_path)
         files = convert_model(model, options.input_shapes, options.precision)
         out_dir = Path(out_dir)
         (out_dir / PROTO_FILE).write_bytes(files.proto.encode("utf-8"))

@@ -21,6 +21,8 @@ class ToolchainSpec:
     #: Run after install: executable name and arguments; its output must contain smoke_expect.
     smoke: tuple[str, ...] = ()
     smoke_expect: str = ""
+    #: Installed by a plain ``edgebench toolchains install``: a default route needs it.
+    default: bool = True
 
 
 # onnx2tf 1.29.24 pins its direct dependencies exactly; the rest are the versions its resolver
@@ -64,12 +66,13 @@ TOOLCHAINS: dict[str, ToolchainSpec] = {
         ),
         ToolchainSpec(
             name="tflite",
-            description="onnx2tf: ONNX -> TFLite (TensorFlow 2.19)",
+            description="onnx2tf: ONNX -> TFLite (TensorFlow 2.19), for --tflite-converter onnx2tf",
             requirements=_ONNX2TF_REQUIREMENTS,
             main_package="onnx2tf",
             executables=(("onnx2tf", "bin/onnx2tf"), ("onnxsim", "bin/onnxsim")),
             smoke=("onnx2tf", "-V"),
             smoke_expect="1.29.24",
+            default=False,  # only --tflite-converter onnx2tf uses it
         ),
     )
 }

@@ -1,7 +1,8 @@
 """NumPy versions of TNN's window ops, following the CPU backend's arithmetic.
 
-Output sizes and paddings are derived as in ``source/tnn/layer/conv_layer.cc`` and
-``pooling_layer.cc``; the upsample index math copies ``cpu_upsample_layer_acc.cc``.
+Output sizes and paddings are derived as in ``source/tnn/layer/conv_layer.cc``,
+``deconv_layer.cc`` and ``pooling_layer.cc``; the upsample index math copies
+``cpu_upsample_layer_acc.cc``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,30 @@ def conv_geometry(
     if pad_type == -1:
         return (size + 2 * pad - extent) // stride + 1, pad, pad
     return _same_pads(size, extent, stride, pad_type)
+
+
+def deconv_geometry(
+    size: int, kernel: int, stride: int, dilation: int, pad: int, pad_type: int
+) -> tuple[int, int]:
+    """(out, crop_begin): DeconvLayer's output size and the pad it leaves in ``pads`` for the
+    leading edge (the CPU kernel reads only that one)."""
+    extent = dilation * (kernel - 1) + 1
+    if pad_type == -1:
+        return stride * (size - 1) + extent - 2 * pad, pad
+    if pad_type in (0, 3):
+        out = size * stride
+    elif pad_type == 1:
+        out = size * stride + max(extent - stride, 0)
+    elif pad_type == 2:
+        out = size * stride - (stride + extent - 2)
+    else:
+        raise ValueError(f"TNN deconvolution pad_type {pad_type} is not executable")
+    along = (size - 1) * stride + extent - out
+    if pad_type == 3:
+        along = max(along, 0)
+    top = int(along / 2)  # C integer division truncates toward zero
+    # pad_type 3 (ONNX output_padding) swaps begin and end, so the larger half leads.
+    return out, along - top if pad_type == 3 else top
 
 
 def pool_geometry(
@@ -83,6 +108,42 @@ def conv2d(
         )
         kernels = weight.reshape(group, out_c // group, c_per_group * kh * kw)
         out = np.matmul(kernels[None], patches).reshape(n, out_c, *out_hw)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1)
+    return out.astype(np.float32, copy=False)
+
+
+def deconv2d(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    group: int,
+    stride: tuple[int, int],
+    dilation: tuple[int, int],
+    out_hw: tuple[int, int],
+    crop: tuple[int, int],
+) -> np.ndarray:
+    """Transposed convolution; ``weight`` is [C_in, C_out/group, kh, kw]. Each input pixel is
+    scattered onto a full-size canvas, which is then cropped to the output window (rows or
+    columns past the canvas, as output_padding asks for, get only the bias)."""
+    n, c, h, w = x.shape
+    _, out_per_group, kh, kw = weight.shape
+    if min(crop) < 0:
+        raise ValueError(f"negative deconvolution crop {crop}")
+    span_h, span_w = stride[0] * (h - 1) + 1, stride[1] * (w - 1) + 1
+    canvas_h = max(dilation[0] * (kh - 1) + span_h, crop[0] + out_hw[0])
+    canvas_w = max(dilation[1] * (kw - 1) + span_w, crop[1] + out_hw[1])
+    canvas = np.zeros((n, group, out_per_group, canvas_h, canvas_w), np.float32)
+    xg = x.reshape(n, group, c // group, h, w)
+    wg = weight.reshape(group, c // group, out_per_group, kh, kw)
+    for i in range(kh):
+        for j in range(kw):
+            top, left = i * dilation[0], j * dilation[1]
+            canvas[..., top : top + span_h : stride[0], left : left + span_w : stride[1]] += (
+                np.einsum("ngihw,gio->ngohw", xg, wg[..., i, j])
+            )
+    out = canvas[..., crop[0] : crop[0] + out_hw[0], crop[1] : crop[1] + out_hw[1]]
+    out = out.reshape(n, group * out_per_group, *out_hw)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
     return out.astype(np.float32, copy=False)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from edgebench.converters.base import unsupported_op
+from edgebench.converters.fusion import PASS_THROUGH
 from edgebench.converters.tnn import ops_elementwise, ops_nn, ops_resize, ops_tensor
 from edgebench.converters.tnn.context import Context, Layer
-from edgebench.converters.tnn.fusion import PASS_THROUGH
 from edgebench.converters.tnn.onnx_graph import TARGET, Node
 
 TRANSLATORS: dict[str, Callable[[Node, Context], Layer]] = {

@@ -19,6 +19,8 @@ from edgebench.converters.tnn.onnx_graph import Node
 PAD_EXPLICIT = -1
 PAD_SAME_UPPER = 0
 PAD_VALID = 1
+# Deconvolution only: output = input * stride, the odd padding leads (onnx2tnn's output_padding).
+PAD_DECONV_OUTPUT_PADDING = 3
 
 
 def _spatial_pads(
@@ -65,6 +67,89 @@ def conv(node: Node, ctx: Context) -> Layer:
     if bias is not None:
         resource.append(ctx.weight(bias))
     return Layer("Convolution", node.name, node.inputs[:1], node.outputs[:1], params, resource)
+
+
+def _deconv_window(pad_type: int, size: int, extent: int, stride: int, pad: int) -> tuple[int, int]:
+    """(output size, leading crop) of TNN's Deconvolution, as DeconvLayer::InferOutputShape
+    derives them from the pad type."""
+    if pad_type == PAD_EXPLICIT:
+        return stride * (size - 1) + extent - 2 * pad, pad
+    out = size * stride
+    if pad_type == PAD_VALID:
+        out += max(extent - stride, 0)
+    along = (size - 1) * stride + extent - out
+    if pad_type == PAD_DECONV_OUTPUT_PADDING:
+        along = max(along, 0)
+        return out, along - int(along / 2)  # TNN swaps the halves: the larger one leads
+    return out, int(along / 2)  # C division truncates toward zero
+
+
+def conv_transpose(node: Node, ctx: Context) -> Layer:
+    """ConvTranspose -> Deconvolution: Convolution's params and resource, with the ONNX weight
+    [C_in, C_out/group, kh, kw] stored as is (TNN's deconv kernels read that layout)."""
+    weight = ctx.require_const(node, 1, "the weight")
+    if weight.ndim != 4:
+        raise ctx.unsupported(node, "only 2-D ConvTranspose is converted")
+    if "output_shape" in node.attrs:
+        raise ctx.unsupported(node, "the output_shape attribute")
+    has_bias = len(node.inputs) > 2 and bool(node.inputs[2])
+    bias = ctx.require_const(node, 2, "the bias") if has_bias else None
+    in_c, out_c_per_group, kh, kw = weight.shape
+    group = node.attrs.get("group", 1)
+    strides = node.attrs.get("strides", [1, 1])
+    dilations = node.attrs.get("dilations", [1, 1])
+    output_padding = node.attrs.get("output_padding", [0, 0])
+    extents = [d * (k - 1) + 1 for k, d in zip((kh, kw), dilations, strict=True)]
+    sizes = ctx.shape(node.inputs[0])[2:4]
+    auto_pad = node.attrs.get("auto_pad", "NOTSET")
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        # The output is input * stride; SAME_UPPER puts an odd pixel of padding at the end.
+        totals = [
+            max(e - s + p, 0) for e, s, p in zip(extents, strides, output_padding, strict=True)
+        ]
+        small, large = [t // 2 for t in totals], [t - t // 2 for t in totals]
+        begins, ends = (small, large) if auto_pad == "SAME_UPPER" else (large, small)
+    elif auto_pad == "VALID":
+        begins = ends = [0, 0]
+    else:
+        top, left, bottom, right = node.attrs.get("pads", [0, 0, 0, 0])
+        begins, ends = [top, left], [bottom, right]
+    wanted = [
+        (s * (size - 1) + p + e - b - end, b)
+        for size, s, p, e, b, end in zip(
+            sizes, strides, output_padding, extents, begins, ends, strict=True
+        )
+    ]
+    # onnx2tnn's choice first: output_padding -> 3, auto_pad -> SAME/VALID, pads -> explicit.
+    if any(output_padding):
+        first = PAD_DECONV_OUTPUT_PADDING
+    elif auto_pad == "VALID":
+        first = PAD_VALID
+    elif auto_pad != "NOTSET" or begins != ends:
+        first = PAD_SAME_UPPER
+    else:
+        first = PAD_EXPLICIT
+    for pad_type in (first, PAD_EXPLICIT, PAD_DECONV_OUTPUT_PADDING, PAD_SAME_UPPER, PAD_VALID):
+        windows = [
+            _deconv_window(pad_type, size, e, s, b)
+            for size, e, s, b in zip(sizes, extents, strides, begins, strict=True)
+        ]
+        if windows == wanted:
+            break
+    else:
+        raise ctx.unsupported(
+            node,
+            f"pads {begins + ends} with output_padding {list(output_padding)}: "
+            "no TNN pad type gives the same output window",
+        )
+    params = (
+        f"{group} {in_c // group} {out_c_per_group * group} {kh} {kw} {strides[0]} {strides[1]} "
+        f"{begins[0]} {begins[1]} {int(has_bias)} {pad_type} {dilations[0]} {dilations[1]} "
+    )
+    resource: list = [node.name, int(has_bias), ctx.weight(weight)]
+    if bias is not None:
+        resource.append(ctx.weight(bias))
+    return Layer("Deconvolution", node.name, node.inputs[:1], node.outputs[:1], params, resource)
 
 
 def batch_norm(node: Node, ctx: Context) -> Layer:
@@ -175,15 +260,20 @@ def layer_norm(node: Node, ctx: Context) -> Layer:
 
 
 def softmax(node: Node, ctx: Context) -> Layer:
-    rank = ctx.rank(node.inputs[0])
-    axis = axis_index(node.attrs.get("axis", 1 if ctx.opset < 13 else -1), rank)
-    if ctx.opset < 13 and axis != rank - 1:
-        raise ctx.unsupported(node, "opset<13 Softmax flattens to 2-D unless axis is the last")
+    shape = ctx.shape(node.inputs[0])
+    axis = axis_index(node.attrs.get("axis", 1 if ctx.opset < 13 else -1), len(shape))
+    # Before opset 13 Softmax normalizes over all axes from `axis` on (the input flattened to
+    # 2-D); TNN normalizes over one axis, the same thing only when the axes after it are all 1.
+    if ctx.opset < 13 and math.prod(shape[axis + 1 :]) != 1:
+        raise ctx.unsupported(
+            node, f"opset<13 Softmax over axes {axis}.. of {list(shape)} (TNN takes one axis)"
+        )
     return Layer("SoftmaxCaffe", node.name, node.inputs[:1], node.outputs[:1], f"{axis} ")
 
 
 TRANSLATORS = {
     "Conv": conv,
+    "ConvTranspose": conv_transpose,
     "BatchNormalization": batch_norm,
     "MaxPool": pool,
     "AveragePool": pool,

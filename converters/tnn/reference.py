@@ -95,6 +95,34 @@ def _convolution(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.nda
     return [_activate(y, p["activation_type"])]
 
 
+def _deconvolution(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
+    p = layer.params
+    group = p["group"]
+    weight = res["filter"].reshape(-1, p["output_channel"] // group, p["kernel_h"], p["kernel_w"])
+    geometry = [
+        kernels.deconv_geometry(
+            size,
+            p[f"kernel_{a}"],
+            p[f"stride_{a}"],
+            p[f"dilation_{a}"],
+            p[f"pad_{a}"],
+            p["pad_type"],
+        )
+        for size, a in zip(x[0].shape[2:], "hw", strict=True)
+    ]
+    y = kernels.deconv2d(
+        x[0],
+        weight,
+        res.get("bias") if p["bias"] else None,
+        group,
+        (p["stride_h"], p["stride_w"]),
+        (p["dilation_h"], p["dilation_w"]),
+        (geometry[0][0], geometry[1][0]),
+        (geometry[0][1], geometry[1][1]),
+    )
+    return [_activate(y, p["activation_type"])]
+
+
 def _pooling(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
     p = layer.params
     if p["is_adaptive_pool"]:
@@ -253,6 +281,7 @@ def _unsqueeze(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarr
 
 HANDLERS: dict[str, Handler] = {
     "Convolution": _convolution,
+    "Deconvolution": _deconvolution,
     "Pooling": _pooling,
     "BatchNormCxx": _channel_affine,
     "BatchNormalization": _channel_affine,

@@ -23,9 +23,9 @@ import numpy as np
 import onnx
 
 from edgebench.converters.base import ConversionError
+from edgebench.converters.fusion import fuse_graph, fuse_hard_swish
 from edgebench.converters.tnn.binary import MAGIC_V2, BinaryWriter
 from edgebench.converters.tnn.context import Context, Layer, as_tnn_tensor
-from edgebench.converters.tnn.fusion import fuse_graph
 from edgebench.converters.tnn.onnx_graph import TARGET, OnnxGraph, load_graph
 from edgebench.converters.tnn.ops import check_supported, translate
 
@@ -47,6 +47,7 @@ def convert_model(
     graph = load_graph(model, dict(input_shapes or {}))
     check_supported(graph.nodes)
     fuse_graph(graph)
+    fuse_hard_swish(graph)
     ctx = Context(graph, precision)
     layers = [translate(node, ctx) for node in graph.nodes]
     produced = {name for layer in layers for name in layer.outputs}

@@ -10,6 +10,7 @@ import onnx
 from edgebench.cli.app import cli
 from edgebench.cli.values import split_values
 from edgebench.converters import (
+    CONVERTER_CHOICES,
     CONVERTERS,
     ArtifactCache,
     ConversionError,
@@ -35,7 +36,21 @@ from edgebench.reporting.tables import format_table
     help="Input shape for dynamic models: 1,3,640,640 or name=1,3,640,640.",
 )
 @click.option("--force", is_flag=True, help="Reconvert even when the cache has the artifact.")
-def convert(model: str, targets: str, precision: str, shape: tuple[str, ...], force: bool) -> None:
+@click.option(
+    "--tflite-converter",
+    type=click.Choice(list(CONVERTER_CHOICES["tflite"])),
+    default="edgebench",
+    show_default=True,
+    help="edgebench's own TFLite writer, or onnx2tf (its toolchain) for comparison.",
+)
+def convert(
+    model: str,
+    targets: str,
+    precision: str,
+    shape: tuple[str, ...],
+    force: bool,
+    tflite_converter: str,
+) -> None:
     """Convert MODEL (built-in name or .onnx path) to other formats, through the cache."""
     formats = split_values(targets)
     unknown = [f for f in formats if f not in CONVERTERS]
@@ -54,7 +69,8 @@ def convert(model: str, targets: str, precision: str, shape: tuple[str, ...], fo
     failures = 0
     for fmt in formats:
         try:
-            artifact = cache.convert(get_converter(fmt), ref.path, ref.sha256, options, force=force)
+            converter = get_converter(fmt, tflite_converter if fmt == "tflite" else None)
+            artifact = cache.convert(converter, ref.path, ref.sha256, options, force=force)
         except ConversionError as exc:
             failures += 1
             click.echo(f"{fmt}: {exc.kind}: {exc.message}")
@@ -67,7 +83,8 @@ def convert(model: str, targets: str, precision: str, shape: tuple[str, ...], fo
 
 @cli.group()
 def toolchains() -> None:
-    """Converter toolchains that live in their own environments (ncnn: pnnx, tflite: onnx2tf)."""
+    """Converter toolchains that live in their own environments (ncnn: pnnx; tflite: onnx2tf,
+    only for --tflite-converter onnx2tf; TFLite's default is edgebench's own writer)."""
 
 
 @toolchains.command(name="list")
@@ -93,10 +110,11 @@ def toolchains_list() -> None:
 @click.argument("names", nargs=-1)
 @click.option("--force", is_flag=True, help="Reinstall even when healthy.")
 def toolchains_install(names: tuple[str, ...], force: bool) -> None:
-    """Install toolchains: ncnn, tflite, or all (the default)."""
+    """Install toolchains: ncnn (the default: what the default routes need), tflite (onnx2tf,
+    only for --tflite-converter onnx2tf), or all."""
     from edgebench.converters.toolchains import TOOLCHAINS, install_toolchain
 
-    wanted = split_values(names) or ["all"]
+    wanted = split_values(names) or [n for n, spec in TOOLCHAINS.items() if spec.default]
     if "all" in wanted:
         wanted = list(TOOLCHAINS)
     unknown = [n for n in wanted if n not in TOOLCHAINS]

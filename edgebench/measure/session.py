@@ -175,6 +175,7 @@ def _run_session(config: RunConfig, output: RunOutput) -> int:
         cells,
         ArtifactCache(cache_dir() / "artifacts"),
         force=config.checks.force_convert,
+        choices={"tflite": config.checks.tflite_converter},
         report=lambda line: progress.message(f"  {line}"),
     )
     progress.message(

@@ -239,6 +239,12 @@ class CheckConfig:
     force_convert: bool = setting(
         False, flag, "Reconvert even when the cache has the artifact.", plan=None
     )
+    tflite_converter: str = setting(
+        "edgebench",
+        choice("edgebench", "onnx2tf"),
+        "ONNX -> TFLite converter: edgebench's own writer, or onnx2tf for comparison (needs "
+        "`edgebench toolchains install tflite`).",
+    )
 
     def tolerances(self) -> dict[str, float]:
         return {"fp32": self.tolerance, "fp16": self.tolerance_fp16}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
 from edgebench.planning.cells import Cell
@@ -29,11 +29,12 @@ def prepare_cells(
     *,
     force: bool = False,
     report: Callable[[str], None] = lambda _: None,
+    choices: Mapping[str, str] | None = None,
 ) -> int:
     """Attach artifacts to the cells that need one; returns how many conversions ran.
 
     A conversion that fails decides the verdict of every cell that needed it; the other cells
-    are untouched.
+    are untouched. ``choices`` picks a converter per format (``CONVERTER_CHOICES``).
     """
     done: dict[tuple, object] = {}
     converted = 0
@@ -45,7 +46,7 @@ def prepare_cells(
         if key not in done:
             label = f"convert {cell.model.name} -> {cell.convert_to} ({cell.precision})"
             try:
-                converter = get_converter(cell.convert_to)
+                converter = get_converter(cell.convert_to, (choices or {}).get(cell.convert_to))
                 artifact = cache.convert(
                     converter, cell.model.path, cell.model.sha256, options, force=force
                 )

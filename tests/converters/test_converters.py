@@ -251,6 +251,8 @@ def test_run_through_the_isolated_toolchains_checks_ncnn_and_tflite(run_cli, con
             str(conv_model),
             "--frameworks",
             "ncnn,tflite",
+            "--tflite-converter",
+            "onnx2tf",
             "--format",
             "jsonl",
             *QUICK,
@@ -265,6 +267,7 @@ def test_run_through_the_isolated_toolchains_checks_ncnn_and_tflite(run_cli, con
         assert record["output_check"]["passed"]
         assert record["output_check"]["max_abs_diff"] < 1e-4
         assert "io.json" in {f["name"] for f in record["artifact"]["files"]}
+    assert records["tflite"]["artifact"]["converter_version"].startswith("onnx2tf-")
 
 
 def test_missing_toolchain_skips_only_its_cells(run_cli, conv_model, tmp_path, eb_env):
@@ -275,7 +278,7 @@ def test_missing_toolchain_skips_only_its_cells(run_cli, conv_model, tmp_path, e
             "--models",
             str(conv_model),
             "--frameworks",
-            "ncnn,openvino",
+            "ncnn,openvino,tflite",
             "--format",
             "jsonl",
             *QUICK,
@@ -284,6 +287,10 @@ def test_missing_toolchain_skips_only_its_cells(run_cli, conv_model, tmp_path, e
     assert result.returncode == 0, result.stderr
     records = {r["framework"]: r for r in map(json.loads, result.stdout.splitlines())}
     assert records["openvino"]["status"] == "ok"
+    # TFLite needs no toolchain: edgebench's own writer converts it.
+    tflite = records["tflite"]
+    assert tflite["status"] == "ok" and tflite["output_check"]["passed"], tflite["error"]
+    assert tflite["artifact"]["converter_version"].startswith("edgebench-tflite-")
     ncnn = records["ncnn"]
     assert ncnn["status"] == "skipped" and ncnn["error_kind"] == "toolchain_missing"
     assert "edgebench toolchains install ncnn" in ncnn["error"]

@@ -24,8 +24,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgebench.converters.base import ConversionError, ConversionOptions
 from edgebench.converters.ncnn_converter import NcnnConverter
+from edgebench.converters.onnx2tf_converter import Onnx2tfConverter
 from edgebench.converters.subprocess_tools import run_in_toolchain, scratch_dir
-from edgebench.converters.tflite_converter import TfliteConverter
 from edgebench.converters.toolchains import (
     ROOT_ENV,
     TOOLCHAINS,
@@ -319,7 +319,7 @@ def _save_unchecked(model: onnx.ModelProto, path: Path) -> Path:
 def test_tflite_output_matches_onnxruntime(tflite_toolchain, models, tmp_path, model):
     """vit-tiny checks the Erf trap too: LiteRT refuses to run a model with a Flex op."""
     out = tmp_path / "out"
-    files = _convert(TfliteConverter(), models[model], out)
+    files = _convert(Onnx2tfConverter(), models[model], out)
     assert files == ["model.tflite", "io.json"]
     feeds = _feeds(models[model])
     diff = _max_diff(_run_tflite(out, feeds), _onnxruntime(models[model], feeds))
@@ -338,7 +338,7 @@ def test_tflite_flex_op_is_reported_as_unsupported(tflite_toolchain, tmp_path):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
     )
     _save(erf, tmp_path / "erf.onnx")
-    converter = TfliteConverter()
+    converter = Onnx2tfConverter()
     with scratch_dir(tmp_path, "flex") as work:
         argv = [str(toolchain_bin("tflite", "onnx2tf")), "-i", str(tmp_path / "erf.onnx")]
         run = run_in_toolchain("tflite", [*argv, "-o", "out"], cwd=work, timeout=600)
@@ -350,8 +350,8 @@ def test_tflite_flex_op_is_reported_as_unsupported(tflite_toolchain, tmp_path):
 
 
 def test_tflite_fp16_uses_the_float16_model(tflite_toolchain, models, tmp_path):
-    _convert(TfliteConverter(), models["small"], tmp_path / "fp32")
-    _convert(TfliteConverter(), models["small"], tmp_path / "fp16", precision="fp16")
+    _convert(Onnx2tfConverter(), models["small"], tmp_path / "fp32")
+    _convert(Onnx2tfConverter(), models["small"], tmp_path / "fp16", precision="fp16")
     size32 = (tmp_path / "fp32" / "model.tflite").stat().st_size
     size16 = (tmp_path / "fp16" / "model.tflite").stat().st_size
     assert size16 < 0.6 * size32
@@ -361,16 +361,16 @@ def test_tflite_fp16_uses_the_float16_model(tflite_toolchain, models, tmp_path):
 
 
 def test_tflite_version_and_input_shapes_option(tflite_toolchain, tmp_path):
-    assert TfliteConverter().version() == "onnx2tf-1.29.24"
+    assert Onnx2tfConverter().version() == "onnx2tf-1.29.24"
     dynamic = _small_model()
     dynamic.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
     path = _save(dynamic, tmp_path / "dynamic.onnx")
     (tmp_path / "a").mkdir()
     with pytest.raises(ConversionError, match="no fixed shape"):
-        TfliteConverter().convert(path, tmp_path / "a", ConversionOptions())
+        Onnx2tfConverter().convert(path, tmp_path / "a", ConversionOptions())
     options = ConversionOptions(input_shapes={"input": [1, 3, 16, 16]})
     (tmp_path / "b").mkdir()
-    TfliteConverter().convert(path, tmp_path / "b", options)
+    Onnx2tfConverter().convert(path, tmp_path / "b", options)
     io = json.loads((tmp_path / "b" / "io.json").read_text())
     assert io["inputs"][0]["shape"] == [1, 16, 16, 3]
 
@@ -379,7 +379,7 @@ def test_tflite_unsupported_op_names_the_op(tflite_toolchain, tmp_path):
     path = _save_unchecked(_custom_op_model(), tmp_path / "custom.onnx")
     (tmp_path / "out").mkdir()
     with pytest.raises(ConversionError) as info:
-        TfliteConverter().convert(path, tmp_path / "out", ConversionOptions())
+        Onnx2tfConverter().convert(path, tmp_path / "out", ConversionOptions())
     assert info.value.kind == "unsupported_op"
     assert "FancyOp" in info.value.message and "fancy_1" in info.value.message
     assert "not yet implemented" in info.value.log
@@ -388,7 +388,7 @@ def test_tflite_unsupported_op_names_the_op(tflite_toolchain, tmp_path):
 # ---------------------------------------------------------------- both
 
 
-@pytest.mark.parametrize("converter_class", [NcnnConverter, TfliteConverter])
+@pytest.mark.parametrize("converter_class", [NcnnConverter, Onnx2tfConverter])
 def test_garbage_model_fails_with_the_converter_log(
     ncnn_toolchain, tflite_toolchain, converter_class, corrupt_model, tmp_path
 ):
@@ -409,8 +409,8 @@ import sys
 from pathlib import Path
 from edgebench.converters.base import ConversionOptions
 from edgebench.converters.ncnn_converter import NcnnConverter
-from edgebench.converters.tflite_converter import TfliteConverter
-for converter in (NcnnConverter(), TfliteConverter()):
+from edgebench.converters.onnx2tf_converter import Onnx2tfConverter
+for converter in (NcnnConverter(), Onnx2tfConverter()):
     out = Path(sys.argv[2]) / converter.format
     out.mkdir()
     converter.convert(Path(sys.argv[1]), out, ConversionOptions())
@@ -443,7 +443,7 @@ def test_conversion_works_offline_and_leaves_home_alone(
 
 
 def test_missing_toolchain_gives_the_install_command(private_root, tmp_path, models):
-    for converter in (NcnnConverter(), TfliteConverter()):
+    for converter in (NcnnConverter(), Onnx2tfConverter()):
         name = converter.format
         expected = f"the {name} converter needs its toolchain: edgebench toolchains install {name}"
         assert toolchain_status(name).state == "missing"

@@ -46,6 +46,7 @@ PLAN_VALUES = {
     ("checks", "reference"): None,  # the test's model
     ("checks", "tolerance"): "0.01",
     ("checks", "tolerance_fp16"): "0.05",
+    ("checks", "tflite_converter"): '"onnx2tf"',
     ("thresholds", "min_effect"): "0.3",
     ("thresholds", "alpha"): "0.05",
     ("thresholds", "metric"): '"p90"',
@@ -101,6 +102,7 @@ def test_every_plan_key_reaches_the_configuration_and_what_is_built_from_it(tmp_
     assert (timing.rounds, timing.target_ci) == (2, 40.0)
     assert (checks.seed, checks.reference) == (7, model)
     assert checks.tolerances() == {"fp32": 0.01, "fp16": 0.05}
+    assert checks.tflite_converter == "onnx2tf"
     assert (thr.min_effect, thr.alpha, thr.metric) == (0.3, 0.05, "p90")
     assert config.plan_name == "every-key"
 

@@ -1,4 +1,5 @@
-"""Graph rewrites done before translation, each one also done by TNN's onnx2tnn.
+"""Graph rewrites done before translation by edgebench's own converters (TNN and TFLite), each
+one also done by TNN's onnx2tnn.
 
 * Identity and Dropout are removed (``onnx2tnn_remove_identity.cc``, ``..._dropout.cc``).
 * Conv + BatchNormalization -> Convolution with folded weights, when the Conv output feeds
@@ -6,6 +7,10 @@
 * x * Sigmoid(x) -> Swish (``onnx2tnn_fuse_swish.cc``).
 * Div(sqrt 2) - Erf - Add(1) - Mul(x) - Mul(0.5) -> GELU (``onnx2tnn_fuse_gelu.cc``). TNN's
   ARM backend has GELU but no Erf, so the fusion is what lets ViTs run on phones.
+
+``fuse_graph`` runs these (the TFLite writer reuses them). ``fuse_hard_swish`` is TNN's alone:
+x * HardSigmoid(x) -> HardSwish with the HardSigmoid's alpha and beta, the form paddle2onnx
+exports hardswish in (``onnx2tnn_fuse_hard_swish.cc``); TNN's HardSwish takes both as params.
 
 Matching is by data flow, not by node order as in onnx2tnn, and an intermediate value that
 is a graph output or has a second consumer blocks a fusion.
@@ -18,7 +23,7 @@ from collections import defaultdict
 import numpy as np
 
 from edgebench.converters.base import ConversionError
-from edgebench.converters.tnn.onnx_graph import TARGET, Node, OnnxGraph
+from edgebench.converters.graph import Node, OnnxGraph
 
 _GRAPH_OUTPUT = -1
 # Ops that only forward their first input.
@@ -28,7 +33,7 @@ PASS_THROUGH = frozenset({"Identity", "Dropout"})
 def fuse_graph(graph: OnnxGraph) -> None:
     _remove_pass_through(graph)
     _fold_batchnorm(graph)
-    _fuse_swish(graph)
+    _fuse_self_gate(graph, "Sigmoid", "Swish")
     _fuse_gelu(graph)
 
 
@@ -68,7 +73,7 @@ def _remove_pass_through(graph: OnnxGraph) -> None:
             kept.append(node)
             continue
         if any(consumers.get(extra) for extra in node.outputs[1:] if extra):
-            raise ConversionError("failed", f"{TARGET}: Dropout mask of {node.name!r} is used")
+            raise ConversionError("failed", f"Dropout mask of {node.name!r} is used")
         source[node.outputs[0]] = node.inputs[0]
     graph.nodes = kept
     for output in graph.outputs:
@@ -78,9 +83,7 @@ def _remove_pass_through(graph: OnnxGraph) -> None:
         original = source[output]
         taken = {i.name for i in graph.inputs} | set(graph.outputs) | set(graph.constants)
         if original in taken:
-            raise ConversionError(
-                "failed", f"{TARGET}: graph output {output!r} only repeats {original!r}"
-            )
+            raise ConversionError("failed", f"graph output {output!r} only repeats {original!r}")
         for node in graph.nodes:
             node.inputs = [output if n == original else n for n in node.inputs]
             node.outputs = [output if n == original else n for n in node.outputs]
@@ -128,20 +131,28 @@ def _fold_batchnorm(graph: OnnxGraph) -> None:
     graph.nodes = [n for i, n in enumerate(graph.nodes) if i not in removed]
 
 
-def _fuse_swish(graph: OnnxGraph) -> None:
+def fuse_hard_swish(graph: OnnxGraph) -> None:
+    _fuse_self_gate(graph, "HardSigmoid", "HardSwish")
+
+
+def _fuse_self_gate(graph: OnnxGraph, gate_op: str, fused_op: str) -> None:
+    """x * gate(x) -> fused(x); a HardSigmoid gate's alpha and beta go with it."""
     consumers = _consumers(graph)
     removed: set[int] = set()
-    for sig_index, sig in enumerate(graph.nodes):
-        if sig.op != "Sigmoid":
-            continue
-        mul_index = _only_consumer(consumers, sig.outputs[0])
+    for gate_index, gate in enumerate(graph.nodes):
+        mul_index = _only_consumer(consumers, gate.outputs[0]) if gate.op == gate_op else None
         if mul_index is None:
             continue
         mul = graph.nodes[mul_index]
-        if mul.op != "Mul" or sorted(mul.inputs) != sorted([sig.inputs[0], sig.outputs[0]]):
+        if mul.op != "Mul" or sorted(mul.inputs) != sorted([gate.inputs[0], gate.outputs[0]]):
             continue
-        graph.nodes[mul_index] = Node("Swish", mul.name, [sig.inputs[0]], list(mul.outputs))
-        removed.add(sig_index)
+        attrs = {}
+        if gate.op == "HardSigmoid":  # ONNX HardSigmoid's defaults, not HardSwish's
+            attrs = {"alpha": gate.attrs.get("alpha", 0.2), "beta": gate.attrs.get("beta", 0.5)}
+        graph.nodes[mul_index] = Node(
+            fused_op, mul.name, [gate.inputs[0]], list(mul.outputs), attrs
+        )
+        removed.add(gate_index)
     graph.nodes = [n for i, n in enumerate(graph.nodes) if i not in removed]
 
 
