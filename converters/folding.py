@@ -79,6 +79,12 @@ def fix_input_shapes(model: onnx.ModelProto, input_shapes: dict[str, list[int]])
 
 def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
     del model.graph.value_info[:]
+    for output in model.graph.output:
+        # Exporters write -1 or 0 for dynamic output sizes (paddle2onnx does); inference
+        # would keep them. Declared sizes that are not positive are dropped and inferred.
+        dims = output.type.tensor_type.shape.dim
+        if any(d.HasField("dim_value") and d.dim_value <= 0 for d in dims):
+            output.type.tensor_type.ClearField("shape")
     try:
         return shape_inference.infer_shapes(model, data_prop=True)
     except Exception as exc:  # onnx raises several unrelated types here
@@ -103,7 +109,7 @@ def _static_shapes(graph: onnx.GraphProto) -> dict[str, tuple[int, ...]]:
         if not value.type.HasField("tensor_type") or not tensor_type.HasField("shape"):
             continue
         dims = tensor_type.shape.dim
-        if all(d.HasField("dim_value") for d in dims):
+        if all(d.HasField("dim_value") and d.dim_value > 0 for d in dims):
             shapes[value.name] = tuple(d.dim_value for d in dims)
     return shapes
 

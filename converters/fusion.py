@@ -202,3 +202,54 @@ def _gelu_chain(
     ):
         return None
     return steps
+
+
+def fuse_relu6_hard_swish(graph: OnnxGraph) -> None:
+    """x * Clip(x + 3, 0, 6) / 6 -> HardSwish: paddle2onnx's hardswish (PP-OCR, MobileNetV3)."""
+    consumers = _consumers(graph)
+    removed: set[int] = set()
+    for add_index, add in enumerate(graph.nodes):
+        chain = _relu6_hard_swish_chain(graph, consumers, add)
+        if chain is None:
+            continue
+        clip_index, mul_index, div_index = chain
+        last = graph.nodes[div_index]
+        graph.nodes[div_index] = Node("HardSwish", last.name, [add.inputs[0]], list(last.outputs))
+        removed.update([add_index, clip_index, mul_index])
+    graph.nodes = [n for i, n in enumerate(graph.nodes) if i not in removed]
+
+
+def _clip_bounds(graph: OnnxGraph, clip: Node) -> tuple[float | None, float | None]:
+    if "min" in clip.attrs or "max" in clip.attrs:  # opset < 11
+        return clip.attrs.get("min"), clip.attrs.get("max")
+    names = [*clip.inputs[1:], "", ""][:2]
+    low, high = (_scalar(graph, name) if name else None for name in names)
+    return low, high
+
+
+def _relu6_hard_swish_chain(
+    graph: OnnxGraph, consumers: dict[str, list[int]], add: Node
+) -> tuple[int, int, int] | None:
+    """Indices of Clip, Mul, Div after ``add`` when they compute hardswish of its input."""
+    if add.op != "Add" or len(add.inputs) != 2 or _scalar(graph, add.inputs[1]) != 3.0:
+        return None
+    x = add.inputs[0]
+    clip_index = _only_consumer(consumers, add.outputs[0])
+    if clip_index is None or graph.nodes[clip_index].op != "Clip":
+        return None
+    clip = graph.nodes[clip_index]
+    if tuple(float(b) if b is not None else None for b in _clip_bounds(graph, clip)) != (0, 6):
+        return None
+    mul_index = _only_consumer(consumers, clip.outputs[0])
+    if mul_index is None:
+        return None
+    mul = graph.nodes[mul_index]
+    if mul.op != "Mul" or sorted(mul.inputs) != sorted([x, clip.outputs[0]]):
+        return None
+    div_index = _only_consumer(consumers, mul.outputs[0])
+    if div_index is None:
+        return None
+    div = graph.nodes[div_index]
+    if div.op != "Div" or div.inputs[0] != mul.outputs[0] or _scalar(graph, div.inputs[1]) != 6.0:
+        return None
+    return clip_index, mul_index, div_index

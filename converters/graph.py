@@ -93,7 +93,7 @@ def _static_shapes(
         if not tensor_type.HasField("shape"):
             continue
         dims = tensor_type.shape.dim
-        if all(d.HasField("dim_value") for d in dims):
+        if all(d.HasField("dim_value") and d.dim_value > 0 for d in dims):
             shapes[value.name] = tuple(d.dim_value for d in dims)
     for name, array in constants.items():
         shapes[name] = array.shape

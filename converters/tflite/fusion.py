@@ -2,19 +2,21 @@
 
 The passes shared with the TNN writer come first (``converters/fusion.py``: Identity/Dropout
 removal, BatchNormalization folded into the Conv before it, x*sigmoid(x) -> Swish, erf-GELU ->
-GELU, x*HardSigmoid(x) -> HardSwish with its alpha and beta). Then TFLite's own: MatMul + a
+GELU, x*HardSigmoid(x) -> HardSwish with its alpha and beta, x*Clip(x+3, 0, 6)/6 -> HardSwish).
+Then TFLite's own: MatMul + a
 constant bias Add -> one FULLY_CONNECTED.
 """
 
 from __future__ import annotations
 
-from edgebench.converters.fusion import fuse_graph, fuse_hard_swish
+from edgebench.converters.fusion import fuse_graph, fuse_hard_swish, fuse_relu6_hard_swish
 from edgebench.converters.graph import OnnxGraph
 
 
 def fuse(graph: OnnxGraph) -> None:
     fuse_graph(graph)
     fuse_hard_swish(graph)
+    fuse_relu6_hard_swish(graph)
     _fuse_matmul_bias(graph)
 
 
