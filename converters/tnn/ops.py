@@ -6,7 +6,13 @@ from collections.abc import Callable
 
 from edgebench.converters.base import unsupported_op
 from edgebench.converters.fusion import PASS_THROUGH
-from edgebench.converters.tnn import ops_elementwise, ops_nn, ops_resize, ops_tensor
+from edgebench.converters.tnn import (
+    ops_elementwise,
+    ops_nn,
+    ops_reduce,
+    ops_resize,
+    ops_tensor,
+)
 from edgebench.converters.tnn.context import Context, Layer
 from edgebench.converters.tnn.onnx_graph import TARGET, Node
 
@@ -14,6 +20,7 @@ TRANSLATORS: dict[str, Callable[[Node, Context], Layer]] = {
     **ops_nn.TRANSLATORS,
     **ops_elementwise.TRANSLATORS,
     **ops_tensor.TRANSLATORS,
+    **ops_reduce.TRANSLATORS,
     **ops_resize.TRANSLATORS,
 }
 

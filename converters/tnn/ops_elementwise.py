@@ -1,4 +1,5 @@
-"""Translators for activations and broadcasting binary ops (``MultidirBroadcastLayerParam``)."""
+"""Translators for activations, unary math and broadcasting binary ops
+(``MultidirBroadcastLayerParam``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,21 @@ from edgebench.converters.tnn.binary import format_float
 from edgebench.converters.tnn.context import Context, Layer, as_tnn_tensor
 from edgebench.converters.tnn.onnx_graph import Node
 
-# Layers without params: ONNX op (or fused pattern) -> TNN layer type.
-_PLAIN = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Erf": "Erf", "Swish": "Swish"}
+# Layers without params: ONNX op (or fused pattern) -> TNN layer type. onnx2tnn registers the
+# unary math ops with REGISTER_OP_CONVERTER_NoParamNoWeight under their ONNX names.
+_PLAIN = {
+    "Relu": "ReLU",
+    "Sigmoid": "Sigmoid",
+    "Erf": "Erf",
+    "Swish": "Swish",
+    "Tanh": "Tanh",
+    "Exp": "Exp",
+    "Log": "Log",
+    "Sqrt": "Sqrt",
+    "Abs": "Abs",
+    "Neg": "Neg",
+    "Reciprocal": "Reciprocal",
+}
 
 
 def plain(node: Node, ctx: Context) -> Layer:
@@ -54,25 +68,82 @@ def clip(node: Node, ctx: Context) -> Layer:
     return Layer("Clip", node.name, node.inputs[:1], node.outputs[:1], params)
 
 
+def elu(node: Node, ctx: Context) -> Layer:
+    alpha = node.attrs.get("alpha", 1.0)
+    return Layer("Elu", node.name, node.inputs[:1], node.outputs[:1], f"{format_float(alpha)} ")
+
+
+def _prelu_input_shape(node: Node, ctx: Context) -> tuple[int, ...]:
+    shape = ctx.shape(node.inputs[0])
+    if len(shape) < 2:
+        # TNN's PReLU reads the channel count from dims[1].
+        raise ctx.unsupported(node, f"a {len(shape)}-D input")
+    return shape
+
+
+def leaky_relu(node: Node, ctx: Context) -> Layer:
+    """onnx2tnn writes LeakyRelu as a PReLU with one shared slope (channel_shared=1)."""
+    _prelu_input_shape(node, ctx)
+    slope = np.array([node.attrs.get("alpha", 0.01)], np.float32)
+    resource: list = [node.name, slope]
+    return Layer("PReLU", node.name, node.inputs[:1], node.outputs[:1], "1 0 ", resource)
+
+
+def prelu(node: Node, ctx: Context) -> Layer:
+    """PReLU ``channel_shared has_filler``; resource: name, the slope (float32 even for fp16,
+    as onnx2tnn writes it with DATA_TYPE_FLOAT) in its ONNX dims."""
+    shape = _prelu_input_shape(node, ctx)
+    slope = ctx.require_const(node, 1, "the slope").astype(np.float32)
+    if slope.ndim > len(shape):
+        raise ctx.unsupported(node, f"slope of shape {list(slope.shape)}")
+    aligned = (1,) * (len(shape) - slope.ndim) + slope.shape
+    per_channel = (1, shape[1]) + (1,) * (len(shape) - 2)
+    if slope.size == 1:
+        params = "1 0 "
+    elif aligned == per_channel:
+        params = "0 0 "
+    else:
+        # TNN applies a slope per element of dims[1] or one for all, nothing else.
+        raise ctx.unsupported(node, f"slope of shape {list(slope.shape)} for input {list(shape)}")
+    resource: list = [node.name, slope]
+    return Layer("PReLU", node.name, node.inputs[:1], node.outputs[:1], params, resource)
+
+
+# ONNX op -> TNN layer type of the MultidirBroadcast layers.
+_BROADCAST = {
+    "Add": "Add",
+    "Sub": "Sub",
+    "Mul": "Mul",
+    "Div": "Div",
+    "Max": "Maximum",
+    "Min": "Minimum",
+}
+
+
 def binary(node: Node, ctx: Context) -> Layer:
-    """Add/Sub/Mul/Div; a constant operand becomes the layer resource (weight_input_index)."""
+    """Add/Sub/Mul/Div/Max/Min; a constant operand becomes the layer resource
+    (weight_input_index)."""
+    if len(node.inputs) != 2:
+        # ONNX Max/Min are variadic; onnx2tnn's weight-input lookup handles two operands.
+        raise ctx.unsupported(node, f"{len(node.inputs)} inputs (converted with exactly two)")
+    layer_type = _BROADCAST[node.op]
     found = ctx.constant_operand(node)
     if found is None:
-        return Layer(node.op, node.name, list(node.inputs), node.outputs[:1], "-1 ")
+        return Layer(layer_type, node.name, list(node.inputs), node.outputs[:1], "-1 ")
     index, value, other = found
     if node.op == "Div" and index == 1 and value.dtype.kind == "f":
         # onnx2tnn turns division by a constant into multiplication by its reciprocal.
         reciprocal = np.float32(1.0) / value.astype(np.float32)
         return Layer("Mul", node.name, [other], node.outputs[:1], "1 ", [ctx.weight(reciprocal)])
     resource = [as_tnn_tensor(value)]
-    return Layer(node.op, node.name, [other], node.outputs[:1], f"{index} ", resource)
+    return Layer(layer_type, node.name, [other], node.outputs[:1], f"{index} ", resource)
 
 
 TRANSLATORS = {
-    "Relu": plain,
-    "Sigmoid": plain,
-    "Erf": plain,
-    "Swish": plain,
+    **{op: plain for op in _PLAIN},
+    "Elu": elu,
+    "LeakyRelu": leaky_relu,
+    "PRelu": prelu,
     "GELU": gelu,
     "Gelu": gelu,
     "HardSwish": hard_swish,
@@ -82,4 +153,6 @@ TRANSLATORS = {
     "Sub": binary,
     "Mul": binary,
     "Div": binary,
+    "Max": binary,
+    "Min": binary,
 }

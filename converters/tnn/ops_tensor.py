@@ -1,4 +1,5 @@
-"""Translators for ops that move data: reshapes, transposes, slicing, gathering, joining."""
+"""Translators for ops that move data: reshapes, transposes, slicing, gathering, joining,
+padding."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import math
 
 import numpy as np
 
+from edgebench.converters.tnn.binary import format_float
 from edgebench.converters.tnn.context import Context, Layer, as_tnn_tensor, axis_index
 from edgebench.converters.tnn.onnx_graph import Node
 
@@ -154,7 +156,67 @@ def unsqueeze(node: Node, ctx: Context) -> Layer:
     return Layer("Unsqueeze", node.name, node.inputs[:1], node.outputs[:1], _counted(axes))
 
 
+# TNN PadLayerParam::type; edge (2) is not converted, see pad().
+_PAD_TYPES = {"constant": 0, "reflect": 1}
+
+
+def _onnx_pads(node: Node, ctx: Context, rank: int) -> tuple[list[int], float]:
+    """ONNX's [begin..., end...] over every axis, and the constant value."""
+    if ctx.opset < 11:
+        return list(node.attrs.get("pads", [])), float(node.attrs.get("value", 0.0))
+    pads = [int(p) for p in ctx.require_const(node, 1, "pads").reshape(-1)]
+    value = 0.0
+    if len(node.inputs) > 2 and node.inputs[2]:
+        value = float(ctx.require_const(node, 2, "the constant value").reshape(-1)[0])
+    if len(node.inputs) > 3 and node.inputs[3]:
+        axes = [axis_index(int(a), rank) for a in ctx.require_const(node, 3, "axes").reshape(-1)]
+        full = [0] * (2 * rank)
+        for i, axis in enumerate(axes):
+            full[axis], full[axis + rank] = pads[i], pads[i + len(axes)]
+        pads = full
+    return pads, value
+
+
+def pad(node: Node, ctx: Context) -> Layer:
+    """4-D input -> ``Pad`` (``0 0 top bottom left right c_begin c_end type value``), other
+    ranks -> ``PadV2`` (``rank begins... ends... type value``), as onnx2tnn chooses by the
+    length of pads. Refused where TNN's kernels (CPU, ARM) would compute something else."""
+    shape = ctx.shape(node.inputs[0])
+    rank = len(shape)
+    mode = node.attrs.get("mode", "constant")
+    if mode == "edge":
+        # onnx2tnn writes type 2, but only TNN's CUDA kernel has it: ARM, x86, OpenCL and
+        # Metal reject it and the CPU kernel fails on every interior element.
+        raise ctx.unsupported(node, "mode edge (no working TNN CPU or ARM kernel)")
+    if mode not in _PAD_TYPES:
+        raise ctx.unsupported(node, f"mode {mode}")
+    if rank not in (2, 3, 4):
+        # ARM's PadV2 takes 2-5 dims but mixes up the height of 5-D input.
+        raise ctx.unsupported(node, f"a {rank}-D input (converted for 2-D to 4-D)")
+    pads, value = _onnx_pads(node, ctx, rank)
+    if len(pads) != 2 * rank:
+        raise ctx.unsupported(node, f"{len(pads)} pads for a {rank}-D input")
+    begins, ends = pads[:rank], pads[rank:]
+    if min(pads) < 0:
+        raise ctx.unsupported(node, "negative pads")
+    if begins[0] or ends[0]:
+        raise ctx.unsupported(node, "padding the batch axis")
+    if mode == "reflect":
+        # TNN reflects each H x W plane only, and reads past the input for a pad >= the size.
+        if begins[1] or ends[1]:
+            raise ctx.unsupported(node, "reflect padding of the channel axis")
+        if any(max(b, e) >= d for b, e, d in zip(begins, ends, shape, strict=True)):
+            raise ctx.unsupported(node, "a reflect pad as large as its axis")
+    tail = f"{_PAD_TYPES[mode]} {format_float(value)} "
+    if rank == 4:
+        params = f"0 0 {begins[2]} {ends[2]} {begins[3]} {ends[3]} {begins[1]} {ends[1]} " + tail
+        return Layer("Pad", node.name, node.inputs[:1], node.outputs[:1], params)
+    params = f"{rank} " + _ints(pads) + tail
+    return Layer("PadV2", node.name, node.inputs[:1], node.outputs[:1], params)
+
+
 TRANSLATORS = {
+    "Pad": pad,
     "Reshape": reshape,
     "Flatten": flatten,
     "Transpose": transpose,

@@ -197,6 +197,8 @@ def _read_resource(cursor: _Bytes, layer_type: str) -> dict[str, Any]:
         if fields["has_bias"]:
             fields["bias"] = cursor.raw()
         return fields
+    if layer_type == "PReLU":
+        return {"name": cursor.string(), "slope": cursor.raw()}
     if layer_type == "InnerProduct":
         return {"name": cursor.string(), "weight": cursor.raw(), "bias": cursor.raw()}
     if layer_type in ("Add", "Sub", "Mul", "Div", "Maximum", "Minimum"):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 _LEADING_INT = re.compile(r"\s*[+-]?\d+")
+_INT_MIN = -(2**31)
 
 
 def _atoi(token: str) -> int:
@@ -94,6 +95,26 @@ def _strided_slice_v2(t: _Tokens) -> dict[str, Any]:
     return {"begins": t.counted(), "ends": t.counted(), "axes": t.counted(), "strides": t.counted()}
 
 
+def _pad(t: _Tokens) -> dict[str, Any]:
+    """``Pad``: two unused ints, then top bottom left right c_begin c_end; TNN keeps them as
+    [left, right, top, bottom, c_begin, c_end]. A missing pad reads as INT_MIN, like TNN."""
+    t.ints(2)
+    top, bottom, left, right, c_begin, c_end = (t.int(_INT_MIN) for _ in range(6))
+    pads = [left, right, top, bottom, c_begin, c_end]
+    return {"pads": pads, "type": t.int(), "value": t.float()}
+
+
+def _pad_v2(t: _Tokens) -> dict[str, Any]:
+    """``PadV2``: the rank, then ONNX-ordered pads (every begin, then every end)."""
+    pads = t.ints(2 * t.int())
+    return {"pads": pads, "type": t.int(), "value": t.float()}
+
+
+def _reduce(t: _Tokens) -> dict[str, Any]:
+    keep_dims = t.int()
+    return {"keep_dims": keep_dims, "axis": t.ints(t.left())}
+
+
 def _split_v(t: _Tokens) -> dict[str, Any]:
     axis = t.int()
     return {"axis": axis, "slices": t.counted()}
@@ -107,6 +128,10 @@ _PARSERS: dict[str, Callable[[_Tokens], dict[str, Any]]] = {
     "Reshape": _reshape,
     "StridedSliceV2": _strided_slice_v2,
     "SplitV": _split_v,
+    "Pad": _pad,
+    "PadV2": _pad_v2,
+    "PReLU": lambda t: {"channel_shared": int(t.int() == 1), "has_filler": int(t.int() == 1)},
+    "Elu": lambda t: {"alpha": t.float(1.0)},
     "Scale": lambda t: {"axis": t.int(), "num_axes": t.int(), "bias_term": t.int()},
     "Clip": lambda t: {"min": t.float(), "max": t.float()},
     "HardSwish": lambda t: {"alpha": t.float(1.0), "beta": t.float(0.0)},
@@ -130,6 +155,8 @@ _PARSERS: dict[str, Callable[[_Tokens], dict[str, Any]]] = {
 }
 for _binary in ("Add", "Sub", "Mul", "Div", "Maximum", "Minimum"):
     _PARSERS[_binary] = lambda t: {"weight_input_index": t.int(1)}
+for _reduce_type in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"):
+    _PARSERS[_reduce_type] = _reduce
 
 
 def parse_params(layer_type: str, tokens: list[str]) -> dict[str, Any]:

@@ -164,7 +164,14 @@ def _element_operand(weight: np.ndarray, like: np.ndarray) -> np.ndarray:
     return weight.reshape((1,) * like.ndim)
 
 
-_BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
+_BINARY = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": np.divide,
+    "Maximum": np.maximum,
+    "Minimum": np.minimum,
+}
 
 
 def _binary(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
@@ -175,6 +182,108 @@ def _binary(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]
     if layer.params["weight_input_index"] == 0:
         return [op(weight, x[0])]
     return [op(x[0], weight)]
+
+
+def _math(fn: Callable[[np.ndarray], np.ndarray]) -> Handler:
+    """A unary op that may leave its domain (log of a negative, 1/0): NaN/inf, no warning."""
+
+    def run(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return [np.asarray(fn(x[0]), np.float32)]
+
+    return run
+
+
+def _elu(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
+    alpha = np.float32(layer.params["alpha"])
+    with np.errstate(over="ignore"):
+        negative = alpha * (np.exp(np.minimum(x[0], 0)) - np.float32(1))
+    return [np.where(x[0] < 0, negative, x[0]).astype(np.float32)]
+
+
+def _prelu(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
+    """cpu_prelu_layer_acc: one slope for all, or slope[c] for channel c = dims[1]."""
+    slope = np.asarray(res["slope"], np.float32).reshape(-1)
+    data = x[0]
+    if layer.params["channel_shared"]:
+        factor = slope[0]
+    else:
+        if slope.size < data.shape[1]:
+            raise ValueError(f"PReLU {layer.name}: fewer slopes than the {data.shape[1]} channels")
+        factor = slope[: data.shape[1]].reshape((1, -1) + (1,) * (data.ndim - 2))
+    return [np.where(data < 0, data * factor, data).astype(np.float32)]
+
+
+def _pad(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
+    """cpu_pad_layer_acc: 4-D only; const pads C, H and W, reflect mirrors each H x W plane,
+    edge (type 2) fails there on every interior element."""
+    left, right, top, bottom, c_begin, c_end = layer.params["pads"]
+    data = x[0]
+    if data.ndim != 4 or INT_MIN in layer.params["pads"]:
+        raise ValueError(f"Pad {layer.name}: needs 4-D input and six pads")
+    widths = ((0, 0), (c_begin, c_end), (top, bottom), (left, right))
+    pad_type = layer.params["type"]
+    if pad_type == 0:
+        return [np.pad(data, widths, constant_values=np.float32(layer.params["value"]))]
+    if pad_type == 1:
+        _check_reflect(layer, data.shape, widths)
+        return [np.pad(data, widths, mode="reflect")]
+    raise NotImplementedError(f"TNN's CPU Pad fails on type {pad_type}")
+
+
+def _pad_v2(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
+    """cpu_padv2_layer_acc: const or reflect on any axis, pads in ONNX order."""
+    data, pads = x[0], layer.params["pads"]
+    if len(pads) != 2 * data.ndim:
+        raise ValueError(f"PadV2 {layer.name}: {len(pads)} pads for a {data.ndim}-D input")
+    widths = tuple(zip(pads[: data.ndim], pads[data.ndim :], strict=True))
+    pad_type = layer.params["type"]
+    if pad_type == 0:
+        return [np.pad(data, widths, constant_values=np.float32(layer.params["value"]))]
+    if pad_type == 1:
+        _check_reflect(layer, data.shape, widths)
+        return [np.pad(data, widths, mode="reflect")]
+    raise NotImplementedError(f"TNN's CPU PadV2 has no type {pad_type}")
+
+
+def _check_reflect(
+    layer: TnnLayer, shape: tuple[int, ...], widths: tuple[tuple[int, int], ...]
+) -> None:
+    # TNN's kernels misplace or read past the input for these, so there is nothing to follow.
+    if layer.type == "Pad" and any(widths[1]):
+        raise ValueError(f"Pad {layer.name}: reflect ignores the channel pads")
+    if any(max(w) >= size and any(w) for w, size in zip(widths, shape, strict=True)):
+        raise ValueError(f"{layer.type} {layer.name}: a reflect pad as large as its axis")
+
+
+def _reduce_step(layer_type: str) -> Callable[[np.ndarray, int], np.ndarray]:
+    """One axis of a CPU reduce acc, keeping the axis (CalculateReduce)."""
+    if layer_type == "ReduceMean":
+        return lambda y, axis: (y * (np.float32(1) / np.float32(y.shape[axis]))).sum(
+            axis=axis, keepdims=True, dtype=np.float32
+        )
+    step = {
+        "ReduceSum": np.sum,
+        "ReduceMax": np.max,
+        "ReduceMin": np.min,
+        "ReduceProd": np.prod,
+    }[layer_type]
+    return lambda y, axis: step(y, axis=axis, keepdims=True).astype(np.float32)
+
+
+def _reduce(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
+    """ReduceLayer: no axes means all; negative axes count from the end; the CPU acc reduces
+    the sorted axes one at a time; keep_dims=0 then drops them."""
+    data = x[0]
+    axes = layer.params["axis"] or list(range(data.ndim))
+    axes = sorted({a + data.ndim if a < 0 else a for a in axes})
+    step = _reduce_step(layer.type)
+    y = data
+    for axis in axes:
+        y = step(y, axis)
+    if not layer.params["keep_dims"]:
+        y = y.reshape([d for i, d in enumerate(data.shape) if i not in axes])
+    return [y]
 
 
 def _matmul(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
@@ -293,6 +402,15 @@ HANDLERS: dict[str, Handler] = {
     "Sigmoid": _unary(_sigmoid),
     "Swish": _unary(lambda v: v * _sigmoid(v)),
     "Erf": _unary(_erf_array),
+    "Tanh": _unary(np.tanh),
+    "Exp": _math(np.exp),
+    "Log": _math(np.log),
+    "Sqrt": _math(np.sqrt),
+    "Abs": _unary(np.abs),
+    "Neg": _unary(np.negative),
+    "Reciprocal": _math(lambda v: np.float32(1) / v),
+    "Elu": _elu,
+    "PReLU": _prelu,
     "GELU": _unary(lambda v: 0.5 * v * (_erf_array(v * np.float32(0.707106793288165)) + 1)),
     "Clip": _clip,
     "HardSwish": lambda layer, x, res: [
@@ -305,6 +423,11 @@ HANDLERS: dict[str, Handler] = {
     "Sub": _binary,
     "Mul": _binary,
     "Div": _binary,
+    "Maximum": _binary,
+    "Minimum": _binary,
+    "Pad": _pad,
+    "PadV2": _pad_v2,
+    **{op: _reduce for op in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd")},
     "MatMul": _matmul,
     "InnerProduct": _inner_product,
     "Reshape": _reshape,

@@ -529,3 +529,165 @@ def test_unsupported_op_names_type_and_node(op: str) -> None:
     assert error.value.kind == "unsupported_op"
     assert op in error.value.message and f"my_{op.lower()}" in error.value.message
     assert "\n" not in error.value.message
+
+
+# --- Pad, Reduce*, activations and unary math, Max/Min ------------------------------------
+
+
+def refusal(model: onnx.ModelProto) -> str:
+    with pytest.raises(ConversionError) as error:
+        convert_model(model)
+    assert error.value.kind == "unsupported_op" and "\n" not in error.value.message
+    return error.value.message
+
+
+def test_pad_line_matches_onnx2tnn() -> None:
+    """4-D Pad: ``0 0 top bottom left right c_begin c_end type value`` (onnx2tnn's order)."""
+    node = helper.make_node("Pad", ["x", "pads", "value"], ["y"], name="pad")
+    init = {"pads": np.array([0, 1, 2, 0, 0, 2, 1, 3], np.int64), "value": np.float32(0.5)}
+    model = make_model([node], [("x", [1, 3, 4, 5])], ["y"], init)
+    tnn = check(model)
+    assert convert_model(model).proto.splitlines()[5] == '"Pad pad 1 1 x y 0 0 2 1 0 3 1 2 0 0.5 ,"'
+    assert tnn.layers[0].params == {"pads": [0, 3, 2, 1, 1, 2], "type": 0, "value": 0.5}
+    assert not tnn.resources and not tnn.constants
+
+
+def test_pad_modes_ranks_and_opsets() -> None:
+    nodes = [
+        helper.make_node("Pad", ["x", "hw"], ["r"], name="reflect", mode="reflect"),
+        helper.make_node("Pad", ["x3", "p3", "v3"], ["c3"], name="padv2"),
+        helper.make_node("Pad", ["x2", "p2"], ["c2"], name="padv2_2d"),
+    ]
+    init = {
+        "hw": np.array([0, 0, 2, 1, 0, 0, 1, 3], np.int64),
+        "p3": np.array([0, 1, 2, 0, 2, 0], np.int64),
+        "v3": np.float32(-1.25),
+        "p2": np.array([0, 2, 0, 1], np.int64),
+    }
+    inputs = [("x", [2, 3, 5, 6]), ("x3", [1, 4, 5]), ("x2", [3, 4])]
+    tnn = check(make_model(nodes, inputs, ["r", "c3", "c2"], init))
+    by_name = {layer.name: layer for layer in tnn.layers}
+    assert by_name["reflect"].type == "Pad" and by_name["reflect"].tokens[-2:] == ["1", "0"]
+    assert by_name["padv2"].type == "PadV2"
+    assert by_name["padv2"].tokens == ["3", "0", "1", "2", "0", "2", "0", "0", "-1.25"]
+    # opset 10 takes pads and value as attributes; opset 18 may name the padded axes.
+    old = helper.make_node(
+        "Pad", ["x"], ["y"], name="old", pads=[0, 0, 1, 1, 0, 0, 1, 1], value=2.0
+    )
+    check(make_model([old], [("x", [1, 2, 3, 3])], ["y"], opset=10))
+    axes = helper.make_node("Pad", ["x", "p", "", "ax"], ["y"], name="axes", mode="reflect")
+    init18 = {"p": np.array([1, 2, 0, 1], np.int64), "ax": np.array([-1, 2], np.int64)}
+    tnn = check(make_model([axes], [("x", [1, 2, 4, 5])], ["y"], init18, opset=18))
+    assert tnn.layers[0].tokens == ["0", "0", "2", "1", "1", "0", "0", "0", "1", "0"]
+
+
+@pytest.mark.parametrize(
+    ("pads", "mode", "reason"),
+    [
+        ([0, 0, 1, 1, 0, 0, 1, 1], "edge", "mode edge"),
+        ([0, 1, 0, 0, 0, 1, 0, 0], "reflect", "reflect padding of the channel axis"),
+        ([1, 0, 0, 0, 0, 0, 0, 0], "constant", "padding the batch axis"),
+        ([0, 0, -1, 0, 0, 0, 0, 0], "constant", "negative pads"),
+        ([0, 0, 4, 0, 0, 0, 0, 0], "reflect", "as large as its axis"),
+    ],
+)
+def test_pad_variants_tnn_cannot_run_are_refused(pads: list[int], mode: str, reason: str) -> None:
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_it", mode=mode)
+    init = {"pads": np.array(pads, np.int64)}
+    message = refusal(make_model([node], [("x", [1, 2, 4, 5])], ["y"], init))
+    assert message.startswith("TNN converter does not support operator Pad (node 'pad_it'): ")
+    assert reason in message
+
+
+def test_reduce_line_matches_onnx2tnn() -> None:
+    node = helper.make_node("ReduceMean", ["x"], ["y"], name="mean", axes=[1, -1], keepdims=1)
+    model = make_model([node], [("x", [2, 3, 4, 5])], ["y"])
+    check(model)
+    assert convert_model(model).proto.splitlines()[5] == '"ReduceMean mean 1 1 x y 1 1 3 ,"'
+
+
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"])
+@pytest.mark.parametrize("opset", [13, 18])
+def test_reduce_ops(op: str, opset: int) -> None:
+    """Axes as an attribute (before opset 18; ReduceSum before 13) or as a constant input,
+    keepdims 0 and 1, negative axes, and no axes at all (TNN reduces everything)."""
+    axes_input = opset >= 18 or op == "ReduceSum"
+    nodes, init = [], {}
+    for name, axes, keepdims in (("a", [2, -1], 1), ("b", [1], 0), ("c", None, 1)):
+        if axes is None:
+            nodes.append(helper.make_node(op, ["x"], [name], name=f"r_{name}", keepdims=keepdims))
+        elif axes_input:
+            init[f"ax_{name}"] = np.array(axes, np.int64)
+            inputs = ["x", f"ax_{name}"]
+            nodes.append(helper.make_node(op, inputs, [name], name=f"r_{name}", keepdims=keepdims))
+        else:
+            node = helper.make_node(
+                op, ["x"], [name], name=f"r_{name}", axes=axes, keepdims=keepdims
+            )
+            nodes.append(node)
+    tnn = check(make_model(nodes, [("x", [2, 3, 4, 5])], ["a", "b", "c"], init, opset=opset))
+    assert [layer.type for layer in tnn.layers] == [op] * 3
+    assert [layer.tokens for layer in tnn.layers] == [["1", "2", "3"], ["0", "1"], ["1"]]
+
+
+def test_reduce_variants_tnn_cannot_run_are_refused() -> None:
+    noop = helper.make_node("ReduceMax", ["x"], ["y"], name="noop", noop_with_empty_axes=1)
+    assert "noop_with_empty_axes" in refusal(make_model([noop], [("x", [2, 3])], ["y"], opset=18))
+    scalar = helper.make_node("ReduceSum", ["x"], ["y"], name="to_0d", keepdims=0)
+    assert "0-d" in refusal(make_model([scalar], [("x", [2, 3])], ["y"], opset=13))
+
+
+def test_activations_and_unary_math() -> None:
+    nodes = [
+        helper.make_node("Tanh", ["x"], ["t"], name="tanh"),
+        helper.make_node("LeakyRelu", ["t"], ["l"], name="leaky", alpha=0.2),
+        helper.make_node("PRelu", ["x", "slope_c"], ["pc"], name="prelu_c"),
+        helper.make_node("PRelu", ["pc", "slope_1"], ["ps"], name="prelu_1"),
+        helper.make_node("Elu", ["ps"], ["e"], name="elu", alpha=0.7),
+        helper.make_node("Abs", ["e"], ["a"], name="abs"),
+        helper.make_node("Sqrt", ["a"], ["s"], name="sqrt"),
+        helper.make_node("Log", ["a"], ["lg"], name="log"),
+        helper.make_node("Exp", ["l"], ["ex"], name="exp"),
+        helper.make_node("Neg", ["ex"], ["n"], name="neg"),
+        helper.make_node("Reciprocal", ["n"], ["rc"], name="reciprocal"),
+    ]
+    init = {"slope_c": weights(3, 1, 1), "slope_1": np.float32([0.3])}
+    model = make_model(nodes, [("x", [2, 3, 4, 5])], ["s", "lg", "rc"], init)
+    tnn = check(model)
+    types = " ".join(layer.type for layer in tnn.layers)
+    assert types == "Tanh PReLU PReLU PReLU Elu Abs Sqrt Log Exp Neg Reciprocal"
+    by_name = {layer.name: layer for layer in tnn.layers}
+    assert by_name["leaky"].tokens == ["1", "0"] and by_name["prelu_c"].tokens == ["0", "0"]
+    assert by_name["prelu_1"].tokens == ["1", "0"] and by_name["elu"].tokens == ["0.7"]
+    leaky = tnn.resources["leaky"]
+    assert leaky["name"] == "leaky" and leaky["slope"].dtype == np.float32
+    assert leaky["slope"].shape == (1,) and leaky["slope"][0] == np.float32(0.2)
+    # onnx2tnn writes PReLU slopes as float32 in their ONNX dims, fp16 or not.
+    files = convert_model(model, precision="fp16")
+    half = parse_model(files.proto, files.model)
+    assert half.resources["prelu_c"]["slope"].dtype == np.float32
+    assert half.resources["prelu_c"]["slope"].shape == (3, 1, 1)
+
+
+def test_prelu_slope_along_another_axis_is_refused() -> None:
+    node = helper.make_node("PRelu", ["x", "slope"], ["y"], name="prelu_w")
+    model = make_model([node], [("x", [1, 3, 4, 5])], ["y"], {"slope": weights(5)})
+    assert "slope of shape [5]" in refusal(model)
+
+
+def test_max_min_with_constant_and_computed_operands() -> None:
+    nodes = [
+        helper.make_node("Max", ["x", "k"], ["m"], name="max_const"),
+        helper.make_node("Min", ["row", "m"], ["n"], name="min_first"),
+        helper.make_node("Max", ["n", "x"], ["mm"], name="max_var"),
+        helper.make_node("Min", ["mm", "half"], ["y"], name="min_scalar"),
+    ]
+    init = {"k": weights(3, 1, 1), "row": weights(5), "half": np.float32(0.5)}
+    tnn = check(make_model(nodes, [("x", [2, 3, 4, 5])], ["y"], init))
+    by_name = {layer.name: layer for layer in tnn.layers}
+    assert [layer.type for layer in tnn.layers] == ["Maximum", "Minimum", "Maximum", "Minimum"]
+    assert by_name["max_const"].tokens == ["1"] and by_name["min_first"].tokens == ["0"]
+    assert by_name["max_var"].tokens == ["-1"] and by_name["max_var"].inputs == ["n", "x"]
+    assert tnn.resources["max_const"]["element"].shape == (3, 1, 1)
+    three = helper.make_node("Max", ["x", "x", "x"], ["y"], name="max3")
+    assert "3 inputs" in refusal(make_model([three], [("x", [2, 3])], ["y"]))
