@@ -238,6 +238,25 @@ def test_convert_command_reports_each_format(run_cli, conv_model):
     assert bad.returncode == 2 and "choose from" in bad.stderr
 
 
+def test_convert_picks_the_tflite_converter(run_cli, conv_model, tmp_path, eb_env):
+    """The own writer needs no toolchain; --tflite-converter onnx2tf without its toolchain is
+    one line with the install command, and the cache keeps the two apart."""
+    eb_env["EDGEBENCH_TOOLCHAINS_DIR"] = str(tmp_path / "no-toolchains")
+    ours = run_cli(["convert", str(conv_model), "--to", "tflite"])
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout.startswith("tflite: converted in") and "model.tflite, io.json" in ours.stdout
+    theirs = run_cli(
+        ["convert", str(conv_model), "--to", "tflite", "--tflite-converter", "onnx2tf"]
+    )
+    assert theirs.returncode == 1
+    assert theirs.stdout.strip() == (
+        "tflite: toolchain_missing: the tflite converter needs its toolchain: "
+        "edgebench toolchains install tflite"
+    )
+    again = run_cli(["convert", str(conv_model), "--to", "tflite"])
+    assert again.stdout.startswith("tflite: cached")
+
+
 @pytest.mark.toolchains
 def test_run_through_the_isolated_toolchains_checks_ncnn_and_tflite(run_cli, conv_model):
     from edgebench.converters.toolchains import install_toolchain
