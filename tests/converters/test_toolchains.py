@@ -89,8 +89,8 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("toolchain-models")
     paths = {"small": _save(_small_model(), folder / "small.onnx")}
     paths["two_io"] = _save(_two_io_model(), folder / "two_io.onnx")
-    for name in ("mobilenetv2", "vit-tiny"):
-        paths[name] = _save(build_model(name), folder / f"{name}.onnx")
+    paths["gelu"] = _save(_gelu_model(), folder / "gelu.onnx")
+    paths["mobilenetv2"] = _save(build_model("mobilenetv2"), folder / "mobilenetv2.onnx")
     return paths
 
 
@@ -110,6 +110,31 @@ def _make(nodes, inputs, outputs, initializers=(), extra_opsets=()) -> onnx.Mode
 
 def _const(rng: np.random.Generator, name: str, shape: tuple[int, ...], scale: float):
     return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def _gelu_model() -> onnx.ModelProto:
+    """Tokens through MatMul and an erf-GELU, as a ViT's MLP exports it (the Erf trap)."""
+    rng = np.random.default_rng(2)
+    inits = [
+        _const(rng, "w", (32, 32), 0.2),
+        numpy_helper.from_array(np.asarray(np.sqrt(2.0), np.float32), "sqrt2"),
+        numpy_helper.from_array(np.asarray(1.0, np.float32), "one"),
+        numpy_helper.from_array(np.asarray(0.5, np.float32), "half"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["tokens", "w"], ["m"], name="fc1"),
+        helper.make_node("Div", ["m", "sqrt2"], ["d"], name="gelu_div"),
+        helper.make_node("Erf", ["d"], ["e"], name="gelu_erf"),
+        helper.make_node("Add", ["e", "one"], ["a"], name="gelu_add"),
+        helper.make_node("Mul", ["m", "a"], ["p"], name="gelu_mul"),
+        helper.make_node("Mul", ["p", "half"], ["y"], name="gelu_half"),
+    ]
+    return _make(
+        nodes,
+        [helper.make_tensor_value_info("tokens", TensorProto.FLOAT, [1, 16, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 32])],
+        inits,
+    )
 
 
 def _small_model() -> onnx.ModelProto:
@@ -315,9 +340,10 @@ def _save_unchecked(model: onnx.ModelProto, path: Path) -> Path:
 # ---------------------------------------------------------------- tflite
 
 
-@pytest.mark.parametrize("model", ["small", "two_io", "vit-tiny"])
+@pytest.mark.parametrize("model", ["small", "two_io", "gelu"])
 def test_tflite_output_matches_onnxruntime(tflite_toolchain, models, tmp_path, model):
-    """vit-tiny checks the Erf trap too: LiteRT refuses to run a model with a Flex op."""
+    """gelu checks the Erf trap too: LiteRT refuses to run a model with a Flex op. (onnx2tf is
+    the comparison route now; the built-in ViT through it took 170 s of the suite.)"""
     out = tmp_path / "out"
     files = _convert(Onnx2tfConverter(), models[model], out)
     assert files == ["model.tflite", "io.json"]
@@ -327,7 +353,8 @@ def test_tflite_output_matches_onnxruntime(tflite_toolchain, models, tmp_path, m
     assert diff < 1e-4
     io = json.loads((out / "io.json").read_text())
     image_inputs = [e for e in io["inputs"] if len(e["onnx_shape"]) == 4]
-    assert image_inputs and all(e["perm"] == [0, 2, 3, 1] for e in image_inputs)
+    assert all(e["perm"] == [0, 2, 3, 1] for e in image_inputs)
+    assert image_inputs or model == "gelu"
 
 
 def test_tflite_flex_op_is_reported_as_unsupported(tflite_toolchain, tmp_path):
