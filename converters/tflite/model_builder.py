@@ -28,6 +28,7 @@ _TENSOR_TYPES = {
 # Codes above this one live only in OperatorCode.builtin_code (the old byte field says 127).
 _LAST_DEPRECATED_CODE = 127
 FILE_IDENTIFIER = b"TFL3"
+_DEDUP_MAX_BYTES = 1 << 16
 SIGNATURE_KEY = "serving_default"
 
 
@@ -71,12 +72,21 @@ class ModelBuilder:
 
     def constant(self, value: np.ndarray, name: str) -> int:
         """A constant tensor; equal constants share one tensor."""
-        array = np.array(value, order="C")  # (ascontiguousarray makes a 0-d array 1-d)
+        array = np.asarray(value)
+        if not array.flags.c_contiguous:  # (ascontiguousarray would make a 0-d array 1-d)
+            array = np.ascontiguousarray(array)
         if array.dtype == np.float64:
             array = array.astype(np.float32)
         elif array.dtype == np.int64:
             array = clip_int32(array)
-        key = (array.dtype.str, array.shape, hashlib.sha1(array.tobytes()).digest())
+        # Small constants (shapes, axes, scalars, biases) repeat; large weights never do, and
+        # hashing megabytes of them would cost more than it saves.
+        digest = (
+            hashlib.sha1(array.tobytes()).digest()
+            if array.nbytes <= _DEDUP_MAX_BYTES
+            else id(array)
+        )
+        key = (array.dtype.str, array.shape, digest)
         if key not in self._constants:
             index = self.tensor(name, array.shape, array.dtype)
             self.tensors[index].data = array
@@ -113,7 +123,7 @@ class ModelBuilder:
             record.buffer = 0
             if tensor.data is not None:
                 buffer = schema.BufferT()
-                buffer.data = np.frombuffer(tensor.data.tobytes(), dtype=np.uint8)
+                buffer.data = tensor.data.reshape(-1).view(np.uint8)
                 record.buffer = len(buffers)
                 buffers.append(buffer)
             tensors.append(record)
@@ -168,7 +178,9 @@ class ModelBuilder:
         model.subgraphs = [subgraph]
         model.buffers = buffers
         model.signatureDefs = [signature]
-        builder = flatbuffers.Builder(1024)
+        # Sized up front: growing the buffer copies everything written so far.
+        data_bytes = sum(t.data.nbytes for t in self.tensors if t.data is not None)
+        builder = flatbuffers.Builder(data_bytes + (1 << 20))
         builder.Finish(model.Pack(builder), file_identifier=FILE_IDENTIFIER)
         return bytes(builder.Output())
 
