@@ -207,10 +207,6 @@ def pad(lowering: Lowering, node: Node) -> None:
         lowering.emit("PADV2", [value.tensor, paddings, fill_t], [result], "PadV2Options")
 
 
-def _dropped_axes_keep_order(reduced: list[int], rank: int, nhwc: bool) -> bool:
-    return nhwc and layout.remaining_order(reduced, rank)
-
-
 @translates("Gather")
 def gather(lowering: Lowering, node: Node) -> None:
     indices = lowering.require_const(node, 1, "the indices")
