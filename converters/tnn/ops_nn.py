@@ -59,14 +59,29 @@ def conv(node: Node, ctx: Context) -> Layer:
     strides = node.attrs.get("strides", [1, 1])
     dilations = node.attrs.get("dilations", [1, 1])
     pad_type, pad_h, pad_w = _spatial_pads(node, ctx, [kh, kw], strides, dilations)
-    params = (
-        f"{group} {in_c_per_group} {out_c} {kh} {kw} {strides[0]} {strides[1]} "
-        f"{pad_h} {pad_w} {int(has_bias)} {pad_type} {dilations[0]} {dilations[1]} "
-    )
+    fields = [group, in_c_per_group, out_c, kh, kw, *strides[:2], pad_h, pad_w]
+    return _conv_layer("Convolution", node, ctx, fields, pad_type, dilations, weight, bias)
+
+
+def _conv_layer(
+    kind: str,
+    node: Node,
+    ctx: Context,
+    fields: list[int],
+    pad_type: int,
+    dilations: list[int],
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+) -> Layer:
+    """A Convolution or Deconvolution line (both share TNN's ConvLayerParam layout) and its
+    resource: the bias flag, the weight and, with a bias, the bias."""
+    has_bias = bias is not None
+    numbers = [*fields, int(has_bias), pad_type, dilations[0], dilations[1]]
+    params = " ".join(str(n) for n in numbers) + " "
     resource: list = [node.name, int(has_bias), ctx.weight(weight)]
     if bias is not None:
         resource.append(ctx.weight(bias))
-    return Layer("Convolution", node.name, node.inputs[:1], node.outputs[:1], params, resource)
+    return Layer(kind, node.name, node.inputs[:1], node.outputs[:1], params, resource)
 
 
 def _deconv_window(pad_type: int, size: int, extent: int, stride: int, pad: int) -> tuple[int, int]:
@@ -142,14 +157,8 @@ def conv_transpose(node: Node, ctx: Context) -> Layer:
             f"pads {begins + ends} with output_padding {list(output_padding)}: "
             "no TNN pad type gives the same output window",
         )
-    params = (
-        f"{group} {in_c // group} {out_c_per_group * group} {kh} {kw} {strides[0]} {strides[1]} "
-        f"{begins[0]} {begins[1]} {int(has_bias)} {pad_type} {dilations[0]} {dilations[1]} "
-    )
-    resource: list = [node.name, int(has_bias), ctx.weight(weight)]
-    if bias is not None:
-        resource.append(ctx.weight(bias))
-    return Layer("Deconvolution", node.name, node.inputs[:1], node.outputs[:1], params, resource)
+    fields = [group, in_c // group, out_c_per_group * group, kh, kw, *strides[:2], *begins[:2]]
+    return _conv_layer("Deconvolution", node, ctx, fields, pad_type, dilations, weight, bias)
 
 
 def batch_norm(node: Node, ctx: Context) -> Layer:
