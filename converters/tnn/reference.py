@@ -222,13 +222,7 @@ def _pad(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
     if data.ndim != 4 or INT_MIN in layer.params["pads"]:
         raise ValueError(f"Pad {layer.name}: needs 4-D input and six pads")
     widths = ((0, 0), (c_begin, c_end), (top, bottom), (left, right))
-    pad_type = layer.params["type"]
-    if pad_type == 0:
-        return [np.pad(data, widths, constant_values=np.float32(layer.params["value"]))]
-    if pad_type == 1:
-        _check_reflect(layer, data.shape, widths)
-        return [np.pad(data, widths, mode="reflect")]
-    raise NotImplementedError(f"TNN's CPU Pad fails on type {pad_type}")
+    return [_padded(layer, data, widths, "TNN's CPU Pad fails on type")]
 
 
 def _pad_v2(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]:
@@ -237,13 +231,20 @@ def _pad_v2(layer: TnnLayer, x: list[np.ndarray], res: dict) -> list[np.ndarray]
     if len(pads) != 2 * data.ndim:
         raise ValueError(f"PadV2 {layer.name}: {len(pads)} pads for a {data.ndim}-D input")
     widths = tuple(zip(pads[: data.ndim], pads[data.ndim :], strict=True))
+    return [_padded(layer, data, widths, "TNN's CPU PadV2 has no type")]
+
+
+def _padded(
+    layer: TnnLayer, data: np.ndarray, widths: tuple[tuple[int, int], ...], refusal: str
+) -> np.ndarray:
+    """Pad and PadV2 share the kinds: 0 constant (the layer's value), 1 reflect."""
     pad_type = layer.params["type"]
     if pad_type == 0:
-        return [np.pad(data, widths, constant_values=np.float32(layer.params["value"]))]
+        return np.pad(data, widths, constant_values=np.float32(layer.params["value"]))
     if pad_type == 1:
         _check_reflect(layer, data.shape, widths)
-        return [np.pad(data, widths, mode="reflect")]
-    raise NotImplementedError(f"TNN's CPU PadV2 has no type {pad_type}")
+        return np.pad(data, widths, mode="reflect")
+    raise NotImplementedError(f"{refusal} {pad_type}")
 
 
 def _check_reflect(
