@@ -20,6 +20,7 @@ CONVERTERS: dict[str, tuple[str, str]] = {
     "tflite": ("tflite_converter", "TfliteConverter"),
     "openvino": ("openvino_converter", "OpenVinoConverter"),
     "tnn": ("tnn_converter", "TnnConverter"),
+    "onnx-qdq": ("onnx_qdq_converter", "OnnxQdqConverter"),
 }
 # format -> {converter choice -> (module, class)}: the formats with more than one converter.
 # The first choice is the default (``CONVERTERS``); the cache keys on the converter's version.

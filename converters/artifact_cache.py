@@ -109,10 +109,11 @@ class ArtifactCache:
         if reason:
             raise ConversionError("toolchain_missing", reason)
         if options.precision not in converter.precisions:
+            note = converter.precision_notes.get(options.precision)
             raise ConversionError(
                 "unsupported_precision",
                 f"{converter.format} cannot be produced in {options.precision} "
-                f"(supported: {', '.join(converter.precisions)})",
+                f"(supported: {', '.join(converter.precisions)})" + (f": {note}" if note else ""),
             )
         entry = self.entry_path(converter, source_sha256, options)
         entry.parent.mkdir(parents=True, exist_ok=True)
@@ -151,6 +152,8 @@ class ArtifactCache:
                 "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "log": getattr(converter, "last_log", "")[-20_000:],
             }
+            if getattr(converter, "last_quant", None) is not None:
+                manifest["quant"] = converter.last_quant
             tmp_manifest = scratch / (MANIFEST + ".tmp")
             tmp_manifest.write_text(json.dumps(manifest, indent=2))
             os.replace(tmp_manifest, scratch / MANIFEST)

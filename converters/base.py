@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import onnx
 
@@ -39,6 +40,10 @@ def read_onnx(path: Path) -> onnx.ModelProto:
         raise ConversionError("failed", f"cannot read ONNX model {path}: {exc}") from exc
 
 
+#: Precisions whose conversion reads a calibration set (full integer: weights and activations).
+CALIBRATED_PRECISIONS = ("int8",)
+
+
 @dataclass(frozen=True)
 class ConversionOptions:
     """What changes the converted bytes, and therefore belongs in the cache key."""
@@ -46,12 +51,20 @@ class ConversionOptions:
     precision: str = "fp32"
     # Concrete input shapes by input name (NCHW as in the ONNX model).
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
+    #: int8: the calibration set, an .npz with one array per ONNX input name whose leading axis
+    #: stacks the samples ([N, *input shape]); ``calibration_data.load_calibration`` reads it.
+    calibration: Path | None = None
+    #: The set's sha256: the artifact depends on the data, not on where the file is.
+    calibration_sha256: str | None = None
 
     def key_fields(self) -> dict[str, object]:
-        return {
+        fields: dict[str, object] = {
             "precision": self.precision,
             "input_shapes": {k: list(v) for k, v in sorted(self.input_shapes.items())},
         }
+        if self.calibration_sha256:
+            fields["calibration"] = self.calibration_sha256
+        return fields
 
 
 class Converter(ABC):
@@ -63,8 +76,17 @@ class Converter(ABC):
     framework: str | None = None
     #: Precisions the target format can be produced in.
     precisions: tuple[str, ...] = ("fp32",)
+    #: Why a precision outside ``precisions`` cannot be produced, where there is more to say.
+    precision_notes: ClassVar[dict[str, str]] = {
+        "int8-weights": "weight-only int8 is made for MNN only (MNNConvert --weightQuantBits 8); "
+        "use int8 for full integer quantization",
+    }
     #: Output of the last successful conversion, kept in the artifact manifest.
     last_log: str = ""
+    #: After an int8 conversion: how it was quantized, kept in the manifest as ``quant``:
+    #: ``{"method": str, "granularity": str, "fp32_fallback_ops": [op type or name, ...]}``
+    #: (the ops left in floating point, each once; empty when every op is quantized).
+    last_quant: dict[str, object] | None = None
 
     @abstractmethod
     def version(self) -> str:

@@ -1,4 +1,8 @@
-"""ONNX -> OpenVINO IR (.xml + .bin) with openvino.convert_model, in a subprocess."""
+"""ONNX -> OpenVINO IR (.xml + .bin) with openvino.convert_model, in a subprocess.
+
+INT8: the ONNX model is first quantized to QDQ (``qdq.py``, the model ONNX Runtime's int8 cells
+run), and OpenVINO converts that; its FakeQuantize layers execute in int8 on the CPU plugin.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from pathlib import Path
 
 from .base import ConversionOptions, Converter
 from .isolation import convert_in_python_subprocess
+from .qdq import qdq_version, quantize_qdq
 
 _SCRIPT = """
 import json, sys
@@ -23,14 +28,16 @@ ov.save_model(model, sys.argv[2], compress_to_fp16=(sys.argv[3] == "fp16"))
 class OpenVinoConverter(Converter):
     format = "openvino"
     framework = "openvino"
-    precisions = ("fp32", "fp16")
+    precisions = ("fp32", "fp16", "int8")
     timeout_s = 600.0
 
     def version(self) -> str:
         try:
-            return "ovc-" + importlib.metadata.version("openvino")
+            version = "ovc-" + importlib.metadata.version("openvino")
         except importlib.metadata.PackageNotFoundError:
-            return "ovc-missing"
+            version = "ovc-missing"
+        # int8 artifacts depend on ONNX Runtime's quantizer too.
+        return f"{version}+{qdq_version()}"
 
     def unavailable_reason(self) -> str | None:
         if importlib.util.find_spec("openvino") is None:
@@ -39,14 +46,19 @@ class OpenVinoConverter(Converter):
 
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
         xml = out_dir / "model.xml"
+        source, log, self.last_quant = onnx_path, "", None
+        if options.precision == "int8":
+            source = out_dir / "qdq.onnx"
+            qdq_run, self.last_quant = quantize_qdq(onnx_path, source, options, self.timeout_s)
+            log = qdq_run.log
         run = convert_in_python_subprocess(
             label="OpenVINO conversion",
             script=_SCRIPT,
-            args=[str(onnx_path), str(xml), options.precision, json.dumps(options.input_shapes)],
+            args=[str(source), str(xml), options.precision, json.dumps(options.input_shapes)],
             out_dir=out_dir,
             expected=xml,
             timeout=self.timeout_s,
             unsupported_markers=("no conversion rule found for operations", "not supported"),
         )
-        self.last_log = run.log
+        self.last_log = log + run.log
         return ["model.xml", "model.bin"]

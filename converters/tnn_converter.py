@@ -8,6 +8,7 @@ why there is no runner backend (``framework = None``).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from edgebench.converters.base import ConversionError, ConversionOptions, Converter, read_onnx
 from edgebench.converters.tnn.writer import convert_model
@@ -20,6 +21,11 @@ class TnnConverter(Converter):
     format = "tnn"
     framework = None
     precisions = ("fp32", "fp16")
+    precision_notes: ClassVar[dict[str, str]] = {
+        **Converter.precision_notes,
+        "int8": "edgebench's TNN writer does not write TNN's quantized layers (Int8 blobs with "
+        "per-channel scales); TNN's own quantization tool comes only from a source build",
+    }
 
     def version(self) -> str:
         # Bump whenever the bytes written for the same input change.

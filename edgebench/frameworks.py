@@ -31,6 +31,8 @@ class Framework:
     artifact_format: str | None = None
     #: The converter (``CONVERTERS`` key in converters/) that produces ``artifact_format``.
     converter: str | None = None
+    #: The format it executes at int8 when that differs (ONNX Runtime: a QDQ ONNX model).
+    int8_format: str | None = None
 
     @property
     def declaration(self) -> backends.Declaration:
@@ -65,7 +67,7 @@ def _declaration(module: str) -> backends.Declaration:
 
 #: Every framework, in display order (tables, reports, --frameworks choices).
 FRAMEWORKS: tuple[Framework, ...] = (
-    Framework("onnxruntime", backend="onnxruntime_backend"),
+    Framework("onnxruntime", backend="onnxruntime_backend", int8_format="onnx-qdq"),
     Framework("mnn", backend="mnn_backend", artifact_format="mnn", converter="mnn"),
     Framework("ncnn", backend="ncnn_backend", artifact_format="ncnn", converter="ncnn"),
     Framework("tflite", backend="tflite_backend", artifact_format="tflite", converter="tflite"),

@@ -31,6 +31,7 @@ from backends import MODULE_SUFFIX, Backend, BackendError, Declaration, discover
 from backends.base import InputSpec
 from backends.tensors import (
     INPUT_GENERATOR,
+    fit_sample,
     load_inputs,
     make_inputs,
     save_outputs,
@@ -65,6 +66,11 @@ SPEC_DEFAULTS = {
     # Path of an .npz with one array per input name (the host's --input, prepared there): fed
     # to the framework instead of the seeded inputs; None: seeded inputs.
     "input_file": None,
+    # Quantized cells: an .npz whose arrays stack evaluation samples on a leading axis; after
+    # the timed loop each sample is run once and the stacked outputs are written to
+    # save_eval_outputs (the host compares them with fp32 ONNX Runtime).
+    "eval_file": None,
+    "save_eval_outputs": None,
     # Energy/thermal/frequency sampling beside the timed loop, or None for none:
     # {"energy_source": "auto"|kind|"none", "period_s": 0.05, "baseline_s": 1.0,
     #  "zones": [thermal zone types], "root": sysfs root (default $EDGEBENCH_SYSFS_ROOT or "/"),
@@ -571,9 +577,47 @@ def _measure_cell(
     if spec.get("save_outputs"):
         save_outputs(spec["save_outputs"], names, list(outputs))
         result["outputs_file"] = spec["save_outputs"]
+    if spec.get("eval_file") and spec.get("save_eval_outputs"):
+        result["eval_samples"] = evaluate(
+            backend, inputs, spec["eval_file"], spec["save_eval_outputs"]
+        )
+        result["eval_outputs_file"] = spec["save_eval_outputs"]
     result["peak_rss_kb"] = peak_rss_kb()
     result["status"] = "ok"
     backend.close()
+
+
+def evaluate(backend: Backend, inputs: List[InputSpec], eval_file: str, target: str) -> int:
+    """Run every sample of ``eval_file`` once and save the outputs stacked the same way;
+    returns how many samples ran."""
+    import numpy as np
+
+    try:
+        with np.load(eval_file, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except (OSError, ValueError) as exc:
+        raise BackendError("bad_spec", "evaluation set %s: %s" % (eval_file, exc)) from None
+    count = min(a.shape[0] for a in arrays.values()) if arrays else 0
+    names = backend.output_names()
+    collected: List[List[Any]] = [[] for _ in names]
+    for index in range(count):
+        sample = {name: a[index] for name, a in arrays.items()}
+        try:
+            feeds = fit_sample(sample, inputs, "evaluation sample %d" % index)
+        except ValueError as exc:
+            raise BackendError("bad_spec", "evaluation set: %s" % exc) from None
+        try:
+            outputs = backend.make_stream(feeds)()
+        except (BackendError, MemoryError):
+            raise
+        except Exception as exc:
+            raise BackendError(
+                "inference", "evaluation sample %d failed: %s" % (index, exc)
+            ) from exc
+        for slot, output in zip(collected, outputs):
+            slot.append(np.array(output, copy=True))
+    save_outputs(target, names, [np.stack(slot) for slot in collected])
+    return count
 
 
 def new_result(spec: Any) -> Dict[str, Any]:

@@ -124,6 +124,32 @@ def _refusal(device: str, how: str) -> str:
     )
 
 
+def accuracy_drop(record: Record) -> float | None:
+    """A quantized cell's top-1 loss against fp32 (1 - top-1 agreement on the evaluation
+    set); 0 for a cell that is not quantized; None when a quantized cell has no top-1 figure."""
+    if record.accuracy is None and record.quant is None:
+        return 0.0
+    top1 = (record.accuracy or {}).get("top1_agreement")
+    return None if top1 is None else 1.0 - float(top1)
+
+
+def _within_accuracy(records: list[Record], max_drop: float) -> tuple[list[Record], list[str]]:
+    """The ok cells that keep accuracy within ``max_drop``, and a line per refused cell."""
+    kept, lines = [], []
+    for r in records:
+        drop = accuracy_drop(r) if r.status == Status.OK else 0.0
+        if drop is not None and drop <= max_drop + 1e-12:
+            kept.append(r)
+            continue
+        why = (
+            f"top-1 agreement drops by {drop:.1%}"
+            if drop is not None
+            else "it is quantized and has no top-1 figure to bound"
+        )
+        lines.append(f"refusing {r.cell_id}: {why} (--max-accuracy-drop {max_drop:.1%})")
+    return kept, lines
+
+
 def recommend(
     records: Iterable[Record],
     devices: list[str],
@@ -131,6 +157,7 @@ def recommend(
     *,
     metric: str = "p50",
     budget_ms: float | None = None,
+    max_accuracy_drop: float | None = None,
 ) -> Recommendation:
     if metric not in RECOMMEND_METRICS:
         raise ValueError(f"unknown metric {metric!r}; one of {RECOMMEND_METRICS}")
@@ -141,13 +168,16 @@ def recommend(
     budget_metric = metric if ranked_by.sampled else "p50"
     listed = list(dict.fromkeys(devices))
     relevant = [r for r in records if r.model == model and r.device in listed]
+    accuracy_refusals: list[str] = []
+    if max_accuracy_drop is not None:
+        relevant, accuracy_refusals = _within_accuracy(relevant, max_accuracy_drop)
     refused = _refused_devices(relevant, listed)
     wanted = [d for d in listed if d not in refused]
     on_emulated = [r for r in relevant if r.device in refused]
     relevant = [r for r in relevant if r.device not in refused]
     frameworks = sorted({r.framework for r in relevant})
     unit = ranked_by.bare_unit
-    refusals = [_refusal(d, how) for d, how in refused.items()]
+    refusals = accuracy_refusals + [_refusal(d, how) for d, how in refused.items()]
     if refused and not wanted:
         refusals.append(
             f"every listed device runs on an emulated CPU: nothing to rank {model} on, "

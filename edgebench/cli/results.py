@@ -167,6 +167,13 @@ def compare(
 @click.option("--model", required=True, help="Model name as stored in the run.")
 @_choice("--metric", "metric", RECOMMEND_METRICS)
 @click.option("--budget-ms", type=float, default=None, help="Latency budget per inference.")
+@click.option(
+    "--max-accuracy-drop",
+    type=float,
+    default=None,
+    help="Refuse quantized cells whose top-1 agreement with fp32 drops by more than this "
+    "fraction (0.01 = 1%); quantized cells without a top-1 figure are refused too.",
+)
 @click.option("--run", "run_ref", default=None, help="Stored run to decide from [default: newest].")
 @results_dir_option
 def recommend(
@@ -174,6 +181,7 @@ def recommend(
     model: str,
     metric: str,
     budget_ms: float | None,
+    max_accuracy_drop: float | None,
     run_ref: str | None,
     results_dir: Path | None,
 ) -> None:
@@ -183,6 +191,10 @@ def recommend(
 
     if budget_ms is not None and not 0 < budget_ms < float("inf"):
         raise UserError(f"--budget-ms {budget_ms:g}: must be a positive number of ms, e.g. 16.7")
+    if max_accuracy_drop is not None and not 0 <= max_accuracy_drop < 1:
+        raise UserError(
+            f"--max-accuracy-drop {max_accuracy_drop:g}: must be a fraction in [0, 1), e.g. 0.01"
+        )
     devices = split_values(names)
     if not devices:
         raise UserError("--devices is empty; name at least one device of the run")
@@ -196,7 +208,14 @@ def recommend(
         [r.model for r in records if r.device in devices],
         where=f" on {', '.join(devices)}",
     )
-    result = choose(records, devices, model, metric=metric, budget_ms=budget_ms)
+    result = choose(
+        records,
+        devices,
+        model,
+        metric=metric,
+        budget_ms=budget_ms,
+        max_accuracy_drop=max_accuracy_drop,
+    )
     click.echo(f"from run {run_dir.run_id}")
     click.echo(format_recommendation(result))
 

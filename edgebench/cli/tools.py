@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 import click
 import onnx
@@ -17,9 +19,11 @@ from edgebench.converters import (
     ConversionOptions,
     get_converter,
 )
+from edgebench.converters.base import CALIBRATED_PRECISIONS
 from edgebench.errors import UserError
 from edgebench.models import BUILTIN_MODELS, builtin_model_path, summarize_model
 from edgebench.paths import cache_dir
+from edgebench.planning.config import PRECISIONS
 from edgebench.planning.modelref import input_shapes, parse_shape_overrides, resolve_models
 from edgebench.reporting.tables import format_table
 
@@ -27,9 +31,22 @@ from edgebench.reporting.tables import format_table
 @cli.command()
 @click.argument("model")
 @click.option(
-    "--to", "targets", default=",".join(CONVERTERS), show_default=True, help="Formats to produce."
+    "--to",
+    "targets",
+    default=None,
+    help=f"Formats to produce, from {', '.join(CONVERTERS)} [default: each that can be made in "
+    "the precision].",
 )
-@click.option("--precision", type=click.Choice(["fp32", "fp16"]), default="fp32", show_default=True)
+@click.option("--precision", type=click.Choice(list(PRECISIONS)), default="fp32", show_default=True)
+@click.option(
+    "--calibration",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="int8: calibration set (folder of images, .npy or .npz files, or one stacked .npz) "
+    "[default: a seeded synthetic set].",
+)
+@click.option("--calibration-samples", type=click.IntRange(1), default=32, show_default=True)
+@click.option("--preprocess", default=None, help="How calibration images become tensors.")
 @click.option(
     "--shape",
     multiple=True,
@@ -50,9 +67,15 @@ def convert(
     shape: tuple[str, ...],
     force: bool,
     tflite_converter: str,
+    calibration: Path | None,
+    calibration_samples: int,
+    preprocess: str | None,
 ) -> None:
     """Convert MODEL (built-in name or .onnx path) to other formats, through the cache."""
-    formats = split_values(targets)
+    if targets is None:
+        formats = [f for f in CONVERTERS if precision in get_converter(f).precisions]
+    else:
+        formats = split_values(targets)
     unknown = [f for f in formats if f not in CONVERTERS]
     if unknown or not formats:
         raise UserError(f"--to {targets}: choose from {', '.join(CONVERTERS)}")
@@ -65,6 +88,8 @@ def convert(
     options = ConversionOptions(
         precision=precision, input_shapes={i["name"]: list(i["shape"]) for i in inputs}
     )
+    if precision in CALIBRATED_PRECISIONS:
+        options = _with_calibration(options, inputs, calibration, calibration_samples, preprocess)
     cache = ArtifactCache(cache_dir() / "artifacts")
     failures = 0
     for fmt in formats:
@@ -79,6 +104,36 @@ def convert(
         click.echo(f"{fmt}: {how} -> {artifact.path} ({', '.join(artifact.files)})")
     if failures:
         sys.exit(1)
+
+
+def _with_calibration(
+    options: ConversionOptions,
+    inputs: list[dict],
+    source: Path | None,
+    samples: int,
+    preprocess: str | None,
+) -> ConversionOptions:
+    """``options`` with the calibration set of ``--calibration`` (or the synthetic one)."""
+    from edgebench.planning.checks import calibration_source
+    from edgebench.quantization.calibration import (
+        CalibrationConfig,
+        CalibrationSets,
+        CalibrationUnavailable,
+    )
+
+    try:
+        checked = calibration_source(source) if source is not None else None
+        config = CalibrationConfig(checked, None, preprocess, samples)
+        calibration = CalibrationSets(config).prepared(inputs).calibration
+    except ValueError as exc:
+        raise UserError(f"--calibration {source}: {exc}") from None
+    except CalibrationUnavailable as exc:
+        raise UserError(str(exc)) from None
+    click.echo(
+        f"calibration: {calibration.n} samples from {calibration.source}, "
+        f"sha256 {calibration.sha256[:12]}"
+    )
+    return replace(options, calibration=calibration.path, calibration_sha256=calibration.sha256)
 
 
 @cli.group()

@@ -7,6 +7,7 @@ import json
 import click
 
 from edgebench.reporting.matrix import format_details, format_matrix
+from edgebench.reporting.precisions import format_precisions
 from edgebench.results.records import Record
 
 
@@ -26,4 +27,7 @@ def print_records(records: list[Record], output_format: str, metric: str) -> Non
         return
     click.echo("")
     click.echo(format_matrix(records, metric))
+    by_precision = format_precisions(records, metric)
+    if by_precision:
+        click.echo(by_precision)
     click.echo(format_details(records))

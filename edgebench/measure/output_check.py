@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from edgebench.measure.input_files import InputFiles
-from edgebench.planning.config import DEFAULT_TOLERANCE, TOLERANCES, CheckConfig, Tolerance
+from edgebench.planning.config import (
+    DEFAULT_TOLERANCE,
+    TOLERANCES,
+    CheckConfig,
+    QuantizationConfig,
+    Tolerance,
+)
+from edgebench.quantization.accuracy import AccuracyRule
 from edgebench.runners.protocol import SPEC_SCHEMA
 from edgebench.statuses import Status
 
@@ -121,6 +128,11 @@ class OutputCheck:
         )
 
 
+DEFAULT_ACCURACY_RULE = AccuracyRule(
+    QuantizationConfig().int8_min_top1, QuantizationConfig().int8_min_sqnr
+)
+
+
 class ReferenceUnavailable(Exception):
     """The ONNX Runtime reference could not be computed; the message says why."""
 
@@ -145,11 +157,14 @@ class ReferenceOutputs:
         inputs: Sequence[dict[str, Any]],
         seed: int,
         input_file: Path | None = None,
+        eval_file: Path | None = None,
     ) -> tuple[list[str], list[np.ndarray]]:
-        key = (str(onnx_path), repr(list(inputs)), seed, str(input_file))
+        """The outputs for the seeded inputs or ``input_file``; with ``eval_file``, the
+        outputs of each of its samples, stacked on a leading axis."""
+        key = (str(onnx_path), repr(list(inputs)), seed, str(input_file), str(eval_file))
         with self._lock:  # device workers share one reference per model
             if key not in self._cache:
-                self._cache[key] = self._compute(onnx_path, inputs, seed, input_file)
+                self._cache[key] = self._compute(onnx_path, inputs, seed, input_file, eval_file)
             return self._cache[key]
 
     def _compute(
@@ -158,13 +173,14 @@ class ReferenceOutputs:
         inputs: Sequence[dict[str, Any]],
         seed: int,
         input_file: Path | None,
+        eval_file: Path | None = None,
     ) -> tuple[list[str], list[np.ndarray]]:
         if self._runner is None:
             from edgebench.lab.device import LocalDevice
 
             self._runner = LocalDevice("reference")
         out_path = self._runner.output_path(
-            f"reference-{abs(hash((str(onnx_path), seed, str(input_file)))):x}"
+            f"reference-{abs(hash((str(onnx_path), seed, str(input_file), str(eval_file)))):x}"
         )
         spec = {
             "schema": SPEC_SCHEMA,
@@ -177,7 +193,9 @@ class ReferenceOutputs:
             "inputs": list(inputs) or None,
             "seed": seed,
             "input_file": str(input_file) if input_file is not None else None,
-            "save_outputs": out_path,
+            "save_outputs": None if eval_file is not None else out_path,
+            "eval_file": str(eval_file) if eval_file is not None else None,
+            "save_eval_outputs": out_path if eval_file is not None else None,
         }
         try:
             outcome = self._runner.run_runner(spec, None, timeout=600.0)
@@ -427,11 +445,21 @@ class CheckSettings:
     reference: ReferenceOutputs = field(default_factory=ReferenceOutputs)
     seed: int = 0
     input: InputFiles | None = None
+    #: Quantized cells: the accuracy floors on the evaluation set.
+    accuracy_rule: AccuracyRule = field(default_factory=lambda: DEFAULT_ACCURACY_RULE)
 
     @classmethod
-    def from_config(cls, config: CheckConfig) -> CheckSettings:
+    def from_config(
+        cls, config: CheckConfig, quantization: QuantizationConfig | None = None
+    ) -> CheckSettings:
         source = InputFiles(config.input, config.preprocess) if config.input else None
-        return cls(tolerance=config.tolerances(), seed=config.seed, input=source)
+        q = quantization or QuantizationConfig()
+        return cls(
+            tolerance=config.tolerances(),
+            seed=config.seed,
+            input=source,
+            accuracy_rule=AccuracyRule(q.int8_min_top1, q.int8_min_sqnr),
+        )
 
     def input_file(self, cell: Cell) -> Path | None:
         """The prepared inputs of ``cell`` (InputUnavailable), or None for seeded inputs."""

@@ -51,7 +51,7 @@ from edgebench.planning.cells import (
 from edgebench.planning.config import RunConfig
 from edgebench.planning.modelref import ModelRef, parse_shape_overrides, resolve_models
 from edgebench.planning.plan_file import Plan, load_plan
-from edgebench.planning.prepare import prepare_cells
+from edgebench.planning.prepare import calibration_sets, prepare_cells
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir, utc_now
 from edgebench.statuses import PROBLEMS, ErrorKind, Status
@@ -176,6 +176,7 @@ def _run_session(config: RunConfig, output: RunOutput) -> int:
         ArtifactCache(cache_dir() / "artifacts"),
         force=config.checks.force_convert,
         choices={"tflite": config.checks.tflite_converter},
+        calibration=calibration_sets(config),
         report=lambda line: progress.message(f"  {line}"),
     )
     progress.message(
@@ -410,7 +411,7 @@ def _measure(
     # Announced only once Ctrl-C is handled: from here a first Ctrl-C finishes the cell.
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
     try:
-        checks = CheckSettings.from_config(config.checks)
+        checks = CheckSettings.from_config(config.checks, config.quantization)
         records = execute_cells(
             cells,
             run_dir,

@@ -25,6 +25,7 @@ from edgebench.planning.modelref import (
     check_shape_overrides,
     input_shapes,
 )
+from edgebench.quantization.calibration import PreparedSets
 from edgebench.runners.protocol import SPEC_SCHEMA
 from edgebench.statuses import ErrorKind, Status
 
@@ -101,6 +102,8 @@ class Cell:
     convert_to: str | None = None
     artifact: Artifact | None = None
     telemetry: TelemetrySettings | None = None
+    #: Quantized precisions: the calibration and evaluation sets the cell is judged with.
+    quantization: PreparedSets | None = None
 
     @property
     def cell_id(self) -> str:
@@ -197,13 +200,17 @@ def resolve_inputs(
     return {m.name: input_shapes(m, shapes) for m in models if m.error is None}
 
 
-def _model_route(model: ModelRef, framework: str) -> tuple[str | None, Verdict | None]:
+def _model_route(
+    model: ModelRef, framework: str, precision: str
+) -> tuple[str | None, Verdict | None]:
     """(format to convert to, or a verdict) for running ``model`` with ``framework``."""
     entry = find_framework(framework)
     fmt = entry.artifact_format if entry else None
     if model.format == "onnx":
+        if entry is not None and precision == "int8" and entry.int8_format:
+            fmt = entry.int8_format
         # No artifact format: the framework runs the ONNX file itself (fmt None, no verdict).
-        if entry is None or (fmt is not None and entry.converter not in CONVERTERS):
+        if entry is None or (fmt is not None and fmt not in CONVERTERS):
             return None, (
                 Status.UNSUPPORTED,
                 ErrorKind.UNSUPPORTED,
@@ -273,7 +280,7 @@ def build_cells(
         device_timing = correctness_timing(timing) if emulated else timing
         for model in models:
             for framework in frameworks:
-                convert_to, verdict = _model_route(model, framework)
+                convert_to, verdict = _model_route(model, framework, precision)
                 if model.error:
                     verdict = (Status.FAILED, ErrorKind.MODEL_LOAD, model.error)
                 if unreachable:

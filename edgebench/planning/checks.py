@@ -120,8 +120,24 @@ def input_file(value: Any) -> Path:
     return checked
 
 
+def calibration_source(value: Any) -> Path:
+    """An existing folder of samples, or one .npy, .npz or image file (``--calibration``)."""
+    from edgebench.runners.backends.tensors import IMAGE_SUFFIXES
+
+    checked = path(value)
+    if checked.is_dir():
+        return checked
+    if checked.suffix.lower() not in (".npy", ".npz", *IMAGE_SUFFIXES):
+        raise ValueError(
+            f"{checked} is not a folder, an image ({', '.join(IMAGE_SUFFIXES)}), .npy or .npz"
+        )
+    if not checked.is_file():
+        raise ValueError(f"{checked}: no such file or folder")
+    return checked
+
+
 def preprocessing(value: Any) -> str:
-    """``--preprocess``: key=value items (mean, std, layout, size, scale), checked now."""
+    """``--preprocess``: key=value items (mean, std, layout, size, scale, color), checked now."""
     from edgebench.runners.backends.tensors import parse_preprocess
 
     checked = text(value)
@@ -227,7 +243,8 @@ def choices(*allowed: str) -> Check:
         bad = [i for i in items if i not in allowed]
         if bad or not items:
             shown = repr(bad[0]) if bad else "nothing"
-            raise ValueError(f"{shown} is not {' or '.join(allowed)}")
+            listed = " or ".join(allowed) if len(allowed) < 3 else "one of " + ", ".join(allowed)
+            raise ValueError(f"{shown} is not {listed}")
         return items
 
     check.metavar = "|".join(allowed) + "[,...]"  # type: ignore[attr-defined]
@@ -246,6 +263,7 @@ def optional(check: Check) -> Check:
 text.metavar = "TEXT"  # type: ignore[attr-defined]
 path.metavar = "PATH"  # type: ignore[attr-defined]
 input_file.metavar = "PATH"  # type: ignore[attr-defined]
+calibration_source.metavar = "PATH"  # type: ignore[attr-defined]
 preprocessing.metavar = "KEY=VALUE;..."  # type: ignore[attr-defined]
 names.metavar = "NAME[,NAME...]"  # type: ignore[attr-defined]
 entries.metavar = "VALUE"  # type: ignore[attr-defined]

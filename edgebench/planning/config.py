@@ -19,6 +19,7 @@ from edgebench.analysis.metrics import METRICS
 from edgebench.errors import UserError
 from edgebench.planning.checks import (
     Check,
+    calibration_source,
     choice,
     choices,
     entries,
@@ -69,7 +70,7 @@ def setting(
 
 
 ENERGY_SOURCES = ("auto", "android_fuel_gauge", "android_odpm", "ina3221", "rapl", "none")
-PRECISIONS = ("fp32", "fp16")
+PRECISIONS = ("fp32", "fp16", "int8", "int8-weights")
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,11 @@ class Sweep:
         repeat=True,
     )
     precision: list[str] = setting(
-        ["fp32"], choices(*PRECISIONS), "Precisions to sweep: fp32, fp16.", repeat=True
+        ["fp32"],
+        choices(*PRECISIONS),
+        "Precisions to sweep: fp32, fp16, int8 (weights and activations, calibrated), "
+        "int8-weights (weight-only; MNN).",
+        repeat=True,
     )
     concurrency: int = setting(1, whole(1), "Concurrent inference streams (throughput mode).")
     shape: list[str] = setting(
@@ -217,9 +222,10 @@ class CheckConfig:
     preprocess: str | None = setting(
         None,
         optional(preprocessing),
-        "How an --input image becomes the tensor: key=value items separated by ';', from "
-        "mean and std (per channel), layout (nchw, nhwc), size (HxW) and scale [default: "
-        "pixels x 1/255, no mean or std, the model input's size and layout].",
+        "How an --input or --calibration image becomes the tensor: key=value items separated "
+        "by ';', from mean and std (per channel), layout (nchw, nhwc), size (HxW), scale and "
+        "color (rgb, bgr) [default: pixels x 1/255, no mean or std, the model input's size and "
+        "layout, rgb].",
     )
     reference: Path | None = setting(
         None, optional(path), "ONNX model that pre-converted artifacts are checked against."
@@ -248,6 +254,42 @@ class CheckConfig:
 
     def tolerances(self) -> dict[str, float]:
         return {"fp32": self.tolerance, "fp16": self.tolerance_fp16}
+
+
+@dataclass
+class QuantizationConfig:
+    """The calibration and evaluation sets of quantized cells, and the accuracy they must keep
+    (docs/quantization.md). In a plan: ``[quantization]``."""
+
+    calibration: Path | None = setting(
+        None,
+        optional(calibration_source),
+        "int8 calibration set, the same for every framework: a folder of images, .npy or .npz "
+        "files, or one .npz/.npy stacking samples on its first axis [default: a seeded "
+        "synthetic set, recorded as synthetic].",
+    )
+    eval: Path | None = setting(
+        None,
+        optional(calibration_source),
+        "Held-out evaluation set for the accuracy of quantized cells (same forms as "
+        "--calibration) [default: the samples calibration did not use].",
+    )
+    calibration_samples: int = setting(
+        32, whole(1), "At most this many samples calibrate (the synthetic set has this many)."
+    )
+    eval_samples: int = setting(8, whole(1), "At most this many samples evaluate accuracy.")
+    int8_min_top1: float = setting(
+        0.75,
+        number(0, 1),
+        "Quantized cells: the least top-1 agreement with fp32 ONNX Runtime on the evaluation "
+        "set (classifier outputs), else mismatch.",
+    )
+    int8_min_sqnr: float = setting(
+        10.0,
+        number(),
+        "Quantized cells: the least SQNR (dB) of every output against fp32 ONNX Runtime on the "
+        "evaluation set, else mismatch.",
+    )
 
 
 @dataclass
@@ -323,6 +365,7 @@ PARTS: dict[str, tuple[type, str | None]] = {
     "timing": (TimingConfig, "timing"),
     "telemetry": (TelemetryConfig, "telemetry"),
     "checks": (CheckConfig, "checks"),
+    "quantization": (QuantizationConfig, "quantization"),
     "output": (OutputConfig, None),
     "thresholds": (Thresholds, "thresholds"),
     "session": (Session, None),
@@ -339,6 +382,7 @@ class RunConfig:
     timing: TimingConfig = field(default_factory=TimingConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     checks: CheckConfig = field(default_factory=CheckConfig)
+    quantization: QuantizationConfig = field(default_factory=QuantizationConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
     thresholds: Thresholds = field(default_factory=Thresholds)
     session: Session = field(default_factory=Session)

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
+from edgebench.converters.base import CALIBRATED_PRECISIONS
 from edgebench.planning.cells import Cell
+from edgebench.planning.config import RunConfig
+from edgebench.quantization import QUANTIZED_PRECISIONS
+from edgebench.quantization.calibration import (
+    CalibrationConfig,
+    CalibrationSets,
+    CalibrationUnavailable,
+)
 from edgebench.statuses import ErrorKind, Status
 
 # ConversionError kind -> the status of the cells that needed the artifact.
@@ -17,10 +25,49 @@ _STATUS_OF_KIND = {
 
 
 def conversion_options(cell: Cell) -> ConversionOptions:
+    calibration = cell.quantization.calibration if cell.quantization else None
     return ConversionOptions(
         precision=cell.precision,
         input_shapes={i["name"]: list(i["shape"]) for i in cell.inputs},
+        calibration=calibration.path if calibration else None,
+        calibration_sha256=calibration.sha256 if calibration else None,
     )
+
+
+def calibration_sets(config: RunConfig) -> CalibrationSets:
+    """The run's calibration and evaluation sets (prepared lazily, once per model)."""
+    q = config.quantization
+    return CalibrationSets(
+        CalibrationConfig(
+            calibration=q.calibration,
+            eval=q.eval,
+            preprocess=config.checks.preprocess,
+            calibration_samples=q.calibration_samples,
+            eval_samples=q.eval_samples,
+        )
+    )
+
+
+def attach_calibration(
+    cells: Sequence[Cell],
+    calibration: CalibrationSets,
+    report: Callable[[str], None] = lambda _: None,
+) -> None:
+    """Give every quantized cell its model's calibration and evaluation sets; a set that
+    cannot feed the model fails the cells that need it, with the reason, and no others."""
+    problems: dict[str, str] = {}
+    for cell in cells:
+        if cell.precision not in QUANTIZED_PRECISIONS or cell.verdict is not None:
+            continue
+        key = repr(cell.inputs)
+        if key not in problems:
+            try:
+                cell.quantization = calibration.prepared(cell.inputs or [])
+                continue
+            except CalibrationUnavailable as exc:
+                problems[key] = str(exc)
+                report(f"calibration for {cell.model.name}: {exc}")
+        cell.verdict = (Status.FAILED, ErrorKind.BAD_SPEC, problems[key])
 
 
 def prepare_cells(
@@ -30,16 +77,23 @@ def prepare_cells(
     force: bool = False,
     report: Callable[[str], None] = lambda _: None,
     choices: Mapping[str, str] | None = None,
+    calibration: CalibrationSets | None = None,
 ) -> int:
     """Attach artifacts to the cells that need one; returns how many conversions ran.
 
     A conversion that fails decides the verdict of every cell that needed it; the other cells
-    are untouched. ``choices`` picks a converter per format (``CONVERTER_CHOICES``).
+    are untouched. ``choices`` picks a converter per format (``CONVERTER_CHOICES``);
+    ``calibration`` gives quantized cells their sets first (``attach_calibration``).
     """
+    if calibration is not None:
+        attach_calibration(cells, calibration, report)
     done: dict[tuple, object] = {}
     converted = 0
     for cell in cells:
         if cell.convert_to is None or cell.verdict is not None:
+            continue
+        if cell.precision in CALIBRATED_PRECISIONS and cell.quantization is None:
+            cell.verdict = (Status.FAILED, ErrorKind.BAD_SPEC, "int8 cell without calibration")
             continue
         options = conversion_options(cell)
         key = (cell.model.sha256, cell.convert_to, repr(options))

@@ -31,6 +31,7 @@ from edgebench.reporting.matrix import (
     quiet_machine_advice,
     status_word,
 )
+from edgebench.reporting.precisions import precision_table
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
 from edgebench.statuses import Status
@@ -225,6 +226,23 @@ def _details(r: Record, anchor: str, expand: bool = False) -> str:
             if k in check
         ]
         out.append("<h3>output check</h3>" + _kv_table(rows))
+    if r.accuracy or r.quant:
+        quant = r.quant or {}
+        calibration = quant.get("calibration") or {}
+        rows = [(k, v) for k, v in (r.accuracy or {}).items() if k != "passed"]
+        rows += [
+            ("quantization", quant.get("method")),
+            ("granularity", quant.get("granularity")),
+            ("fp32 fallback ops", ", ".join(quant.get("fp32_fallback_ops") or []) or "none"),
+            (
+                "calibration set",
+                f"{calibration.get('n')} samples, sha256 {str(calibration.get('sha256'))[:12]}"
+                + (" (synthetic)" if calibration.get("synthetic") else "")
+                if calibration
+                else "-",
+            ),
+        ]
+        out.append("<h3>accuracy vs fp32 ONNX Runtime</h3>" + _kv_table(rows))
     if r.warnings:
         out.append(
             "<h3>warnings</h3><ul>"
@@ -299,6 +317,22 @@ def _header(records: Sequence[Record], meta: Mapping[str, Any]) -> str:
     )
 
 
+def _precision_section(records: Sequence[Record]) -> str:
+    """fp32 / fp16 / int8 side by side, when the run measured more than one precision."""
+    header, body = precision_table(records)
+    if not body:
+        return ""
+    lines = [
+        '<section class="precisions"><h2>precisions</h2><p class="muted">p50 latency (ms); '
+        "(Nx) = speed-up over fp32; top-1 and dB = agreement with fp32 ONNX Runtime and SQNR "
+        "on the evaluation set.</p><table><tr>"
+        + "".join(f"<th>{esc(h)}</th>" for h in header)
+        + "</tr>"
+    ]
+    lines += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in body]
+    return "".join(lines) + "</table></section>"
+
+
 def render_html(records: Sequence[Record], meta: Mapping[str, Any] | None = None) -> str:
     """The whole report as one HTML document (str) that needs nothing else to display."""
     meta = meta or {}
@@ -312,6 +346,7 @@ def render_html(records: Sequence[Record], meta: Mapping[str, Any] | None = None
         body.append(f"<p><b>Noise.</b> {esc(' '.join(advice))}</p>")
     if not records:
         body.append("<p>This run has no records.</p>")
+    body.append(_precision_section(records))
     for key, group in group_records(records).items():
         devices = list(dict.fromkeys(r.device for r in group))
         group_fw = [f for f in frameworks if any(r.framework == f for r in group)]

@@ -199,7 +199,9 @@ def format_details(records: Sequence[Record]) -> str:
     skipped: dict[str, str] = {}
     energy_gaps: dict[str, str] = {}
     advice = quiet_machine_advice(records)
+    several = len({r.precision for r in records}) > 1
     for r in records:
+        cell = f"{r.device}/{r.model}/{r.framework}" + (f"/{r.precision}" if several else "")
         if r.status == Status.SKIPPED:
             skipped.setdefault(f"{r.framework} on {r.device}", r.error or "skipped")
             continue
@@ -207,7 +209,7 @@ def format_details(records: Sequence[Record]) -> str:
         cv = lat.get("cv")
         rows.append(
             [
-                f"{r.device}/{r.model}/{r.framework}",
+                cell,
                 r.status + EMULATED_MARK if r.emulated else r.status,
                 _fmt(lat.get("p50")),
                 _fmt(lat.get("p90")),
@@ -220,20 +222,20 @@ def format_details(records: Sequence[Record]) -> str:
             ]
         )
         if r.error and r.status != Status.SKIPPED:
-            notes.append(f"  {r.device}/{r.model}/{r.framework}: {r.error}")
+            notes.append(f"  {cell}: {r.error}")
         for warning in group_warnings(r.warnings):
             if advice and warning.startswith("high variance"):  # advised once, below
                 warning = warning.partition(": ")[0]
-            notes.append(f"  {r.device}/{r.model}/{r.framework}: warning: {warning}")
+            notes.append(f"  {cell}: warning: {warning}")
+        if r.accuracy:
+            notes.append(f"  {cell}: {describe_accuracy(r)}")
         if r.sustained:
-            notes.append(
-                f"  {r.device}/{r.model}/{r.framework}: {_describe_sustained(r.sustained)}"
-            )
+            notes.append(f"  {cell}: {_describe_sustained(r.sustained)}")
         unavailable = [f for f in r.energy_flags if f.startswith("energy unavailable")]
         if unavailable:
             energy_gaps.setdefault(r.device, unavailable[0][:160])
         notes.extend(
-            f"  {r.device}/{r.model}/{r.framework}: energy: {f}"
+            f"  {cell}: energy: {f}"
             for f in r.energy_flags
             if not f.startswith("energy unavailable")
         )
@@ -247,6 +249,25 @@ def format_details(records: Sequence[Record]) -> str:
     if advice:
         lines += ["", "noise:", *(f"  {line}" for line in advice)]
     return "\n".join(lines) + "\n"
+
+
+def describe_accuracy(r: Record) -> str:
+    """One line on a quantized cell: its accuracy against fp32 and the sets it was judged on."""
+    acc = r.accuracy or {}
+    quant = r.quant or {}
+    parts = [f"accuracy vs fp32 ONNX Runtime on {acc.get('n')} evaluation samples:"]
+    if acc.get("top1_agreement") is not None:
+        parts.append(f"top-1 agreement {acc['top1_agreement']:.0%},")
+    parts.append(f"SQNR {acc.get('sqnr_db', 0.0):.1f} dB,")
+    parts.append(f"min cosine {acc.get('cosine_min', 0.0):.4f}")
+    calibration = quant.get("calibration")
+    if calibration:
+        synthetic = " synthetic" if calibration.get("synthetic") else ""
+        parts.append(f"(calibrated on {calibration.get('n')}{synthetic} samples)")
+    fallback = quant.get("fp32_fallback_ops") or []
+    if fallback:
+        parts.append(f"fp32 fallback: {', '.join(fallback)}")
+    return " ".join(parts)
 
 
 def _describe_sustained(data: dict) -> str:

@@ -22,6 +22,7 @@ from edgebench.reporting.matrix import (
     quiet_machine_advice,
     status_word,
 )
+from edgebench.reporting.precisions import precision_table
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
 from edgebench.results.store import RunDir
@@ -39,6 +40,21 @@ def _md_cell(text: str) -> str:
         .replace("<", "&lt;")
         .replace(">", "&gt;")
     )
+
+
+def _markdown_precisions(records: Sequence[Record]) -> list[str]:
+    header, body = precision_table(records)
+    if not body:
+        return []
+    lines = [
+        "**Precisions** — p50 latency (ms), (Nx) = speed-up over fp32; top-1 and dB = "
+        "agreement with fp32 ONNX Runtime and SQNR on the evaluation set",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in body]
+    return [*lines, ""]
 
 
 def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
@@ -86,6 +102,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
         lines.append("")
     if records:
         lines += [f"_★ and ≈: {RULE_SUMMARY}._", ""]
+    lines += _markdown_precisions(records)
     notes = emulation_notes(records)
     if notes:
         lines += [f"- {_md_cell(note)}" for note in notes] + [""]

@@ -83,6 +83,12 @@ class Record:
     #: chip, so the cell is never ranked or recommended; ``emulation`` says how it was known.
     emulated: bool = False
     emulation: str | None = None
+    #: Quantized precisions: how the artifact was quantized
+    #: ``{method, granularity, calibration: {n, sha256, synthetic}, fp32_fallback_ops}``.
+    quant: dict[str, Any] | None = None
+    #: Quantized precisions: outputs on the evaluation set vs fp32 ONNX Runtime
+    #: ``{n, top1_agreement, cosine_min, rel_l2_mean, sqnr_db, worst_output, passed, problem}``.
+    accuracy: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -23,7 +23,8 @@ _ORT_DTYPES = {
 
 class OnnxRuntimeBackend(Backend):
     name = FRAMEWORK
-    precisions = ("fp32",)
+    # int8: a QDQ model (edgebench converts to one), run by ORT's int8 kernels.
+    precisions = ("fp32", "int8")
 
     def __init__(self) -> None:
         import onnxruntime as ort

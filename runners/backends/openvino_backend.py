@@ -10,7 +10,8 @@ from .base import Backend, BackendError, InputSpec, check_precision, first_line
 FRAMEWORK = "openvino"
 REQUIRES = ("openvino",)
 
-_PRECISION_HINT = {"fp32": "f32", "fp16": "f16"}
+# int8: the model's FakeQuantize layers already run in int8; the rest stays f32.
+_PRECISION_HINT = {"fp32": "f32", "fp16": "f16", "int8": "f32"}
 
 
 def reason_line(text: str) -> str:
@@ -28,7 +29,7 @@ def reason_line(text: str) -> str:
 
 class OpenVinoBackend(Backend):
     name = FRAMEWORK
-    precisions = ("fp32", "fp16")
+    precisions = ("fp32", "fp16", "int8")
 
     def __init__(self) -> None:
         import openvino as ov

@@ -144,8 +144,16 @@ def save_outputs(path: str, names: List[str], outputs: List[Any]) -> None:
 
 #: What --preprocess may set for an image: per-channel mean and std (or one number each), the
 #: model input's layout, the size the image is resized to (HxW or one number), and the factor
-#: raw 0-255 pixels are multiplied by before (x - mean) / std.
-PREPROCESS_DEFAULTS = {"mean": [0.0], "std": [1.0], "layout": None, "size": None, "scale": 1 / 255}
+#: raw 0-255 pixels are multiplied by before (x - mean) / std, and the channel order the model
+#: wants (rgb, or bgr as OpenCV-trained models do; mean and std are in that order).
+PREPROCESS_DEFAULTS = {
+    "mean": [0.0],
+    "std": [1.0],
+    "layout": None,
+    "size": None,
+    "scale": 1 / 255,
+    "color": "rgb",
+}
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm")
 
 
@@ -184,6 +192,10 @@ def parse_preprocess(text: str) -> Dict[str, Any]:
         elif key == "layout":
             if value.lower() not in ("nchw", "nhwc"):
                 raise ValueError("layout must be nchw or nhwc, not %r" % value)
+            settings[key] = value.lower()
+        elif key == "color":
+            if value.lower() not in ("rgb", "bgr"):
+                raise ValueError("color must be rgb or bgr, not %r" % value)
             settings[key] = value.lower()
         else:
             dims = value.lower().split("x")
@@ -224,6 +236,8 @@ def _image_tensor(path: str, spec: InputSpec, settings: Dict[str, Any]) -> Any:
     except OSError as exc:
         raise ValueError("cannot read image %s: %s" % (path, exc)) from None
     hwc = np.asarray(pixels, dtype=np.float64).reshape(h, w, c) * settings["scale"]
+    if settings["color"] == "bgr" and c == 3:
+        hwc = hwc[:, :, ::-1]
     mean, std = np.asarray(settings["mean"]), np.asarray(settings["std"])
     if mean.size not in (1, c) or std.size not in (1, c):
         raise ValueError("mean and std need 1 or %d values for input %s" % (c, spec.name))
@@ -254,6 +268,25 @@ def _fit(name: str, array: Any, spec: InputSpec) -> Any:
     return np.ascontiguousarray(array.astype(wanted))
 
 
+def fit_sample(arrays: Dict[str, Any], specs: List[InputSpec], label: str) -> Dict[str, Any]:
+    """Arrays by name (or one unnamed array for a one-input model) as the model's inputs
+    want them; ValueError says what does not fit. ``label`` names where they came from."""
+    import numpy as np
+
+    if not specs:
+        return {k: np.ascontiguousarray(v) for k, v in arrays.items() if k}
+    by_name = {s.name: s for s in specs}
+    if set(by_name) <= set(arrays):
+        return {n: _fit(n, arrays[n], s) for n, s in by_name.items()}
+    if len(specs) == 1 and len(arrays) == 1:
+        ((key, array),) = arrays.items()
+        return {specs[0].name: _fit(key or label, array, specs[0])}
+    raise ValueError(
+        "%s has arrays %s; the model's inputs are %s (an .npz needs one array "
+        "per input name)" % (label, sorted(arrays), sorted(by_name))
+    )
+
+
 def read_input_file(
     path: str, specs: List[InputSpec], preprocess: Optional[str] = None
 ) -> Dict[str, Any]:
@@ -275,18 +308,7 @@ def read_input_file(
         else:
             with loaded:
                 arrays = {k: loaded[k] for k in loaded.files}
-        if not specs:
-            return {k: np.ascontiguousarray(v) for k, v in arrays.items() if k}
-        by_name = {s.name: s for s in specs}
-        if set(by_name) <= set(arrays):
-            return {n: _fit(n, arrays[n], s) for n, s in by_name.items()}
-        if len(specs) == 1 and len(arrays) == 1:
-            ((key, array),) = arrays.items()
-            return {specs[0].name: _fit(key or path, array, specs[0])}
-        raise ValueError(
-            "%s has arrays %s; the model's inputs are %s (an .npz needs one array "
-            "per input name)" % (path, sorted(arrays), sorted(by_name))
-        )
+        return fit_sample(arrays, specs, path)
     if not lower.endswith(IMAGE_SUFFIXES):
         raise ValueError(
             "%s is not an image (%s), .npy or .npz" % (path, ", ".join(IMAGE_SUFFIXES))

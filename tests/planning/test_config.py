@@ -47,6 +47,12 @@ PLAN_VALUES = {
     ("checks", "tolerance"): "0.01",
     ("checks", "tolerance_fp16"): "0.05",
     ("checks", "tflite_converter"): '"onnx2tf"',
+    ("quantization", "calibration"): None,  # needs files: tests/quantization/ feeds them
+    ("quantization", "eval"): None,
+    ("quantization", "calibration_samples"): "5",
+    ("quantization", "eval_samples"): "3",
+    ("quantization", "int8_min_top1"): "0.5",
+    ("quantization", "int8_min_sqnr"): "12.5",
     ("thresholds", "min_effect"): "0.3",
     ("thresholds", "alpha"): "0.05",
     ("thresholds", "metric"): '"p90"',
@@ -69,7 +75,7 @@ def write_full_plan(folder: Path, model: Path, *, sustained: bool = False) -> Pa
     values["timing", "sustained"] = "1.5" if sustained else None
     lines = ['name = "every-key"']
     lines += [f"{key} = {text}" for (table, key), text in values.items() if table == ""]
-    for table in ("sweep", "timing", "telemetry", "checks", "thresholds"):
+    for table in ("sweep", "timing", "telemetry", "checks", "quantization", "thresholds"):
         lines.append(f"[{table}]")
         lines += [
             f"{key} = {text}"
@@ -103,6 +109,9 @@ def test_every_plan_key_reaches_the_configuration_and_what_is_built_from_it(tmp_
     assert (checks.seed, checks.reference) == (7, model)
     assert checks.tolerances() == {"fp32": 0.01, "fp16": 0.05}
     assert checks.tflite_converter == "onnx2tf"
+    quant = config.quantization
+    assert (quant.calibration_samples, quant.eval_samples) == (5, 3)
+    assert (quant.int8_min_top1, quant.int8_min_sqnr) == (0.5, 12.5)
     assert (thr.min_effect, thr.alpha, thr.metric) == (0.3, 0.05, "p90")
     assert config.plan_name == "every-key"
 
@@ -152,7 +161,7 @@ def test_a_plan_run_stores_every_key_and_uses_the_telemetry_keys(run_cli, eb_env
         ("--threads", ("0",), "must be whole numbers >= 1, e.g. 1,4"),
         ("--iterations", "-1", "must be a whole number >= 1"),
         ("--telemetry-period", "0.001", "must be a number >= 0.005"),
-        ("--precision", ("int4",), "'int4' is not fp32 or fp16"),
+        ("--precision", ("int4",), "'int4' is not one of fp32, fp16, int8, int8-weights"),
         ("--seed", "-1", "must be a whole number >= 0"),
     ],
 )

@@ -27,7 +27,7 @@ def test_example_plan_loads():
         ("name = \n", "not valid TOML"),
         ("[sweep]\nthread = [1]\n", "unknown key 'thread' (did you mean 'threads'?)"),
         ("[sweep]\nthreads = [0]\n", "[sweep] threads: must be whole numbers >= 1"),
-        ("[sweep]\nprecision = ['int3']\n", "'int3' is not fp32 or fp16"),
+        ("[sweep]\nprecision = ['int3']\n", "'int3' is not one of fp32, fp16, int8, int8-weights"),
         ("[thresholds]\nalpha = 2\n", "[thresholds] alpha: must be between 0 and 1"),
         ("[timing]\niterations = -1\n", "[timing] iterations: must be a whole number >= 1"),
         ("devices = 3\n", "devices: must be a list of strings"),

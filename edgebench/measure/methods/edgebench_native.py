@@ -21,6 +21,8 @@ from edgebench.statuses import ErrorKind, Status
 
 class EdgebenchNative(PythonRunner):
     kind = EDGEBENCH_NATIVE
+    # The binary runs one input; a quantized cell's accuracy comes from that one.
+    runs_eval_set = False
 
     def availability(self, device: Device, framework: str) -> Verdict | None:
         facts = device.facts()

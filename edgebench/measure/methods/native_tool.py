@@ -12,8 +12,10 @@ from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice
 from edgebench.measure.methods.base import Visit, model_files
 from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_command
+from edgebench.measure.quantized_check import quant_info
 from edgebench.measure.records import attach_energy, failed_record, record_from_native
 from edgebench.planning.cells import Cell, Verdict
+from edgebench.quantization import QUANTIZED_PRECISIONS
 from edgebench.results.records import Record
 from edgebench.runners.native import NATIVE_TOOLS, NativeCell, NativeParseError
 from edgebench.statuses import ErrorKind, Status
@@ -129,6 +131,8 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
             f"{exc} (exit {command.returncode}; last line: {tail[0][:200]})"
         ) from exc
     record = record_from_native(run_id, cell, result)
+    if cell.precision in QUANTIZED_PRECISIONS:
+        record.quant = quant_info(cell)
     if sampler is not None and settings is not None:
         work = device.path("telemetry")
         trace_file, marks_file = (

@@ -14,8 +14,10 @@ from edgebench.lab.transports.base import TransportError
 from edgebench.measure.input_files import InputUnavailable
 from edgebench.measure.methods.base import Visit, model_files
 from edgebench.measure.output_check import ReferenceUnavailable, compare_with_reference
+from edgebench.measure.quantized_check import check_quantized
 from edgebench.measure.records import STDERR_TAIL_CHARS, failed_record, record_from_result
 from edgebench.planning.cells import Cell, Verdict
+from edgebench.quantization import QUANTIZED_PRECISIONS
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
@@ -31,6 +33,8 @@ class Launched:
 
 class PythonRunner:
     kind = "python"
+    #: Whether the runner runs a quantized cell's evaluation set (spec ``eval_file``).
+    runs_eval_set = True
 
     def launch(self, cell: Cell, spec: dict[str, Any]) -> Launched:
         """Run the runner on the cell's device; the Python runner samples telemetry itself."""
@@ -63,7 +67,8 @@ class PythonRunner:
 
     def visit(self, cell: Cell, visit: Visit) -> Record:
         device = cell.device
-        outputs_at = device.output_path(f"{visit.run_id}-{abs(hash(cell.cell_id)):x}")
+        cell_key = f"{visit.run_id}-{abs(hash(cell.cell_id)):x}"
+        outputs_at = device.output_path(cell_key)
         try:
             prepared = visit.checks.input_file(cell)
         except InputUnavailable as exc:
@@ -75,6 +80,11 @@ class PythonRunner:
             input_file=device.stage_model([prepared]) if prepared is not None else None,
         )
         spec["model"] = device.stage_model(model_files(cell))
+        eval_at = None
+        if self.runs_eval_set and cell.quantization is not None and visit.check_outputs:
+            eval_at = device.output_path(f"{cell_key}-eval")
+            spec["eval_file"] = device.stage_model([cell.quantization.evaluation.path])
+            spec["save_eval_outputs"] = eval_at
         launched = self.launch(cell, spec)
         outcome = launched.outcome
         try:
@@ -89,12 +99,32 @@ class PythonRunner:
                     outcome.command.stderr[-STDERR_TAIL_CHARS:] or None
                 )
                 return record
-            if visit.check_outputs:
+            if visit.check_outputs and cell.precision in QUANTIZED_PRECISIONS:
+                self._check_quantized(record, cell, device, outputs_at, eval_at, visit)
+            elif visit.check_outputs:
                 self._check(record, cell, device, outputs_at, visit)
             return record
         finally:
             with contextlib.suppress(TransportError):
                 device.discard_outputs(outputs_at)
+                if eval_at is not None:
+                    device.discard_outputs(eval_at)
+
+    @staticmethod
+    def _check_quantized(
+        record: Record,
+        cell: Cell,
+        device: Device,
+        outputs_at: str,
+        eval_at: str | None,
+        visit: Visit,
+    ) -> None:
+        try:
+            evaluated = device.fetch_outputs(eval_at) if eval_at is not None else None
+            single = None if evaluated is not None else device.fetch_outputs(outputs_at)
+            check_quantized(record, cell, visit.checks, evaluated, single)
+        except (ReferenceUnavailable, InputUnavailable, TransportError) as exc:
+            record.warnings.append(f"no accuracy: {exc}")
 
     @staticmethod
     def _check(record: Record, cell: Cell, device: Device, outputs_at: str, visit: Visit) -> None:

@@ -1,0 +1,82 @@
+"""A quantized cell is trusted by what it keeps of fp32 accuracy: its outputs on the held-out
+evaluation set against fp32 ONNX Runtime on the same samples (edgebench/quantization/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgebench.measure.output_check import CheckSettings, load_saved_outputs
+from edgebench.planning.cells import Cell
+from edgebench.quantization.accuracy import apply_rule, measure_accuracy
+from edgebench.results.records import Record
+from edgebench.statuses import Status
+
+#: The record's ``quant.method`` for a model given already quantized.
+PRECONVERTED = "pre-converted (quantized outside edgebench)"
+
+
+def quant_info(cell: Cell) -> dict[str, Any]:
+    """How the cell's artifact was quantized, from its manifest, and the calibration set."""
+    manifest = cell.artifact.manifest if cell.artifact is not None else {}
+    quant = dict(manifest.get("quant") or {})
+    quant.setdefault("method", PRECONVERTED if cell.artifact is None else "unknown")
+    quant.setdefault("granularity", None)
+    quant.setdefault("fp32_fallback_ops", [])
+    sets = cell.quantization
+    uses_calibration = cell.artifact is not None and cell.precision == "int8"
+    quant["calibration"] = sets.calibration.as_dict() if sets and uses_calibration else None
+    quant["evaluation"] = sets.evaluation.as_dict() if sets else None
+    return quant
+
+
+def check_quantized(
+    record: Record,
+    cell: Cell,
+    checks: CheckSettings,
+    eval_outputs: Path | None,
+    single_outputs: Path | None,
+) -> None:
+    """Fill ``record.quant`` and ``record.accuracy``; below the floors the cell is mismatch.
+
+    ``eval_outputs`` holds the outputs of every evaluation sample; a method that cannot run
+    the evaluation set gives only ``single_outputs`` (the checked input), and the accuracy is
+    then measured on that one sample, with a warning saying so.
+    """
+    record.quant = quant_info(cell)
+    reference = cell.model.reference
+    if reference is None:
+        record.warnings.append("no accuracy: no ONNX reference for this model (give --reference)")
+        return
+    sets = cell.quantization
+    if eval_outputs is not None and sets is not None:
+        names, outputs = load_saved_outputs(eval_outputs)
+        ref_names, refs = checks.reference.outputs(
+            reference, cell.inputs or [], checks.seed, eval_file=sets.evaluation.path
+        )
+    elif single_outputs is not None:
+        names, outputs = load_saved_outputs(single_outputs)
+        outputs = [np.asarray(o)[None] for o in outputs]
+        ref_names, refs = checks.reference.outputs(
+            reference, cell.inputs or [], checks.seed, checks.input_file(cell)
+        )
+        refs = [np.asarray(r)[None] for r in refs]
+        record.warnings.append(
+            "accuracy from 1 input only: this measurement method does not run the evaluation set"
+        )
+    else:
+        record.warnings.append("no accuracy: the runner returned no outputs")
+        return
+    try:
+        accuracy = measure_accuracy(names, outputs, ref_names, refs)
+    except ValueError as exc:
+        record.status = Status.MISMATCH
+        record.error = f"quantized outputs cannot be compared with ONNX Runtime: {exc}"
+        return
+    apply_rule(accuracy, checks.accuracy_rule)
+    record.accuracy = accuracy.as_dict()
+    if not accuracy.passed:
+        record.status = Status.MISMATCH
+        record.error = accuracy.problem
