@@ -51,7 +51,7 @@ def cache_key(source_sha256: str, converter: Converter, options: ConversionOptio
         {
             "source": source_sha256,
             "format": converter.format,
-            "converter": converter.version(),
+            "converter": converter.cache_version(options),
             "options": options.key_fields(),
         },
         sort_keys=True,
@@ -136,7 +136,7 @@ class ArtifactCache:
                 "format": converter.format,
                 "framework": converter.framework,
                 "converter": type(converter).__name__,
-                "converter_version": converter.version(),
+                "converter_version": converter.cache_version(options),
                 "options": options.key_fields(),
                 "source_sha256": source_sha256,
                 "source_path": str(onnx_path),

@@ -92,6 +92,11 @@ class Converter(ABC):
     def version(self) -> str:
         """Converter version; part of the cache key."""
 
+    def cache_version(self, options: ConversionOptions) -> str:
+        """The version the cache keys an artifact made with ``options`` on: ``version()``,
+        plus whatever else made it (a quantizer's own version at int8)."""
+        return self.version()
+
     @abstractmethod
     def unavailable_reason(self) -> str | None:
         """None when the converter can run here, else one line with the fix."""

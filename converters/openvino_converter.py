@@ -33,11 +33,13 @@ class OpenVinoConverter(Converter):
 
     def version(self) -> str:
         try:
-            version = "ovc-" + importlib.metadata.version("openvino")
+            return "ovc-" + importlib.metadata.version("openvino")
         except importlib.metadata.PackageNotFoundError:
-            version = "ovc-missing"
+            return "ovc-missing"
+
+    def cache_version(self, options: ConversionOptions) -> str:
         # int8 artifacts depend on ONNX Runtime's quantizer too.
-        return f"{version}+{qdq_version()}"
+        return self.version() + (f"+{qdq_version()}" if options.precision == "int8" else "")
 
     def unavailable_reason(self) -> str | None:
         if importlib.util.find_spec("openvino") is None:

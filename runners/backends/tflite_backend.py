@@ -21,8 +21,9 @@ def _interpreter_class() -> Any:
 
 class TfliteBackend(Backend):
     name = FRAMEWORK
-    # fp16 is a property of the converted file (fp16 weights); the interpreter API is the same.
-    precisions = ("fp32", "fp16")
+    # fp16 and int8 are properties of the converted file (fp16 weights; int8 weights and
+    # activations behind float inputs and outputs); the interpreter API is the same.
+    precisions = ("fp32", "fp16", "int8")
 
     def __init__(self) -> None:
         self._cls = _interpreter_class()
