@@ -129,7 +129,7 @@ private:
     bool main_used_ = false;
 };
 
-const RegisterBackend registered({"mnn", MNN::getVersion(), {"fp32", "fp16"},
+const RegisterBackend registered({"mnn", MNN::getVersion(), {"fp32", "fp16", "int8", "int8-weights"},
                                   [] { return std::unique_ptr<Backend>(new MnnBackend()); }});
 
 }  // namespace

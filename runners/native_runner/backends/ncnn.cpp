@@ -89,6 +89,8 @@ public:
         net_.opt.use_fp16_arithmetic = fp16;
         net_.opt.use_fp16_packed = fp16;
         net_.opt.use_bf16_storage = false;
+        // int8: the layers edgebench wrote with int8_scale_term run ncnn's int8 kernels.
+        net_.opt.use_int8_inference = precision == "int8";
         net_.opt.num_threads = threads;
         if (net_.load_param(model.c_str()) != 0)
             throw BackendError("model_load", "ncnn could not parse " + model);
@@ -128,7 +130,7 @@ private:
     IoMap io_;
 };
 
-const RegisterBackend registered({"ncnn", NCNN_VERSION_STRING, {"fp32", "fp16"},
+const RegisterBackend registered({"ncnn", NCNN_VERSION_STRING, {"fp32", "fp16", "int8"},
                                   [] { return std::unique_ptr<Backend>(new NcnnBackend()); }});
 
 }  // namespace
