@@ -8,7 +8,7 @@ reads the same file, so every framework is calibrated on the same tensors.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,18 +35,36 @@ def load_calibration(options: ConversionOptions) -> dict[str, np.ndarray]:
         raise ConversionError(
             "failed", f"calibration set {path}: inputs have different sample counts {counts}"
         )
-    for name, shape in options.input_shapes.items():
+    check_inputs(arrays, options.input_shapes, path)
+    return arrays
+
+
+def check_inputs(
+    arrays: dict[str, np.ndarray], wanted: Mapping[str, Sequence[int] | None], source: object
+) -> None:
+    """A ConversionError ("failed") unless every wanted input has samples of its shape (a
+    dimension <= 0 or a shape of None accepts any), and every sample is finite."""
+    for name, shape in wanted.items():
         if name not in arrays:
             raise ConversionError(
-                "failed", f"calibration set {path} has no array for input {name!r}"
+                "failed",
+                f"calibration set {source} has no array for input {name!r} (it has "
+                f"{', '.join(sorted(arrays))}); save one array per input name, samples "
+                "stacked on the first axis",
             )
-        if list(arrays[name].shape[1:]) != list(shape):
+        got = list(arrays[name].shape[1:])
+        if shape is not None and (
+            len(got) != len(shape) or any(w > 0 and w != g for w, g in zip(shape, got, strict=True))
+        ):
             raise ConversionError(
                 "failed",
-                f"calibration set {path}: input {name!r} samples have shape "
-                f"{list(arrays[name].shape[1:])}, the model wants {list(shape)}",
+                f"calibration set {source}: input {name!r} samples have shape {got}, the model "
+                f"wants {list(shape)}; stack samples of that shape on a new leading axis",
             )
-    return arrays
+        if arrays[name].dtype.kind in "fc" and not np.isfinite(arrays[name]).all():
+            raise ConversionError(
+                "failed", f"calibration set {source}: input {name!r} holds NaN or inf"
+            )
 
 
 def sample_count(arrays: dict[str, np.ndarray]) -> int:

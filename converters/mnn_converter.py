@@ -2,6 +2,7 @@
 
 Importing ``MNN.tools`` (what the ``mnnconvert`` console script does) runs pip and uploads usage
 logs, so the converter is called through the ``_tools`` extension directly, in a subprocess.
+INT8 (calibrated, and weight-only) is in mnn_quant.py.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from .base import ConversionOptions, Converter
 from .isolation import convert_in_python_subprocess
+from .mnn_quant import QUANT_VERSION, quantize_int8, weight_only_quant
 
 _SCRIPT = """
 import sys
@@ -20,6 +22,8 @@ args = ["mnnconvert", "-f", "ONNX", "--modelFile", sys.argv[1], "--MNNModel", sy
         "--bizCode", "edgebench"]
 if sys.argv[3] == "fp16":
     args.append("--fp16")
+if sys.argv[3] == "int8-weights":
+    args += ["--weightQuantBits", "8"]
 ok = _tools.mnnconvert(args)
 sys.exit(0 if ok in (0, True) else 3)
 """
@@ -28,7 +32,7 @@ sys.exit(0 if ok in (0, True) else 3)
 class MnnConverter(Converter):
     format = "mnn"
     framework = "mnn"
-    precisions = ("fp32", "fp16")
+    precisions = ("fp32", "fp16", "int8", "int8-weights")
     timeout_s = 600.0
 
     def version(self) -> str:
@@ -42,16 +46,35 @@ class MnnConverter(Converter):
             return "the MNN converter needs the mnn package: pip install 'edgebench[mnn]'"
         return None
 
+    def cache_version(self, options: ConversionOptions) -> str:
+        quantized = options.precision in ("int8", "int8-weights")
+        return self.version() + (f"+{QUANT_VERSION}" if quantized else "")
+
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
+        self.last_quant = None
         target = out_dir / "model.mnn"
+        if options.precision == "int8":
+            self.last_log, self.last_quant = quantize_int8(
+                onnx_path,
+                target,
+                options,
+                lambda fp32: self._mnnconvert(onnx_path, fp32, "fp32"),
+                self.timeout_s,
+            )
+            return ["model.mnn"]
+        self.last_log = self._mnnconvert(onnx_path, target, options.precision)
+        if options.precision == "int8-weights":
+            self.last_quant = weight_only_quant(target, onnx_path, options, self.timeout_s)
+        return ["model.mnn"]
+
+    def _mnnconvert(self, onnx_path: Path, target: Path, precision: str) -> str:
         run = convert_in_python_subprocess(
             label="mnnconvert",
             script=_SCRIPT,
-            args=[str(onnx_path), str(target), options.precision],
-            out_dir=out_dir,
+            args=[str(onnx_path), str(target), precision],
+            out_dir=target.parent,
             expected=target,
             timeout=self.timeout_s,
             unsupported_markers=("not support", "unsupported"),
         )
-        self.last_log = run.log
-        return ["model.mnn"]
+        return run.log

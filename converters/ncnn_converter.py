@@ -4,15 +4,21 @@ pnnx writes a dozen files next to its input (``*.pnnx.*``, ``*_pnnx.py``, ``*_nc
 only ``model.ncnn.param`` / ``model.ncnn.bin`` are kept, as ``model.param`` / ``model.bin``.
 pnnx names the blobs ``in0, in1, ...`` and ``out0, out1, ...`` in ONNX input/output order;
 ``io.json`` records that mapping for the runner.
+
+int8: pnnx writes the fp32 model, then ``ncnn_int8`` rewrites it into ncnn's int8 format,
+calibrated on the calibration set.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
-from .base import ConversionError, unsupported_op
+from .base import ConversionError, ConversionOptions, unsupported_op
+from .calibration_data import load_calibration
+from .ncnn_int8 import WRITER_VERSION, quantize_ncnn
 from .subprocess_tools import (
     ModelIO,
     StagedModel,
@@ -34,6 +40,19 @@ class NcnnConverter(ToolchainConverter):
     format = "ncnn"
     framework = "ncnn"
     tool = "pnnx"
+    precisions = ("fp32", "fp16", "int8")
+
+    def cache_version(self, options: ConversionOptions) -> str:
+        return self.version() + (f"+{WRITER_VERSION}" if options.precision == "int8" else "")
+
+    def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
+        self.last_quant = None
+        if options.precision != "int8":
+            return super().convert(onnx_path, out_dir, options)
+        arrays = load_calibration(options)  # before pnnx runs: a bad set fails fast
+        files = super().convert(onnx_path, out_dir, replace(options, precision="fp32"))
+        self.last_quant = quantize_ncnn(Path(out_dir).resolve(), arrays, str(options.calibration))
+        return files
 
     def convert_staged(self, staged: StagedModel, out_dir: Path, precision: str) -> list[str]:
         args = [staged.path.name]

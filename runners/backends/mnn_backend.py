@@ -11,12 +11,15 @@ FRAMEWORK = "mnn"
 REQUIRES = ("MNN",)
 
 # MNN session precision names: fp32 keeps "normal"; fp16 asks for "low" (fp16 where the CPU has it).
-_PRECISION = {"fp32": "normal", "fp16": "low"}
+# int8 models need no switch: the CPU backend runs in int8 every op whose tensors carry the
+# calibrated scales, and "normal" keeps the ops it cannot in fp32 (not fp16). int8-weights
+# models hold int8 weights that the runtime expands to float at load: they compute like fp32.
+_PRECISION = {"fp32": "normal", "fp16": "low", "int8": "normal", "int8-weights": "normal"}
 
 
 class MnnBackend(Backend):
     name = FRAMEWORK
-    precisions = ("fp32", "fp16")
+    precisions = ("fp32", "fp16", "int8", "int8-weights")
 
     def __init__(self) -> None:
         import MNN

@@ -14,7 +14,7 @@ REQUIRES = ("ncnn",)
 
 class NcnnBackend(Backend):
     name = FRAMEWORK
-    precisions = ("fp32", "fp16")
+    precisions = ("fp32", "fp16", "int8")
 
     def __init__(self) -> None:
         import ncnn
@@ -45,6 +45,9 @@ class NcnnBackend(Backend):
         net.opt.use_fp16_arithmetic = fp16
         net.opt.use_fp16_packed = fp16
         net.opt.use_bf16_storage = False
+        # On by default in ncnn, where it acts on layers whose weights are stored as int8; set
+        # from the cell's precision, so that only an int8 cell runs int8 kernels.
+        net.opt.use_int8_inference = precision == "int8"
         net.opt.num_threads = int(threads)
         if net.load_param(model_path) != 0:
             raise BackendError("model_load", "ncnn could not parse %s" % model_path)
@@ -66,8 +69,10 @@ class NcnnBackend(Backend):
         mats = []
         for tensor in self._io.inputs:
             value = _drop_batch(tensor, tensor.to_artifact(feeds[tensor.onnx_name]))
-            # ncnn.Mat wraps the numpy buffer without owning it: clone so the Mat owns its data.
-            mats.append((tensor.name, ncnn.Mat(np.ascontiguousarray(value, np.float32)).clone()))
+            # ncnn.Mat wraps the numpy buffer without owning it or keeping it alive: hold the
+            # array in a name until the clone (which owns its data) is made.
+            array = np.ascontiguousarray(value, np.float32)
+            mats.append((tensor.name, ncnn.Mat(array).clone()))
         outputs: List[TensorMap] = list(self._io.outputs)
 
         def run() -> List[Any]:
