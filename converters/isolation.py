@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +46,24 @@ def isolated_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, s
     )
     env.update(extra or {})
     return env
+
+
+@contextlib.contextmanager
+def native_stderr_captured() -> Iterator[list[str]]:
+    """What native libraries loaded in this process write to file descriptor 2 (LiteRT's
+    INFO lines) goes into the yielded list, once the block ends, instead of the terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    captured: list[str] = []
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            captured.append(sink.read().decode(errors="replace"))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import numpy as np
 
 from edgebench.converters.base import ConversionError
 from edgebench.converters.calibration_data import iter_samples
+from edgebench.converters.isolation import native_stderr_captured
 
 from .convert import TensorInfo
 
@@ -56,12 +57,12 @@ def tensor_ranges(
         # Keeping every tensor also keeps LiteRT's default delegate (XNNPACK) out, so each
         # intermediate value is really computed and readable; LiteRT warns that this is
         # meant for debugging, which is what calibration is.
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), native_stderr_captured():
             warnings.simplefilter("ignore", UserWarning)
             interpreter = Interpreter(
                 model_content=flatbuffer, num_threads=1, experimental_preserve_all_tensors=True
             )
-        interpreter.allocate_tensors()
+            interpreter.allocate_tensors()
     except (RuntimeError, ValueError) as exc:
         first = _first_line(exc)
         message = f"calibration: LiteRT cannot load the fp32 model: {first}"

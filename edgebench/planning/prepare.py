@@ -48,6 +48,12 @@ def calibration_sets(config: RunConfig) -> CalibrationSets:
     )
 
 
+def _calibrating(cell: Cell) -> str:
+    if cell.quantization is None or cell.precision not in CALIBRATED_PRECISIONS:
+        return ""
+    return f", calibrating on {cell.quantization.calibration.n} samples"
+
+
 def attach_calibration(
     cells: Sequence[Cell],
     calibration: CalibrationSets,
@@ -101,6 +107,9 @@ def prepare_cells(
             label = f"convert {cell.model.name} -> {cell.convert_to} ({cell.precision})"
             try:
                 converter = get_converter(cell.convert_to, (choices or {}).get(cell.convert_to))
+                if not force and cache.lookup(converter, cell.model.sha256, options) is None:
+                    # Calibration can take minutes: say what is happening before it starts.
+                    report(f"{label}: converting{_calibrating(cell)}...")
                 artifact = cache.convert(
                     converter, cell.model.path, cell.model.sha256, options, force=force
                 )

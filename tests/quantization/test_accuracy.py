@@ -78,7 +78,8 @@ def test_the_rule_names_each_figure_below_its_floor():
         measure_accuracy(["y"], [out], ["y"], [ref]), AccuracyRule(min_top1=0.99, min_sqnr_db=30)
     )
     assert not acc.passed
-    assert "top-1 agreement 93.8% is below the floor 99%" in acc.problem
+    assert "top-1 agreement 93.8% on the 16 rows fp32 decides clearly" in acc.problem
+    assert "below the floor 99%" in acc.problem
     assert "SQNR of output y" in acc.problem and "below the floor 30 dB" in acc.problem
     fine = apply_rule(measure_accuracy(["y"], [ref + 1e-3], ["y"], [ref]), AccuracyRule(0.99, 30.0))
     assert fine.passed and fine.problem is None
@@ -89,3 +90,19 @@ def test_non_finite_outputs_are_the_worst_sqnr():
     out = ref.copy()
     out[1, 0, 2] = np.nan
     assert sqnr_db(out, ref) == -SQNR_EXACT_DB
+
+
+def test_flips_between_classes_fp32_barely_separates_do_not_count_against_the_floor():
+    # Row 0: fp32 leads by 1.0 (decisive); row 1: by 0.01 of a spread of ~1 (a near tie).
+    ref = np.array([[[3.0, 2.0, 0.0, 0.0]], [[1.01, 1.0, -1.0, -1.0]]])
+    out = ref.copy()
+    out[1, 0, 1] += 0.05  # the near tie flips, as rounding flips it
+    acc = measure_accuracy(["y"], [out], ["y"], [ref])
+    assert acc.top1_agreement == 0.5  # what happened, reported as it is
+    assert (acc.top1_decisive, acc.decisive_rows) == (1.0, 1)
+    assert apply_rule(acc, AccuracyRule(min_top1=0.9, min_sqnr_db=10)).passed
+    out[0, 0, 1] += 2.0  # now the decisive row flips too
+    broken = apply_rule(
+        measure_accuracy(["y"], [out], ["y"], [ref]), AccuracyRule(min_top1=0.9, min_sqnr_db=0)
+    )
+    assert not broken.passed and "on the 1 rows fp32 decides clearly" in broken.problem
