@@ -128,11 +128,6 @@ class OutputCheck:
         )
 
 
-DEFAULT_ACCURACY_RULE = AccuracyRule(
-    QuantizationConfig().int8_min_top1, QuantizationConfig().int8_min_sqnr
-)
-
-
 class ReferenceUnavailable(Exception):
     """The ONNX Runtime reference could not be computed; the message says why."""
 
@@ -446,7 +441,7 @@ class CheckSettings:
     seed: int = 0
     input: InputFiles | None = None
     #: Quantized cells: the accuracy floors on the evaluation set.
-    accuracy_rule: AccuracyRule = field(default_factory=lambda: DEFAULT_ACCURACY_RULE)
+    accuracy_rule: AccuracyRule = field(default_factory=AccuracyRule)
 
     @classmethod
     def from_config(

@@ -36,6 +36,7 @@ from edgebench.planning.checks import (
     whole,
     wholes,
 )
+from edgebench.quantization.accuracy import AccuracyRule
 
 # --------------------------------------------------------------------------- declarations
 
@@ -279,13 +280,13 @@ class QuantizationConfig:
     )
     eval_samples: int = setting(8, whole(1), "At most this many samples evaluate accuracy.")
     int8_min_top1: float = setting(
-        0.75,
+        AccuracyRule.min_top1,
         number(0, 1),
         "Quantized cells: the least top-1 agreement with fp32 ONNX Runtime on the evaluation "
         "set (classifier outputs), else mismatch.",
     )
     int8_min_sqnr: float = setting(
-        10.0,
+        AccuracyRule.min_sqnr_db,
         number(),
         "Quantized cells: the least SQNR (dB) of every output against fp32 ONNX Runtime on the "
         "evaluation set, else mismatch.",

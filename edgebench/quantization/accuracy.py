@@ -37,10 +37,11 @@ DECISIVE_MARGIN = 0.1
 
 @dataclass(frozen=True)
 class AccuracyRule:
-    """The floors a quantized cell must reach, else it is ``mismatch``."""
+    """The floors a quantized cell must reach, else it is ``mismatch`` (docs/quantization.md
+    justifies the defaults)."""
 
-    min_top1: float
-    min_sqnr_db: float
+    min_top1: float = 0.75
+    min_sqnr_db: float = 10.0
 
 
 @dataclass
