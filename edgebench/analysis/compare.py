@@ -26,6 +26,8 @@ from edgebench.statuses import Status
 VERDICTS = ("regressed", "improved", "unchanged", "new", "missing", "not_comparable")
 #: How a not-comparable reason starts when a side ran on an emulated CPU.
 EMULATED_CPU = "emulated CPU"
+#: How a not-comparable reason starts when two quantized cells used different calibration sets.
+DIFFERENT_CALIBRATION = "different calibration sets"
 
 
 @dataclass
@@ -63,6 +65,10 @@ def _by_cell(records: Iterable[Record]) -> dict[str, Record]:
     return out
 
 
+def _calibration_sha(record: Record) -> str | None:
+    return ((record.quant or {}).get("calibration") or {}).get("sha256")
+
+
 def _compare_cell(
     b: Record, n: Record, *, min_effect: float, alpha: float, metric: Metric
 ) -> CellVerdict:
@@ -86,6 +92,13 @@ def _compare_cell(
     if b.emulated or n.emulated:
         sides = " and ".join(side for side, r in (("base", b), ("new", n)) if r.emulated)
         verdict.reason = f"{EMULATED_CPU} ({sides}): latency is for correctness only"
+        return verdict
+    base_set, new_set = _calibration_sha(b), _calibration_sha(n)
+    if base_set != new_set:
+        verdict.reason = (
+            f"{DIFFERENT_CALIBRATION}: base {str(base_set)[:12]}, new {str(new_set)[:12]}; "
+            "quantized cells compare only when calibrated on the same set"
+        )
         return verdict
 
     if not metric.sampled:

@@ -81,3 +81,16 @@ def test_a_quantized_cell_without_a_top1_figure_cannot_be_bounded():
     result = recommend([detector], ["phone"], "net", max_accuracy_drop=0.1)
     assert result.best is None
     assert any("no top-1 figure to bound" in line for line in result.reasoning)
+
+
+def test_compare_refuses_int8_cells_calibrated_on_different_sets():
+    from edgebench.analysis.compare import compare_runs
+
+    base = quantized(sampled_record("phone", "mnn", 10.0, 3, run_id="a"), "int8", 1.0, 30.0)
+    same = quantized(sampled_record("phone", "mnn", 13.0, 5, run_id="b"), "int8", 1.0, 30.0)
+    (slower,) = compare_runs([base], [same])
+    assert slower.verdict == "regressed"
+    other = replace(same, quant={**same.quant, "calibration": {"n": 32, "sha256": "cd" * 32}})
+    (refused,) = compare_runs([base], [other])
+    assert refused.verdict == "not_comparable"
+    assert refused.reason.startswith("different calibration sets: base abababababab")
