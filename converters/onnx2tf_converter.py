@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import ConversionError
+from .base import ConversionError, ConversionOptions
+from .calibration_data import load_calibration
 from .subprocess_tools import (
     ModelIO,
     StagedModel,
@@ -30,6 +31,7 @@ from .subprocess_tools import (
     tensor_entry,
     write_io_json,
 )
+from .tflite.float_ops import float_op_types
 from .toolchains import toolchain_python
 
 FILES = ["model.tflite", "io.json"]
@@ -62,16 +64,33 @@ class Onnx2tfConverter(ToolchainConverter):
     format = "tflite"
     framework = "tflite"
     tool = "onnx2tf"
+    precisions = ("fp32", "fp16", "int8")
+    _calibration: dict[str, np.ndarray] | None = None
+
+    def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
+        self.last_quant = None
+        self._calibration = load_calibration(options) if options.precision == "int8" else None
+        return super().convert(onnx_path, out_dir, options)
 
     def convert_staged(self, staged: StagedModel, out_dir: Path, precision: str) -> list[str]:
         _write_calibration(staged.work / CALIBRATION_FILE)
-        run = self.run_tool(["-i", staged.path.name, "-o", "out", "-rtpo", "Erf"], staged)
-        suffix = "float16" if precision == "fp16" else "float32"
+        args = ["-i", staged.path.name, "-o", "out", "-rtpo", "Erf"]
+        if precision == "int8" and self._calibration is not None and staged.io is not None:
+            args += ["-oiqt", "-qt", "per-channel"]
+            args += _calibration_args(self._calibration, staged.io, staged.work)
+        run = self.run_tool(args, staged)
+        suffix = {"fp16": "float16", "int8": "integer_quant"}.get(precision, "float32")
         produced = staged.work / "out" / f"{staged.path.stem}_{suffix}.tflite"
         if not produced.is_file() or staged.io is None:
             raise ConversionError("failed", f"onnx2tf wrote no {produced.name}", run.log)
         signature = self._inspect(produced, staged.work, staged.io)
         entries = _io_entries(staged.io, signature)
+        if precision == "int8":
+            self.last_quant = {
+                "method": "onnx2tf -oiqt (TensorFlow's converter), calibrated on edgebench's set",
+                "granularity": "per-channel int8 weights, per-tensor int8 activations",
+                "fp32_fallback_ops": float_op_types(produced.read_bytes()),
+            }
         os.replace(produced, out_dir / "model.tflite")
         write_io_json(out_dir / "io.json", "tflite", *entries, signature=signature["signature"])
         return list(FILES)
@@ -96,6 +115,22 @@ class Onnx2tfConverter(ToolchainConverter):
         if flex:
             raise self.unsupported(flex.group(1), io, log, _FLEX_NOTE)
         raise ConversionError("failed", f"LiteRT cannot load the result: {result['error']}", log)
+
+
+def _calibration_args(arrays: dict[str, np.ndarray], io: ModelIO, work: Path) -> list[str]:
+    """``-cind NAME FILE MEAN STD`` per input: the samples in TensorFlow's layout (NHWC for
+    images, batch axis dropped: onnx2tf calibrates one sample at a time), already normalised."""
+    args: list[str] = []
+    for index, spec in enumerate(io.inputs):
+        samples = arrays[spec.name]
+        batch_of_one = samples.ndim > 2 and samples.shape[1] == 1
+        data = samples[:, 0] if batch_of_one else samples
+        if data.ndim == 4:
+            data = data.transpose(0, 2, 3, 1)
+        path = work / f"calibration_{index}.npy"
+        np.save(path, np.ascontiguousarray(data, np.float32))
+        args += ["-cind", spec.name, path.name, "[[[[0.0]]]]", "[[[[1.0]]]]"]
+    return args
 
 
 def _write_calibration(path: Path) -> None:

@@ -16,6 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgebench.converters import ConversionError, ConversionOptions
 from edgebench.converters.tflite.convert import Converted, convert_model
+from edgebench.converters.tflite.float_ops import float_op_types
 from edgebench.converters.tflite.quantize import Quantized, per_channel, quantize_int8
 from edgebench.converters.tflite.schema import load_schema
 from edgebench.converters.tflite_converter import TfliteConverter
@@ -457,6 +458,8 @@ def test_ops_left_in_float_are_listed() -> None:
     assert result.fallback_ops == ["DIV", "SOFTMAX"]
     flat = Flat(result.converted.flatbuffer)
     assert flat.interior_float_ops() == ["DIV", "SOFTMAX", "DIV"]
+    # Read back from the file alone, as for onnx2tf's int8 files: the same list.
+    assert float_op_types(result.converted.flatbuffer) == result.fallback_ops
     counts = result.converted.op_counts
     assert counts["MUL"] == 1 and counts["ADD"] == 1 and counts["CONV_2D"] == 2
     # I/O, plus c1 and den into the DIVs; I/O, plus the DIV's result into c2.

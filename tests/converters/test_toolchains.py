@@ -387,6 +387,37 @@ def test_tflite_fp16_uses_the_float16_model(tflite_toolchain, models, tmp_path):
     assert diff < 1e-2
 
 
+def test_tflite_int8_through_onnx2tf_is_calibrated_on_edgebench_s_set(
+    tflite_toolchain, models, tmp_path
+):
+    """onnx2tf's full-integer route (-oiqt) stays available for comparison: it calibrates on
+    the same set as every other framework (-cind), not on its own download."""
+    from edgebench.converters.tflite.float_ops import float_op_types
+
+    feeds = _feeds(models["small"])
+    name, sample = next(iter(feeds.items()))
+    rng = np.random.default_rng(3)
+    calibration = tmp_path / "calibration.npz"
+    np.savez(calibration, **{name: rng.random((8, *sample.shape), dtype=np.float32)})
+    out = tmp_path / "int8"
+    out.mkdir()
+    converter = Onnx2tfConverter()
+    options = ConversionOptions("int8", {name: list(sample.shape)}, calibration, "set")
+    files = converter.convert(models["small"], out, options)
+    assert sorted(p.name for p in out.iterdir()) == sorted(files)
+    interpreter_module = pytest.importorskip("ai_edge_litert.interpreter")
+    interpreter = interpreter_module.Interpreter(model_path=str(out / "model.tflite"))
+    types = {d["dtype"] for d in interpreter.get_tensor_details()}
+    assert np.int8 in types  # int8 weights and activations inside ...
+    assert interpreter.get_input_details()[0]["dtype"] == np.float32  # ... float at the edges
+    assert converter.last_quant["fp32_fallback_ops"] == float_op_types(
+        (out / "model.tflite").read_bytes()
+    )
+    assert converter.last_quant["method"].startswith("onnx2tf -oiqt")
+    diff = _max_diff(_run_tflite(out, feeds), _onnxruntime(models["small"], feeds))
+    assert diff < 0.1
+
+
 def test_tflite_version_and_input_shapes_option(tflite_toolchain, tmp_path):
     assert Onnx2tfConverter().version() == "onnx2tf-1.29.24"
     dynamic = _small_model()
