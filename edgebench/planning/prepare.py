@@ -107,12 +107,13 @@ def prepare_cells(
             label = f"convert {cell.model.name} -> {cell.convert_to} ({cell.precision})"
             try:
                 converter = get_converter(cell.convert_to, (choices or {}).get(cell.convert_to))
-                if not force and cache.lookup(converter, cell.model.sha256, options) is None:
+                artifact = None if force else cache.lookup(converter, cell.model.sha256, options)
+                if artifact is None:
                     # Calibration can take minutes: say what is happening before it starts.
                     report(f"{label}: converting{_calibrating(cell)}...")
-                artifact = cache.convert(
-                    converter, cell.model.path, cell.model.sha256, options, force=force
-                )
+                    artifact = cache.convert(
+                        converter, cell.model.path, cell.model.sha256, options, force=True
+                    )
             except ConversionError as exc:
                 status = _STATUS_OF_KIND.get(exc.kind, Status.FAILED)
                 done[key] = (status, exc.kind, exc.message)

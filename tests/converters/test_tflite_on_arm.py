@@ -1,4 +1,4 @@
-"""edgebench's own .tflite files on real aarch64: the four built-in models run in the emulated
+"""edgebench's own .tflite files on real aarch64: three built-in models run in the emulated
 arm64 board's tflite-runtime 2.14 (the last tflite-runtime release, older than the LiteRT on
 the host) and match ONNX Runtime on this host at the fp32 output check's tolerance."""
 
@@ -15,7 +15,8 @@ from edgebench.converters.tflite.convert import convert_model
 from edgebench.lab import emulated_board
 from edgebench.models import build_model
 
-BUILTINS = ("mobilenetv2", "resnet50", "vit-tiny", "detector")
+# ResNet-50's operators are a subset of these; under qemu it took a minute of this test alone.
+BUILTINS = ("mobilenetv2", "vit-tiny", "detector")
 
 # Runs inside the board: every model in tflite_runtime, outputs saved beside the inputs.
 _BOARD_SCRIPT = """

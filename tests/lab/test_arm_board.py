@@ -102,15 +102,16 @@ def test_cells_run_on_arm_over_ssh_and_adb_with_outputs_checked(
     arm_env, tmp_path, board_sshd: SshServer, board_phone: EmulatedPhone, board_work_dir: str
 ) -> None:
     """Both transports at once (each keeps one core busy): fp32 over SSH for all five
-    frameworks, fp16 over ADB for the four that have it, mobilenetv2 and the detector. Each
-    entry's device lock sits beside its work dir, so the two runs do not wait for each other
-    on the one board."""
+    frameworks on mobilenetv2 and the detector, fp16 over ADB for the four that have it on
+    mobilenetv2 (the detector at fp16 took 4.5 of this test's 7 minutes under qemu's software
+    fp16). Each entry's device lock sits beside its work dir, so the two runs do not wait for
+    each other on the one board."""
     lab = _lab(
         tmp_path,
         board_lab_entry("arm-ssh", f"{board_work_dir}/ssh/wd", server=board_sshd),
         board_lab_entry("arm-adb", f"{board_work_dir}/adb/wd", phone=board_phone),
     )
-    common = ["run", "--lab", str(lab), "--models", "mobilenetv2,detector"]
+    common = ["run", "--lab", str(lab)]
     results = {"ssh": tmp_path / "results-ssh", "adb": tmp_path / "results-adb"}
     procs = {
         "ssh": _start(
@@ -118,6 +119,8 @@ def test_cells_run_on_arm_over_ssh_and_adb_with_outputs_checked(
                 *common,
                 "--devices",
                 "arm-ssh",
+                "--models",
+                "mobilenetv2,detector",
                 "--frameworks",
                 ALL_FRAMEWORKS,
                 "--precision",
@@ -131,6 +134,8 @@ def test_cells_run_on_arm_over_ssh_and_adb_with_outputs_checked(
                 *common,
                 "--devices",
                 "arm-adb",
+                "--models",
+                "mobilenetv2",
                 "--frameworks",
                 FP16_FRAMEWORKS,
                 "--precision",
@@ -148,7 +153,7 @@ def test_cells_run_on_arm_over_ssh_and_adb_with_outputs_checked(
         rows = [line for line in out.splitlines() if line.startswith("arm-")]
         assert rows and all("(emulated)" in r and "*" not in r and "≈" not in r for r in rows)
         records = stored_records(results[lane])
-        expected = 10 if lane == "ssh" else 8
+        expected = 10 if lane == "ssh" else 4
         assert len(records) == expected, [r["cell_id"] for r in records]
         for record in records:
             where = f"{lane} {record['model']}/{record['framework']}/{record['precision']}"
