@@ -113,11 +113,6 @@ def _split_stack(arrays: dict[str, np.ndarray], specs: list[InputSpec]) -> list[
     return [{n: arrays[n][i] for n in by_name} for i in range(counts.pop())]
 
 
-def _checked(sample: dict[str, np.ndarray], specs: list[InputSpec], label: str) -> Sample:
-    """A sample as the model wants it (shape, dtype), by the same rules as --input."""
-    return fit_sample(sample, specs, label)
-
-
 def read_samples(path: Path, specs: list[InputSpec], preprocess: str | None) -> list[Sample]:
     """Every sample ``path`` holds, checked against ``specs``; ValueError says what is wrong."""
     if path.is_dir():
@@ -142,7 +137,7 @@ def read_samples(path: Path, specs: list[InputSpec], preprocess: str | None) -> 
                 arrays = {k: loaded[k] for k in loaded.files}
         stacked = _split_stack(arrays, specs)
         if stacked is not None:
-            return [_checked(s, specs, f"sample {i}") for i, s in enumerate(stacked)]
+            return [fit_sample(s, specs, f"sample {i}") for i, s in enumerate(stacked)]
     return [_read_one(path, specs, preprocess)]
 
 

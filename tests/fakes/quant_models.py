@@ -13,6 +13,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+#: `edgebench run` options for a quick cell whose records come on stdout.
+QUICK_JSONL_RUN = ("--iterations", "3", "--min-time", "0", "--format", "jsonl")
 INPUT = "image"
 OUTPUT = "logits"
 SHAPE = [1, 3, 32, 32]

@@ -11,7 +11,7 @@ from pathlib import Path
 import flatbuffers
 import numpy as np
 import pytest
-from fakes.quant_models import save_small_classifier
+from fakes.quant_models import QUICK_JSONL_RUN, save_small_classifier
 
 from edgebench.converters import ArtifactCache, ConversionOptions, get_converter
 from edgebench.converters.artifact_cache import file_sha256
@@ -67,12 +67,7 @@ def _run(run_cli, model: Path, reference: Path) -> dict:
             "tflite",
             "--precision",
             "int8",
-            "--iterations",
-            "3",
-            "--min-time",
-            "0",
-            "--format",
-            "jsonl",
+            *QUICK_JSONL_RUN,
         ]
     )
     assert "Traceback" not in result.stderr

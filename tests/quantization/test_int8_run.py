@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from fakes.quant_models import save_small_classifier
+from fakes.quant_models import QUICK_JSONL_RUN, save_small_classifier
 
 from edgebench.quantization.calibration import set_sha256
 
@@ -100,12 +100,7 @@ def test_a_bad_calibration_set_fails_only_the_int8_cells(run_cli, classifier: Pa
             "fp32,int8",
             "--calibration",
             str(tmp_path / "empty"),
-            "--iterations",
-            "3",
-            "--min-time",
-            "0",
-            "--format",
-            "jsonl",
+            *QUICK_JSONL_RUN,
         ]
     )
     assert result.returncode == 1
