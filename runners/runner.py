@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from backends import MODULE_SUFFIX, Backend, BackendError, Declaration, discover
-from backends.base import InputSpec
+from backends.base import InputSpec, Stream
 from backends.tensors import (
     INPUT_GENERATOR,
     fit_sample,
@@ -39,6 +39,7 @@ from backends.tensors import (
 )
 from emulation import boot_id
 from emulation import detect as detect_emulation
+from instances import open_streams
 from protocol import (
     PROBE_SCHEMA,
     RESULT_PREFIX,
@@ -82,6 +83,17 @@ SPEC_DEFAULTS = {
     # Keep sampling until the 95% CI of the median is within +-target_ci (a fraction), or
     # max_time_s / max_iterations stop it; None: iterations + min_time_s decide.
     "target_ci": None,
+    # Time copy-in, compute and copy-out of each iteration separately (one stream only).
+    "stages": True,
+    # After the timed window: N inferences of a separate profiling instance, per operator.
+    "profile_ops": 0,
+    # N instances of the model in this process, "separate" loads or "shared" weights; the
+    # host sets concurrency to N as well.
+    "instances": 1,
+    "instance_mode": "separate",
+    # Inputs of another shape: one inference at those first, then the resize to "inputs"
+    # is timed (dynamic-shape artifacts; the first inference after it is recorded apart).
+    "shape_change_from": None,
 }
 
 
@@ -171,11 +183,16 @@ def measure_sequential(
     max_time_ns: int,
     target_ci: Optional[float] = None,
     last_outputs: Optional[List[Any]] = None,
+    stage_samples: Optional[Dict[str, List[int]]] = None,
 ) -> Dict[str, Any]:
     """Time ``run`` until at least ``iterations`` samples AND ``min_time_ns`` have passed.
 
     ``last_outputs``, when given, receives what the last timed call returned: the outputs the
     check compares, without one more inference (which costs seconds on an emulated board).
+
+    ``stage_samples``, when given (``run`` is then a ``Stream``), receives each iteration's
+    copy-in, compute and copy-out times: the clock is read between the stages, so the three
+    add up to exactly the iteration's sample, which still covers the whole inference.
 
     With ``target_ci`` (e.g. 0.01 for +-1%) it goes on until the 95% CI of the median is that
     tight, or ``max_time_ns``/``max_iterations`` stop it. The timer brackets the inference call
@@ -189,10 +206,27 @@ def measure_sequential(
     ci = None
     start = clock()
     outputs = None
+    if stage_samples is not None:
+        copy_in, compute, copy_out = run.copy_in, run.compute, run.copy_out  # type: ignore
+        add_in = stage_samples.setdefault("copy_in", []).append
+        add_compute = stage_samples.setdefault("compute", []).append
+        add_out = stage_samples.setdefault("copy_out", []).append
     while len(samples) < max_iterations:
-        t0 = clock()
-        outputs = run()
-        t1 = clock()
+        if stage_samples is None:
+            t0 = clock()
+            outputs = run()
+            t1 = clock()
+        else:
+            t0 = clock()
+            copy_in()
+            ta = clock()
+            compute()
+            tb = clock()
+            outputs = copy_out()
+            t1 = clock()
+            add_in(ta - t0)
+            add_compute(tb - ta)
+            add_out(t1 - tb)
         append(t1 - t0)
         elapsed = t1 - start
         enough = len(samples) >= iterations and elapsed >= min_time_ns
@@ -342,11 +376,24 @@ def normalize_spec(raw: Any) -> Dict[str, Any]:
             raise BackendError("bad_spec", "spec field %r must be a non-empty string" % key)
     spec = dict(SPEC_DEFAULTS)
     spec.update(raw)
-    for key in ("threads", "warmup", "iterations", "max_iterations", "concurrency", "seed"):
+    for key in (
+        "threads",
+        "warmup",
+        "iterations",
+        "max_iterations",
+        "concurrency",
+        "seed",
+        "instances",
+        "profile_ops",
+    ):
         if not isinstance(spec[key], int) or spec[key] < 0:
             raise BackendError("bad_spec", "spec field %r must be a non-negative integer" % key)
-    if spec["threads"] < 1 or spec["concurrency"] < 1 or spec["max_iterations"] < 1:
-        raise BackendError("bad_spec", "threads, concurrency and max_iterations must be >= 1")
+    if min(spec["threads"], spec["concurrency"], spec["max_iterations"], spec["instances"]) < 1:
+        raise BackendError(
+            "bad_spec", "threads, concurrency, max_iterations and instances must be >= 1"
+        )
+    if spec["instances"] > 1 and spec["concurrency"] != spec["instances"]:
+        raise BackendError("bad_spec", "with several instances, concurrency must equal them")
     for key in ("min_time_s", "max_time_s"):
         if not isinstance(spec[key], (int, float)) or spec[key] < 0:
             raise BackendError("bad_spec", "spec field %r must be a non-negative number" % key)
@@ -507,17 +554,21 @@ def _measure_cell(
     backend = load_backend(spec["framework"])
     result["framework_version"] = backend.version()
     # After the framework import, before the model: the model's own footprint is peak - this.
-    result["rss_before_load_kb"] = status_kb(read_proc_status(), "VmRSS")
+    result["rss_before_load_kb"] = rss_kb()
     if not os.path.isfile(spec["model"]):
         raise BackendError("model_load", "model file not found: %s" % spec["model"])
 
     options = dict(spec["options"] or {})
-    options.setdefault("streams", spec["concurrency"])
+    separate = int(spec["instances"]) > 1 and spec["instance_mode"] == "separate"
+    # Separate instances are N single-stream loads; otherwise one load serves every stream.
+    options.setdefault("streams", 1 if separate else spec["concurrency"])
     t0 = time.perf_counter_ns()
     backend.load(spec["model"], spec["threads"], spec["precision"], options)
     result["load_ns"] = time.perf_counter_ns() - t0
 
-    inputs = resolve_inputs(spec, backend.model_inputs())
+    model_inputs = backend.model_inputs()
+    inputs = resolve_inputs(spec, model_inputs)
+    check_fixed_shapes(inputs, model_inputs, spec["model"])
     result["inputs"] = [i.as_dict() for i in inputs]
     if spec.get("input_file"):
         feeds = load_inputs(spec["input_file"], inputs)
@@ -525,12 +576,37 @@ def _measure_cell(
             entry["source"] = "file"
     else:
         feeds = make_inputs(inputs, spec["seed"])
-    streams = [backend.make_stream(feeds) for _ in range(spec["concurrency"])]
 
+    def load_another() -> Backend:
+        another = load_backend(spec["framework"])
+        another.load(spec["model"], spec["threads"], spec["precision"], options)
+        return another
+
+    extra: List[Backend] = []
     try:
+        change_from = spec.get("shape_change_from")
+        if change_from:
+            prior = resolve_inputs({"inputs": change_from}, model_inputs)
+            t0 = time.perf_counter_ns()
+            backend.make_stream(make_inputs(prior, spec["seed"]))()
+            result["first_inference_ns"] = time.perf_counter_ns() - t0
+            backend.reuse_streams()
+        t0 = time.perf_counter_ns()
+        streams, extra = open_streams(spec, backend, feeds, result, load_another, rss_kb)
+        resize_ns = time.perf_counter_ns() - t0
         t0 = time.perf_counter_ns()
         outputs = streams[0]()
-        result["first_inference_ns"] = time.perf_counter_ns() - t0
+        first_ns = time.perf_counter_ns() - t0
+        if "instances" in result:  # all loaded, one has run: the base of the running growth
+            result["instances"]["rss_one_running_kb"] = rss_kb()
+        if change_from:
+            result["shape_change"] = {
+                "from": change_from,
+                "resize_ns": resize_ns,
+                "first_ns": first_ns,
+            }
+        else:
+            result["first_inference_ns"] = first_ns
         warmup: List[int] = []
         for run in streams:
             for _ in range(spec["warmup"]):
@@ -538,39 +614,19 @@ def _measure_cell(
                 run()
                 warmup.append(time.perf_counter_ns() - t0)
         result["warmup_samples_ns"] = warmup
-
-        min_ns = int(spec["min_time_s"] * 1e9)
-        max_ns = int(spec["max_time_s"] * 1e9)
-        if telemetry is not None:
-            telemetry.start_window()
-        last: List[Any] = []
-        try:
-            if spec["concurrency"] == 1:
-                timing = measure_sequential(
-                    streams[0],
-                    spec["iterations"],
-                    min_ns,
-                    spec["max_iterations"],
-                    max_ns,
-                    spec.get("target_ci"),
-                    last,
-                )
-            else:
-                timing = measure_concurrent(
-                    streams, spec["iterations"], min_ns, spec["max_iterations"], max_ns
-                )
-        finally:
-            if telemetry is not None:
-                telemetry.end_window()
-                result["telemetry"] = telemetry.trace()
-        result.update(timing)
-        outputs = last[0] if last else streams[0]()
+        _timed_loop(spec, result, telemetry, streams)
+        outputs = result.pop("_last_outputs", None) or streams[0]()
+        if "instances" in result:
+            result["instances"]["rss_running_kb"] = rss_kb()
     except (BackendError, MemoryError):
         raise
     except Exception as exc:
         raise BackendError(
             "inference", "inference failed: %s" % exc, traceback.format_exc()
         ) from exc
+    finally:
+        for another in extra:
+            another.close()
 
     names = backend.output_names()
     result["outputs"] = summarize_outputs(names, list(outputs))
@@ -582,9 +638,105 @@ def _measure_cell(
             backend, inputs, spec["eval_file"], spec["save_eval_outputs"]
         )
         result["eval_outputs_file"] = spec["save_eval_outputs"]
+    # Before any profiling instance is loaded: the peak is the measured cell's own.
     result["peak_rss_kb"] = peak_rss_kb()
+    if spec["profile_ops"]:
+        result["op_profile"] = _profile_ops(spec, feeds)
     result["status"] = "ok"
     backend.close()
+
+
+def _timed_loop(
+    spec: Dict[str, Any],
+    result: Dict[str, Any],
+    telemetry: Optional[Telemetry],
+    streams: List[Any],
+) -> None:
+    """The timed window: samples (and stages, with one stream) into ``result``."""
+    min_ns = int(spec["min_time_s"] * 1e9)
+    max_ns = int(spec["max_time_s"] * 1e9)
+    staged = spec["stages"] and len(streams) == 1 and isinstance(streams[0], Stream)
+    stage_samples: Optional[Dict[str, List[int]]] = {} if staged else None
+    if telemetry is not None:
+        telemetry.start_window()
+    last: List[Any] = []
+    try:
+        if len(streams) == 1:
+            timing = measure_sequential(
+                streams[0],
+                spec["iterations"],
+                min_ns,
+                spec["max_iterations"],
+                max_ns,
+                spec.get("target_ci"),
+                last,
+                stage_samples,
+            )
+        else:
+            timing = measure_concurrent(
+                streams, spec["iterations"], min_ns, spec["max_iterations"], max_ns
+            )
+    finally:
+        if telemetry is not None:
+            telemetry.end_window()
+            result["telemetry"] = telemetry.trace()
+    result.update(timing)
+    if last:
+        result["_last_outputs"] = last[0]
+    if stage_samples is not None:
+        result["stages"] = {"samples_ns": stage_samples, "boundaries": streams[0].boundaries}
+    elif spec["stages"]:
+        why = "%d streams ran at once; stages are timed with one" % len(streams)
+        if len(streams) == 1:
+            why = "the %s backend runs an inference as one call" % spec["framework"]
+        result["stages"] = {"unavailable": why}
+
+
+def _profile_ops(spec: Dict[str, Any], feeds: Dict[str, Any]) -> Dict[str, Any]:
+    """Per-operator times from a separate profiling instance, after the timed window."""
+    import shutil
+    import tempfile
+
+    import op_profile
+
+    workdir = tempfile.mkdtemp(prefix="edgebench-ops-")
+    try:
+        return op_profile.profile_ops(
+            spec["framework"],
+            spec["model"],
+            spec["threads"],
+            spec["precision"],
+            feeds,
+            int(spec["profile_ops"]),
+            workdir,
+        )
+    except Exception as exc:  # a profiler failure never costs the cell its timed result
+        return {"unavailable": "profiling failed: %s: %s" % (type(exc).__name__, exc)}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def check_fixed_shapes(
+    inputs: List[InputSpec], model_inputs: List[InputSpec], model_path: str
+) -> None:
+    """Refuse inputs whose shape a fixed-shape artifact was not converted for: frameworks
+    would otherwise fail deep inside or, worse, run on misread memory."""
+    fixed = {i.name: i.shape for i in model_inputs}
+    for wanted in inputs:
+        have = fixed.get(wanted.name)
+        if not have or len(have) != len(wanted.shape):
+            continue
+        if any(h > 0 and h != w for h, w in zip(have, wanted.shape)):
+            raise BackendError(
+                "bad_spec",
+                "%s has a fixed input %s of shape %s, not %s: convert it for that shape, or "
+                "use a dynamic artifact (--shape-mode dynamic)"
+                % (os.path.basename(model_path), wanted.name, have, wanted.shape),
+            )
+
+
+def rss_kb() -> Optional[int]:
+    return status_kb(read_proc_status(), "VmRSS")
 
 
 def evaluate(backend: Backend, inputs: List[InputSpec], eval_file: str, target: str) -> int:

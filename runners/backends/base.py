@@ -30,17 +30,50 @@ class InputSpec:
         return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
 
 
+#: The stages of one inference, in order; docs/profiling.md says what each covers per framework.
+STAGES = ("copy_in", "compute", "copy_out")
+
+
+class Stream:
+    """One inference on prepared inputs, split into the stages the framework's API separates.
+
+    Calling it runs the three stages in order and returns the outputs (a list of numpy arrays
+    in the model's ONNX layout). ``boundaries`` says, per stage, what the framework does in it.
+    """
+
+    def __init__(
+        self,
+        copy_in: Callable[[], None],
+        compute: Callable[[], None],
+        copy_out: Callable[[], List[Any]],
+        boundaries: Dict[str, str],
+    ) -> None:
+        self.copy_in = copy_in
+        self.compute = compute
+        self.copy_out = copy_out
+        self.boundaries = boundaries
+
+    def __call__(self) -> List[Any]:
+        self.copy_in()
+        self.compute()
+        return self.copy_out()
+
+
 class Backend:
     """One inference framework.
 
     Lifecycle: ``load`` once, then ``make_stream`` once per concurrent stream; each stream is a
-    zero-argument callable that runs one inference on fixed, pre-allocated inputs and returns the
-    outputs as a list of numpy arrays (only the last call's outputs are ever inspected).
+    ``Stream`` (or any zero-argument callable) that runs one inference on fixed inputs and
+    returns the outputs as a list of numpy arrays (only the last call's outputs are inspected).
+    ``make_stream`` with inputs of another shape resizes, where the model allows it.
     """
 
     #: The framework name (its module's FRAMEWORK), for messages.
     name = ""
     precisions = ("fp32",)
+    #: Why one loaded model cannot serve several concurrent streams (None: it can, and
+    #: ``make_stream`` shares the weights between them: --instances N in shared mode).
+    no_shared_instances: Optional[str] = None
 
     def version(self) -> str:
         raise NotImplementedError
@@ -57,6 +90,10 @@ class Backend:
 
     def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
         raise NotImplementedError
+
+    def reuse_streams(self) -> None:
+        """Let the next ``make_stream`` take over the earlier streams' state (a shape change
+        resizes the one session instead of making another); optional."""
 
     def close(self) -> None:
         """Release framework objects; optional."""

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict, List
 
-from .base import Backend, BackendError, InputSpec, check_precision, first_line
+from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
 
 FRAMEWORK = "mnn"
 REQUIRES = ("MNN",)
@@ -15,6 +15,13 @@ REQUIRES = ("MNN",)
 # calibrated scales, and "normal" keeps the ops it cannot in fp32 (not fp16). int8-weights
 # models hold int8 weights that the runtime expands to float at load: they compute like fp32.
 _PRECISION = {"fp32": "normal", "fp16": "low", "int8": "normal", "int8-weights": "normal"}
+
+
+BOUNDARIES = {
+    "copy_in": "Tensor.copyFrom of a host tensor into each session input",
+    "compute": "Interpreter.runSession",
+    "copy_out": "copyToHostTensor of each output, then a numpy copy",
+}
 
 
 class MnnBackend(Backend):
@@ -65,7 +72,11 @@ class MnnBackend(Backend):
     def output_names(self) -> List[str]:
         return list(self._interpreter.getSessionOutputAll(self._main).keys())
 
-    def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
+    def reuse_streams(self) -> None:
+        # The next stream resizes the first session instead of creating one (a shape change).
+        self._main_used = False
+
+    def make_stream(self, feeds: Dict[str, Any]) -> Stream:
         import numpy as np
 
         mnn = self._mnn
@@ -92,12 +103,18 @@ class MnnBackend(Backend):
             shape = tuple(device_tensor.getShape())
             host = mnn.Tensor(shape, mnn.Halide_Type_Float, np.zeros(shape, np.float32), caffe)
             fetch.append((device_tensor, host, shape))
-        run_session = interpreter.runSession
 
-        def run() -> List[Any]:
+        def copy_in() -> None:
             for device_tensor, host in staged:
                 device_tensor.copyFrom(host)
-            run_session(session)
+
+        def compute() -> None:
+            code = interpreter.runSession(session)
+            if code:  # an ErrorCode: resizeSession says True even when the shapes cannot work
+                reason = " (the model cannot take these input shapes)" if code == 3 else ""
+                raise BackendError("inference", "MNN runSession returned %s%s" % (code, reason))
+
+        def copy_out() -> List[Any]:
             results = []
             for device_tensor, host, shape in fetch:
                 device_tensor.copyToHostTensor(host)
@@ -105,7 +122,7 @@ class MnnBackend(Backend):
                 results.append(np.array(data, dtype=np.float32).reshape(shape))
             return results
 
-        return run
+        return Stream(copy_in, compute, copy_out, BOUNDARIES)
 
     def close(self) -> None:
         for session in self._sessions:

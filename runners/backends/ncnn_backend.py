@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict, List
 
-from .base import Backend, BackendError, InputSpec, check_precision
+from .base import Backend, BackendError, InputSpec, Stream, check_precision
 from .io_map import IoMap, TensorMap
 
 FRAMEWORK = "ncnn"
 REQUIRES = ("ncnn",)
+
+
+BOUNDARIES = {
+    "copy_in": "Net.create_extractor and Extractor.input of Mats made once (no copy)",
+    "compute": "Extractor.extract of every output: ncnn computes the layers lazily in extract",
+    "copy_out": "Mat to numpy copy of each output",
+}
 
 
 class NcnnBackend(Backend):
@@ -61,7 +68,7 @@ class NcnnBackend(Backend):
     def output_names(self) -> List[str]:
         return [t.onnx_name for t in self._io.outputs]
 
-    def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
+    def make_stream(self, feeds: Dict[str, Any]) -> Stream:
         import numpy as np
 
         ncnn = self._ncnn
@@ -75,19 +82,35 @@ class NcnnBackend(Backend):
             mats.append((tensor.name, ncnn.Mat(array).clone()))
         outputs: List[TensorMap] = list(self._io.outputs)
 
-        def run() -> List[Any]:
+        # One Net serves every stream (each iteration makes its own extractor): shared weights.
+        state: Dict[str, Any] = {}
+
+        def copy_in() -> None:
             extractor = net.create_extractor()
             for name, mat in mats:
                 extractor.input(name, mat)
-            results = []
+            state["extractor"] = extractor
+
+        def compute() -> None:
+            # ncnn runs the layers lazily, inside extract: the extract calls are the compute.
+            extracted = []
             for tensor in outputs:
-                status, mat = extractor.extract(tensor.name)
+                status, mat = state["extractor"].extract(tensor.name)
                 if status != 0:
                     raise RuntimeError("ncnn could not extract blob %s" % tensor.name)
-                results.append(tensor.to_onnx(np.array(mat)))
-            return results
+                extracted.append(mat)
+            state["mats"] = extracted
 
-        return run
+        def copy_out() -> List[Any]:
+            mats = state.pop("mats")
+            copied = [tensor.to_onnx(np.array(mat)) for tensor, mat in zip(outputs, mats)]
+            # The Mats, then the extractor, go before the next iteration: ncnn aborts when an
+            # extractor outlives the Net's allocators (at close).
+            del mats
+            state.pop("extractor")
+            return copied
+
+        return Stream(copy_in, compute, copy_out, BOUNDARIES)
 
     def close(self) -> None:
         if self._net is not None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict, List
 
-from .base import Backend, BackendError, InputSpec, check_precision, first_line
+from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
 
 FRAMEWORK = "openvino"
 REQUIRES = ("openvino",)
@@ -25,6 +25,13 @@ def reason_line(text: str) -> str:
         if not line.startswith("Exception from ") and not re.match(r"Check '.*' failed at ", line)
     ]
     return reasons[-1][:300] if reasons else first_line(text)
+
+
+BOUNDARIES = {
+    "copy_in": "copy into the infer request's own input tensors",
+    "compute": "InferRequest.infer",
+    "copy_out": "copy of each output tensor into a numpy array",
+}
 
 
 class OpenVinoBackend(Backend):
@@ -71,17 +78,26 @@ class OpenVinoBackend(Backend):
     def output_names(self) -> List[str]:
         return [port.get_any_name() for port in self._compiled.outputs]
 
-    def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
+    def make_stream(self, feeds: Dict[str, Any]) -> Stream:
+        # One compiled model, one infer request per stream: the requests share the weights.
+        import numpy as np
+
         request = self._compiled.create_infer_request()
         ports = list(self._compiled.outputs)
+        staged = []
         for name, value in feeds.items():
-            request.set_tensor(name, self._ov.Tensor(value))
+            tensor = self._ov.Tensor(np.array(value, copy=True))  # the request's own memory
+            request.set_tensor(name, tensor)
+            staged.append((tensor.data, value))
 
-        def run() -> List[Any]:
-            request.infer()
+        def copy_in() -> None:
+            for target, value in staged:
+                np.copyto(target, value)
+
+        def copy_out() -> List[Any]:
             return [request.get_tensor(port).data.copy() for port in ports]
 
-        return run
+        return Stream(copy_in, request.infer, copy_out, BOUNDARIES)
 
     def close(self) -> None:
         self._compiled = None

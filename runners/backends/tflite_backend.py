@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict, List
 
-from .base import Backend, BackendError, InputSpec, check_precision, first_line
+from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
 from .io_map import IoMap, TensorMap
 
 FRAMEWORK = "tflite"
@@ -19,11 +19,22 @@ def _interpreter_class() -> Any:
     return Interpreter
 
 
+BOUNDARIES = {
+    "copy_in": "Interpreter.set_tensor of each input (a copy)",
+    "compute": "Interpreter.invoke",
+    "copy_out": "Interpreter.get_tensor of each output (a copy)",
+}
+
+
 class TfliteBackend(Backend):
     name = FRAMEWORK
     # fp16 and int8 are properties of the converted file (fp16 weights; int8 weights and
     # activations behind float inputs and outputs); the interpreter API is the same.
     precisions = ("fp32", "fp16", "int8")
+    no_shared_instances = (
+        "a LiteRT interpreter runs one invoke at a time, so every stream needs its own "
+        "interpreter, with its own copy of the packed weights"
+    )
 
     def __init__(self) -> None:
         self._cls = _interpreter_class()
@@ -79,7 +90,7 @@ class TfliteBackend(Backend):
     def output_names(self) -> List[str]:
         return [t.onnx_name for t in self._io.outputs]
 
-    def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
+    def make_stream(self, feeds: Dict[str, Any]) -> Stream:
         # An interpreter is not thread-safe: every extra stream gets its own.
         interpreter = self._main if self._main is not None else self._interpreter()
         self._main = None
@@ -91,13 +102,14 @@ class TfliteBackend(Backend):
         get_tensor = interpreter.get_tensor
         invoke = interpreter.invoke
 
-        def run() -> List[Any]:
+        def copy_in() -> None:
             for index, value in staged:
                 set_tensor(index, value)
-            invoke()
+
+        def copy_out() -> List[Any]:
             return [tensor.to_onnx(get_tensor(index)) for tensor, index in outputs]
 
-        return run
+        return Stream(copy_in, invoke, copy_out, BOUNDARIES)
 
 
 def _indices(details: List[Dict[str, Any]], tensors: List[TensorMap]) -> List[int]:
