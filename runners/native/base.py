@@ -66,6 +66,8 @@ class NativeCell:
     ``.tnnproto``, ``.xml``); ``model_dir`` is the device folder holding all artifact files and
     the working directory of the run. ``input_shapes`` are ONNX-style (NCHW) shapes by input
     name, in the model's input order; each adapter converts them to its tool's convention.
+    ``profile_ops`` asks the tools that can for their per-operator table (a separate run: it
+    slows the timed inferences down).
     """
 
     model_path: str
@@ -77,6 +79,7 @@ class NativeCell:
     precision: str = "fp32"
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
     output_file: str | None = None
+    profile_ops: bool = False
 
     def __post_init__(self) -> None:
         for name in ("threads", "warmup", "iterations"):

@@ -36,22 +36,37 @@ statistics after "Latency for each data shape group" (``-pcseq``) are ignored. T
 the first ``Build ....`` line (the runtime's). ``init_ms`` is the "Compile model took" (older:
 "Load network took") time. The ``-json_stats`` report (``DIR/benchmark_report.json``; DIR must
 exist) rounds latencies to 0.01 ms, so the text output is what is parsed.
+
+Op profile (``cell.profile_ops``: ``-pc``, a run of its own): after "Performance counts for 0-th
+infer request" one row per node of the compiled graph, then "Total time:"::
+
+    Multiply_6833        Status.EXECUTED      layerType: Convolution          execType: \
+brgconv_avx2_f32     realTime (ms): 0.980      cpuTime (ms): 0.980
+
+(the C++ tool prints ``EXECUTED`` without ``Status.``). These are the counters of the request's
+last inference, so the profile has one iteration; names longer than the column are cut to
+``<prefix>...``, so each row stays one op. Rows that did not run (``NOT_RUN``, ``OPTIMIZED_OUT``:
+fused into a neighbour) are left out; ``impl`` is the ``execType``.
+:meth:`OpenvinoBenchmarkAppAdapter.parse_op_profile` returns runners/op_profile.py's result.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from ..op_profile import profile_result
 from .base import (
     NUMBER,
     NativeAdapter,
     NativeCell,
+    NativeParseError,
     NativeResult,
     finite_or_none,
     int_or_none,
     shape_arg,
+    streams,
 )
 
 _UNIT = r"(?P<unit>ms|us|\u00b5s|\u03bcs|s)\b"
@@ -68,6 +83,14 @@ _INIT_RE = re.compile(
     rf"^(?:Compile model|Load network) took\s*(?P<value>{NUMBER})\s*{_UNIT}", re.ASCII
 )
 _GROUPS_RE = re.compile(r"^Latency for each data shape group", re.ASCII)
+OP_PROFILE_SOURCE = "benchmark_app -pc"
+_COUNTERS_RE = re.compile(r"^Performance counts for \d+-th infer request", re.ASCII)
+_COUNTER_ROW_RE = re.compile(
+    r"^(?P<name>\S.*?)\s+(?:Status\.)?(?P<status>EXECUTED|NOT_RUN|OPTIMIZED_OUT)\s+"
+    r"layerType:\s*(?P<type>\S+)\s+execType:\s*(?P<impl>\S+)\s+"
+    rf"realTime \(ms\):\s*(?P<real>{NUMBER})",
+    re.ASCII,
+)
 
 # unit -> (scale, divisor) to milliseconds
 _TO_MS = {
@@ -128,7 +151,24 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
         if self.report_folder is not None:
             argv += ["-report_type", "no_counters", "-report_folder", self.report_folder]
             argv.append("-json_stats")
+        if cell.profile_ops:
+            argv.append("-pc")
         return argv
+
+    def parse_op_profile(self, stdout: str, stderr: str = "", logcat: str = "") -> dict[str, Any]:
+        """The op profile of a ``profile_ops`` run (see the module docs); raises
+        :class:`NativeParseError` without the counters or the latency statistics."""
+        for lines in streams(stdout, stderr, logcat):
+            lines = [_PREFIX_RE.sub("", line, count=1).strip() for line in lines]
+            rows = _counter_rows(lines)
+            if rows is None:
+                continue
+            timed = self.parse_lines(lines, None)
+            latency = timed and (timed.avg_ms or timed.median_ms)
+            if not latency:
+                raise NativeParseError(self.tool, self.result_line, "beside the counters")
+            return profile_result(OP_PROFILE_SOURCE, 1, rows, latency)
+        raise NativeParseError(self.tool, "'Performance counts for 0-th infer request' rows")
 
     def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
         lines = [_PREFIX_RE.sub("", line, count=1).strip() for line in lines]
@@ -183,3 +223,30 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
                 result.init_ms = _ms(match)
                 result.raw_lines.append(line)
         return result.finish()
+
+
+def _counter_rows(lines: list[str]) -> list[dict[str, Any]] | None:
+    """The executed rows of the first request's counters, or None without counters."""
+    start = next((i for i, line in enumerate(lines) if _COUNTERS_RE.match(line)), None)
+    if start is None:
+        return None
+    rows = []
+    for line in lines[start + 1 :]:
+        match = _COUNTER_ROW_RE.match(line)
+        if match is None:
+            if rows or line.startswith("Total time"):
+                break
+            continue
+        real_ms = finite_or_none(match.group("real"))
+        if match.group("status") != "EXECUTED" or real_ms is None:
+            continue
+        rows.append(
+            {
+                "name": match.group("name"),
+                "type": match.group("type"),
+                "impl": match.group("impl"),
+                "time_ms": real_ms,
+                "count": 1,
+            }
+        )
+    return rows

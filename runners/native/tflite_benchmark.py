@@ -33,13 +33,28 @@ initialisation ("Init"). ``memory_mb`` is the ``overall`` value of the "Memory f
 line: the growth of the process's peak resident set size (getrusage max RSS) from the tool's
 start to the end of the timed runs, in MB. It includes the tool's own allocations and is only
 approximate (the tool says so itself).
+
+Op profile (``cell.profile_ops``: ``--enable_op_profiling=true``, a run of its own): after
+"Operator-wise Profiling Info for Regular Benchmark Runs:" comes the "Run Order" table, one row
+per node of the timed runs (warm-up excluded)::
+
+    [node type]  [start]  [first]  [avg ms]  [%]  [cdf%]  [mem KB]  [times called]  [Name]
+    CONV_2D        0.000   87.754    60.957  2.066%  2.066%  0.000  1  [MobilenetV1/.../Relu6]:0
+
+(``[start]`` is gone in newer builds; the columns are read from the header.) ``avg ms`` is the
+mean of one call and ``times called`` the calls per run (TensorFlow's StatsCalculator), so a
+node's time per run is their product. Delegated nodes (XNNPACK's own operators, named
+``Delegate/<operator>:<index>`` since TF 2.9.1) get ``impl`` "delegate", the others "builtin".
+:meth:`TfliteBenchmarkAdapter.parse_op_profile` returns runners/op_profile.py's result.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from ..op_profile import profile_result
 from .base import (
     NUMBER,
     NativeAdapter,
@@ -48,6 +63,7 @@ from .base import (
     NativeResult,
     finite_or_none,
     int_or_none,
+    streams,
 )
 
 _MARKER_RE = re.compile(r"Running benchmark for (?:at least )?\d+ iterations", re.ASCII)
@@ -61,6 +77,11 @@ _MEMORY_RE = re.compile(
 _INIT_SESSION_RE = re.compile(rf"Initialized session in ({NUMBER})\s*ms", re.ASCII)
 
 _US = 1000.0  # microseconds per millisecond
+
+OP_PROFILE_SOURCE = "benchmark_model --enable_op_profiling"
+_OP_SECTION = "Operator-wise Profiling Info for Regular Benchmark Runs"
+_RUN_ORDER_RE = re.compile(r"^=+\s*Run Order\s*=+$", re.ASCII)
+_COLUMN_RE = re.compile(r"\[([^\]]+)\]", re.ASCII)
 
 
 @dataclass(kw_only=True, eq=False)
@@ -89,7 +110,22 @@ class TfliteBenchmarkAdapter(NativeAdapter):
             argv.append("--allow_fp16=true")
             if self.use_xnnpack and self.xnnpack_force_fp16:
                 argv.append("--xnnpack_force_fp16=true")
+        if cell.profile_ops:
+            argv.append("--enable_op_profiling=true")
         return argv
+
+    def parse_op_profile(self, stdout: str, stderr: str = "", logcat: str = "") -> dict[str, Any]:
+        """The op profile of a ``profile_ops`` run (see the module docs); raises
+        :class:`NativeParseError` without the table or the timed ``count=`` line."""
+        for lines in streams(stdout, stderr, logcat):
+            rows = _op_rows(lines)
+            if rows is None:
+                continue
+            timed = self.parse_lines(lines, None)
+            if timed is None or timed.avg_ms is None:
+                raise NativeParseError(self.tool, self.result_line, "beside the op profile")
+            return profile_result(OP_PROFILE_SOURCE, timed.count or 1, rows, timed.avg_ms)
+        raise NativeParseError(self.tool, f"'{_OP_SECTION}' table")
 
     def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
         count_idx = _timed_count_line(lines)
@@ -161,3 +197,43 @@ def _fill_stats(result: NativeResult, values: dict[str, str], *, all_same: bool)
         # `count=N curr=T(all same)` (or `count=1 curr=T`): every run took T.
         result.min_ms = result.max_ms = result.avg_ms = curr
         result.std_ms = 0.0
+
+
+def _op_rows(lines: list[str]) -> list[dict[str, Any]] | None:
+    """The rows of the Run Order table after the op-profile header (builds before the
+    initialisation profile print the table alone), or None without a table."""
+    sections = [i for i, line in enumerate(lines) if _OP_SECTION in line]
+    start = sections[-1] if sections else 0
+    at = next((i for i in range(start, len(lines)) if _RUN_ORDER_RE.match(lines[i])), None)
+    if at is None or at + 1 >= len(lines):
+        return None
+    columns = _COLUMN_RE.findall(lines[at + 1])
+    numbers = columns[1:-1]
+    if "avg ms" not in numbers or "times called" not in numbers:
+        return None
+    row_re = re.compile(
+        r"^(?P<type>.+?)" + rf"\s+({NUMBER})%?" * len(numbers) + r"\s+(?P<name>\S.*)$", re.ASCII
+    )
+    rows = []
+    for line in lines[at + 2 :]:
+        match = row_re.match(line)
+        if match is None:
+            break
+        values = dict(zip(numbers, match.groups()[1 : 1 + len(numbers)]))
+        avg_ms = finite_or_none(values["avg ms"])
+        if avg_ms is None:
+            continue
+        # Old builds print 0 calls (an integer division by the run count); a listed node ran.
+        calls = max(1, int(finite_or_none(values["times called"]) or 0))
+        name, op_type = match.group("name").strip(), match.group("type").strip()
+        delegated = name.startswith("Delegate/") or "Delegate" in op_type
+        rows.append(
+            {
+                "name": name,
+                "type": op_type,
+                "impl": "delegate" if delegated else "builtin",
+                "time_ms": avg_ms * calls,
+                "count": calls,
+            }
+        )
+    return rows

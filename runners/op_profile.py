@@ -1,0 +1,307 @@
+"""Per-operator profiles on the device (``--profile ops``), through each framework's own API.
+
+Runs on the device: Python 3.8+, stdlib + numpy + the framework only. Each profile loads its own
+instance of the model, so profiled inferences never reach the timed samples. One untimed
+inference comes first; then ``iterations`` profiled ones, each timed around the call.
+
+The result (docs/profiling.md)::
+
+    {"iterations": N, "source": "...", "total_ms": sum of the ops' time_ms,
+     "inference_ms": mean wall time of one profiled inference,
+     "ops": [{"name", "type", "impl", "time_ms": mean per iteration, "count": calls per
+              iteration}, ... slowest first]}
+
+or ``{"unavailable": "<why>"}``; it never raises.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from typing import Any, Callable, Dict, List, Tuple
+
+#: Frameworks whose Python API has no per-operator timer.
+UNAVAILABLE = {
+    "ncnn": "ncnn's Python wheel has no per-layer timer (needs a source build with NCNN_BENCHMARK)",
+    "tflite": "LiteRT's Python interpreter has no op profiler; "
+    'use the native benchmark_model (runner = "native" in the lab entry)',
+    "tnn": "TNN has no Python runtime; its TNNTest prints no per-layer times "
+    "(needs a build with TNN_PROFILER_ENABLE)",
+}
+
+#: (node name, op type, implementation, nanoseconds) of one call of one node.
+Event = Tuple[str, str, Any, int]
+
+
+def profile_ops(
+    framework: str,
+    model_path: str,
+    threads: int,
+    precision: str,
+    feeds: Dict[str, Any],
+    iterations: int,
+    workdir: str,
+) -> Dict[str, Any]:
+    """The per-operator profile of ``iterations`` inferences of ``model_path`` on ``feeds``
+    (ONNX input names -> arrays in the ONNX layout), or ``{"unavailable": why}``."""
+    profiler = _PROFILERS.get(framework)
+    if profiler is None:
+        reason = UNAVAILABLE.get(framework, "%s has no per-operator profiler here" % framework)
+        return {"unavailable": reason}
+    try:
+        return profiler(
+            model_path, int(threads), precision, feeds, max(1, int(iterations)), workdir
+        )
+    except Exception as exc:  # a framework's own exception types; the cell must go on
+        return {"unavailable": "%s profiling failed: %s" % (framework, _reason(framework, exc))}
+
+
+def summarize(
+    source: str, iterations: int, events: List[Event], wall_ns: List[int]
+) -> Dict[str, Any]:
+    """The profile of ``events`` (every call of every node over all profiled iterations)."""
+    totals: Dict[Tuple[str, str, Any], List[int]] = {}
+    for name, op_type, impl, ns in events:
+        entry = totals.setdefault((name, op_type, impl), [0, 0])
+        entry[0] += ns
+        entry[1] += 1
+    ops = [
+        {
+            "name": name,
+            "type": op_type,
+            "impl": impl,
+            "time_ms": ns / iterations / 1e6,
+            "count": max(1, round(calls / iterations)),
+        }
+        for (name, op_type, impl), (ns, calls) in totals.items()
+    ]
+    return profile_result(source, iterations, ops, sum(wall_ns) / len(wall_ns) / 1e6)
+
+
+def profile_result(
+    source: str, iterations: int, ops: List[Dict[str, Any]], inference_ms: float
+) -> Dict[str, Any]:
+    """The result from op rows (``time_ms``: mean per iteration); the native tools' parsers
+    use it too. Rows without a measurable time are left out."""
+    kept = [dict(op, time_ms=round(op["time_ms"], 6)) for op in ops if op["time_ms"] > 0]
+    kept.sort(key=lambda op: op["time_ms"], reverse=True)
+    return {
+        "iterations": iterations,
+        "source": source,
+        "ops": kept,
+        "total_ms": round(sum(op["time_ms"] for op in kept), 6),
+        "inference_ms": round(inference_ms, 6),
+    }
+
+
+def _timed(run: Callable[[], Any], iterations: int, collect: Callable[[], None]) -> List[int]:
+    """Wall time of each of ``iterations`` calls of ``run``; ``collect`` runs after each,
+    outside the timed span."""
+    wall = []
+    for _ in range(iterations):
+        start = time.perf_counter_ns()
+        run()
+        wall.append(time.perf_counter_ns() - start)
+        collect()
+    return wall
+
+
+def _onnxruntime(
+    model_path: str,
+    threads: int,
+    precision: str,
+    feeds: Dict[str, Any],
+    iterations: int,
+    workdir: str,
+) -> Dict[str, Any]:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    so.enable_profiling = True
+    # A folder of its own: ORT creates the trace file even when loading the model fails.
+    folder = tempfile.mkdtemp(prefix="ort-profile-", dir=workdir)
+    try:
+        so.profile_file_prefix = os.path.join(folder, "trace")
+        session = ort.InferenceSession(
+            model_path, sess_options=so, providers=["CPUExecutionProvider"]
+        )
+        names = [o.name for o in session.get_outputs()]
+        try:
+            session.run(names, feeds)  # the untimed first inference
+            wall = _timed(lambda: session.run(names, feeds), iterations, lambda: None)
+        finally:
+            trace_path = session.end_profiling()
+        with open(trace_path) as handle:
+            trace = json.load(handle)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return summarize(
+        "onnxruntime SessionOptions.enable_profiling", iterations, _ort_events(trace), wall
+    )
+
+
+def _ort_events(trace: List[Dict[str, Any]]) -> List[Event]:
+    """The kernel events after the first ``model_run`` (the untimed first inference): ORT
+    profiles every run of the session, from its creation on."""
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in trace if e.get("name") == "model_run")
+    if not runs:
+        raise RuntimeError("no model_run events in ONNX Runtime's profile")
+    after_first = runs[0][1]
+    suffix = "_kernel_time"
+    return [
+        (
+            e["name"][: -len(suffix)],
+            e["args"].get("op_name", "?"),
+            e["args"].get("provider"),
+            e["dur"] * 1000,
+        )
+        for e in trace
+        if e.get("cat") == "Node" and e.get("name", "").endswith(suffix) and e["ts"] >= after_first
+    ]
+
+
+def _openvino(
+    model_path: str,
+    threads: int,
+    precision: str,
+    feeds: Dict[str, Any],
+    iterations: int,
+    workdir: str,
+) -> Dict[str, Any]:
+    import openvino as ov
+
+    hints = _backend("openvino_backend")._PRECISION_HINT
+    if precision not in hints:
+        raise ValueError("no %s on OpenVINO's CPU plugin" % precision)
+    core = ov.Core()
+    config = {
+        "INFERENCE_NUM_THREADS": threads,
+        "PERFORMANCE_HINT": "LATENCY",
+        "NUM_STREAMS": 1,
+        "INFERENCE_PRECISION_HINT": hints[precision],
+        "PERF_COUNT": True,
+    }
+    compiled = core.compile_model(core.read_model(model_path), "CPU", config)
+    request = compiled.create_infer_request()
+    for name, value in feeds.items():
+        request.set_tensor(name, ov.Tensor(value))
+    request.infer()  # the untimed first inference
+    events: List[Event] = []
+
+    def collect() -> None:
+        # The counters of the request's last inference.
+        for info in request.get_profiling_info():
+            status = getattr(info.status, "name", str(info.status))
+            if status.endswith(("NOT_RUN", "OPTIMIZED_OUT")):
+                continue
+            events.append((info.node_name, info.node_type, info.exec_type, _ns(info.real_time)))
+
+    wall = _timed(request.infer, iterations, collect)
+    return summarize("openvino PERF_COUNT get_profiling_info", iterations, events, wall)
+
+
+def _ns(delta: Any) -> int:
+    """A ``datetime.timedelta`` in nanoseconds, exactly."""
+    return ((delta.days * 86400 + delta.seconds) * 1000000 + delta.microseconds) * 1000
+
+
+def _mnn(
+    model_path: str,
+    threads: int,
+    precision: str,
+    feeds: Dict[str, Any],
+    iterations: int,
+    workdir: str,
+) -> Dict[str, Any]:
+    import MNN
+    import numpy as np
+
+    modes = _backend("mnn_backend")._PRECISION
+    if precision not in modes:
+        raise ValueError("no %s in MNN" % precision)
+    backend = "CPU"
+    interpreter = MNN.Interpreter(model_path)
+    session = interpreter.createSession(
+        {"numThread": threads, "precision": modes[precision], "backend": backend}
+    )
+    if session is None:
+        raise RuntimeError("MNN could not create a session for the model")
+    events: List[Event] = []
+    started: Dict[str, int] = {}
+
+    def before(_tensors: Any, info: Any) -> bool:
+        started[info.getName()] = time.perf_counter_ns()
+        return True
+
+    def after(_tensors: Any, info: Any) -> bool:
+        end = time.perf_counter_ns()
+        name = info.getName()
+        events.append((name, info.getType(), backend, end - started.pop(name, end)))
+        return True
+
+    def run() -> None:
+        code = interpreter.runSessionWithCallBackInfo(session, before, after)
+        if code not in (0, None):
+            raise RuntimeError("runSessionWithCallBackInfo returned error code %s" % code)
+
+    _mnn_feed(MNN, np, interpreter, session, feeds)
+    run()  # the untimed first inference
+    del events[:]
+    wall = _timed(run, iterations, lambda: None)
+    return summarize("MNN runSessionWithCallBackInfo", iterations, events, wall)
+
+
+def _mnn_feed(mnn: Any, np: Any, interpreter: Any, session: Any, feeds: Dict[str, Any]) -> None:
+    """Copy ``feeds`` (NCHW) into the session's inputs, resizing it first when a shape differs."""
+    inputs = interpreter.getSessionInputAll(session)
+    resized = False
+    for name, value in feeds.items():
+        if list(inputs[name].getShape()) != list(value.shape):
+            interpreter.resizeTensor(inputs[name], tuple(value.shape))
+            resized = True
+    if resized:
+        interpreter.resizeSession(session)
+    for name, value in feeds.items():
+        host = mnn.Tensor(
+            tuple(value.shape),
+            mnn.Halide_Type_Float,
+            np.ascontiguousarray(value, dtype=np.float32),
+            mnn.Tensor_DimensionType_Caffe,
+        )
+        inputs[name].copyFrom(host)
+
+
+def _backend(name: str) -> Any:
+    """A backend module, as the runner imports it (runners/ on sys.path) or in the host package."""
+    package = __package__ or None
+    return importlib.import_module(("." if package else "") + "backends." + name, package)
+
+
+def _reason(framework: str, exc: BaseException) -> str:
+    """The informative line of a framework's exception."""
+    text = str(exc)
+    if framework == "openvino":  # its messages start with where they were thrown
+        try:
+            return str(_backend("openvino_backend").reason_line(text))
+        except ImportError:
+            pass
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:300]
+    return type(exc).__name__
+
+
+_PROFILERS: Dict[str, Callable[..., Dict[str, Any]]] = {
+    "onnxruntime": _onnxruntime,
+    "openvino": _openvino,
+    "mnn": _mnn,
+}
