@@ -32,12 +32,26 @@ def unsupported_op(op_type: str, node_name: str, target: str) -> ConversionError
     )
 
 
-def read_onnx(path: Path) -> onnx.ModelProto:
-    """The ONNX model at ``path``; a file that is not one is a "failed" conversion."""
+def read_onnx(path: Path, weights: bool = True) -> onnx.ModelProto:
+    """The ONNX model at ``path`` (``weights=False``: without external weight files); a file
+    that is not one is a "failed" conversion."""
     try:
-        return onnx.load(str(path))
+        return onnx.load(str(path), load_external_data=weights)
     except Exception as exc:  # protobuf raises DecodeError, onnx its own types
         raise ConversionError("failed", f"cannot read ONNX model {path}: {exc}") from exc
+
+
+def symbolic_input_axes(model: onnx.ModelProto) -> dict[str, list[int]]:
+    """The axes of each graph input (initializers aside) that the model does not fix: a
+    ``dim_param`` or no size at all."""
+    initializers = {init.name for init in model.graph.initializer}
+    found: dict[str, list[int]] = {}
+    for value in model.graph.input:
+        dims = value.type.tensor_type.shape.dim
+        free = [i for i, d in enumerate(dims) if not d.HasField("dim_value") or d.dim_value <= 0]
+        if free and value.name not in initializers:
+            found[value.name] = free
+    return found
 
 
 #: Precisions whose conversion reads a calibration set (full integer: weights and activations).
@@ -56,6 +70,10 @@ class ConversionOptions:
     calibration: Path | None = None
     #: The set's sha256: the artifact depends on the data, not on where the file is.
     calibration_sha256: str | None = None
+    #: Keep the model's symbolic input dims, for an artifact the runner resizes at run time
+    #: (converters whose ``dynamic_shapes`` is False refuse). ``input_shapes`` then holds a
+    #: representative shape, for tools that insist on one (pnnx).
+    dynamic: bool = False
 
     def key_fields(self) -> dict[str, object]:
         fields: dict[str, object] = {
@@ -64,6 +82,8 @@ class ConversionOptions:
         }
         if self.calibration_sha256:
             fields["calibration"] = self.calibration_sha256
+        if self.dynamic:  # only when set: fixed conversions keep the keys they always had
+            fields["dynamic"] = True
         return fields
 
 
@@ -81,6 +101,10 @@ class Converter(ABC):
         "int8-weights": "weight-only int8 is made for MNN only (MNNConvert --weightQuantBits 8); "
         "use int8 for full integer quantization",
     }
+    #: Whether ``ConversionOptions.dynamic`` gives an artifact the runner can resize.
+    dynamic_shapes: ClassVar[bool] = False
+    #: One line: why a dynamic artifact cannot be made (for refusals and listings).
+    dynamic_note: ClassVar[str] = ""
     #: Output of the last successful conversion, kept in the artifact manifest.
     last_log: str = ""
     #: After an int8 conversion: how it was quantized, kept in the manifest as ``quant``:
@@ -100,6 +124,35 @@ class Converter(ABC):
     @abstractmethod
     def unavailable_reason(self) -> str | None:
         """None when the converter can run here, else one line with the fix."""
+
+    def check_dynamic(self, onnx_path: Path, options: ConversionOptions) -> dict[str, list[int]]:
+        """With ``options.dynamic``: the model's symbolic input axes by input name (``{}``
+        without it). Raises a "failed" ConversionError when no dynamic artifact can be made:
+        the format has none (``dynamic_note`` says why), the precision is calibrated at fixed
+        shapes, or the model has no symbolic input dim to keep."""
+        if not options.dynamic:
+            return {}
+        if not self.dynamic_shapes:
+            raise ConversionError(
+                "failed",
+                f"{self.format} has no dynamic-shape artifact: {self.dynamic_note or 'unsupported'}"
+                "; convert one fixed artifact per shape instead",
+            )
+        if options.precision in CALIBRATED_PRECISIONS:
+            raise ConversionError(
+                "failed",
+                f"{self.format} {options.precision} is calibrated at fixed input shapes, so it "
+                "has no dynamic-shape artifact; convert one fixed artifact per shape instead",
+            )
+        axes = symbolic_input_axes(read_onnx(onnx_path, weights=False))
+        if not axes:
+            raise ConversionError(
+                "failed",
+                f"a dynamic {self.format} artifact needs a model with symbolic input dims, and "
+                f"{Path(onnx_path).name} has none "
+                "(edgebench.models.dynamic.relax_inputs makes them)",
+            )
+        return axes
 
     @abstractmethod
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:

@@ -7,16 +7,27 @@ pnnx names the blobs ``in0, in1, ...`` and ``out0, out1, ...`` in ONNX input/out
 
 int8: pnnx writes the fp32 model, then ``ncnn_int8`` rewrites it into ncnn's int8 format,
 calibrated on the calibration set.
+
+Dynamic (``ConversionOptions.dynamic``): pnnx gets the model with its symbolic dims and two
+shapes, ``inputshape`` (the representative one in ``input_shapes``) and ``inputshape2`` (its
+symbolic axes doubled); where the two traces differ it writes shape expressions (a Reshape
+becomes ``6="*(0h,0w),85,3"``) instead of constants, so the param runs at any size. ncnn's
+Mats have no batch axis, so the batch stays 1. ``io.json`` records -1 for every dim that
+differs between the two shapes.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import ClassVar
 
-from .base import ConversionError, ConversionOptions, unsupported_op
+import onnx
+
+from .base import ConversionError, ConversionOptions, read_onnx, unsupported_op
 from .calibration_data import load_calibration
 from .ncnn_int8 import WRITER_VERSION, quantize_ncnn
 from .subprocess_tools import (
@@ -25,9 +36,12 @@ from .subprocess_tools import (
     TensorSpec,
     ToolchainConverter,
     known_shape,
+    scratch_dir,
+    stage_model,
     tensor_entry,
     write_io_json,
 )
+from .toolchains import require_toolchain
 
 FILES = ["model.param", "model.bin", "io.json"]
 # pnnx's inputshape type suffix by ONNX input dtype (float32 needs none).
@@ -41,12 +55,18 @@ class NcnnConverter(ToolchainConverter):
     framework = "ncnn"
     tool = "pnnx"
     precisions = ("fp32", "fp16", "int8")
+    dynamic_shapes: ClassVar[bool] = True
+    #: Dynamic conversions: the model's inputs and outputs at ``inputshape2``.
+    _second: ModelIO | None = None
 
     def cache_version(self, options: ConversionOptions) -> str:
         return self.version() + (f"+{WRITER_VERSION}" if options.precision == "int8" else "")
 
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
         self.last_quant = None
+        axes = self.check_dynamic(onnx_path, options)
+        if options.dynamic:
+            return self._convert_dynamic(Path(onnx_path).resolve(), Path(out_dir), options, axes)
         if options.precision != "int8":
             return super().convert(onnx_path, out_dir, options)
         arrays = load_calibration(options)  # before pnnx runs: a bad set fails fast
@@ -54,10 +74,41 @@ class NcnnConverter(ToolchainConverter):
         self.last_quant = quantize_ncnn(Path(out_dir).resolve(), arrays, str(options.calibration))
         return files
 
+    def _convert_dynamic(
+        self,
+        onnx_path: Path,
+        out_dir: Path,
+        options: ConversionOptions,
+        axes: dict[str, list[int]],
+    ) -> list[str]:
+        """pnnx on the model as it is (symbolic dims kept), with two input shapes; the model
+        is staged at each shape only to learn the inputs' and outputs' shapes there."""
+        require_toolchain(self.toolchain)
+        model = read_onnx(onnx_path, weights=False)
+        first, second = _shape_pair(model, axes, options.input_shapes)
+        with scratch_dir(out_dir.resolve(), self.tool) as work:
+            ios = []
+            for label, shapes in (("first", first), ("second", second)):
+                (work / label).mkdir()
+                ios.append(stage_model(onnx_path, work / label, shapes).io)
+            target = work / "model.onnx"
+            if _has_external_data(model):  # the copy must carry the weights itself
+                onnx.save(read_onnx(onnx_path), str(target))
+            else:
+                shutil.copyfile(onnx_path, target)
+            self._second = ios[1]
+            try:
+                return self.convert_staged(StagedModel(target, ios[0]), out_dir, options.precision)
+            finally:
+                self._second = None
+
     def convert_staged(self, staged: StagedModel, out_dir: Path, precision: str) -> list[str]:
         args = [staged.path.name]
         if staged.io and staged.io.inputs:
             args.append("inputshape=" + ",".join(_shape_arg(s) for s in staged.io.inputs))
+        second = self._second
+        if second is not None:
+            args.append("inputshape2=" + ",".join(_shape_arg(s) for s in second.inputs))
         args.append(f"fp16={int(precision == 'fp16')}")
         run = self.run_tool(args, staged)
         param, weights = staged.work / "model.ncnn.param", staged.work / "model.ncnn.bin"
@@ -66,12 +117,10 @@ class NcnnConverter(ToolchainConverter):
         _check_param(param.read_text(), staged.io, run.log)
         os.replace(param, out_dir / "model.param")
         os.replace(weights, out_dir / "model.bin")
-        write_io_json(
-            out_dir / "io.json",
-            "ncnn",
-            [_entry(s, f"in{i}") for i, s in enumerate(staged.io.inputs)],
-            [_entry(s, f"out{i}") for i, s in enumerate(staged.io.outputs)],
-        )
+        ins, outs = (second.inputs, second.outputs) if second else ([], [])
+        inputs = [_entry(s, f"in{i}", _at(ins, i)) for i, s in enumerate(staged.io.inputs)]
+        outputs = [_entry(s, f"out{i}", _at(outs, i)) for i, s in enumerate(staged.io.outputs)]
+        write_io_json(out_dir / "io.json", "ncnn", inputs, outputs)
         return list(FILES)
 
     def unsupported_in(self, log: str, crashed: bool) -> str | None:
@@ -80,12 +129,67 @@ class NcnnConverter(ToolchainConverter):
         return found.group(1) if found else None
 
 
-def _entry(spec: TensorSpec, blob: str) -> dict:
-    """ncnn blobs have no batch axis: ONNX [1,C,H,W] is the blob [C,H,W]."""
+def _entry(spec: TensorSpec, blob: str, second: TensorSpec | None = None) -> dict:
+    """ncnn blobs have no batch axis: ONNX [1,C,H,W] is the blob [C,H,W]. With ``second``
+    (the tensor at pnnx's ``inputshape2``), the dims that differ between the two are -1."""
     shape = spec.shape if known_shape(spec.shape) else None
-    if shape and len(shape) > 1 and shape[0] == 1:
-        shape = shape[1:]
-    return tensor_entry(spec, blob, shape, None)
+    if shape and second is not None:
+        other = second.shape if known_shape(second.shape) else None
+        if other is not None and len(other) == len(shape):
+            shape = [d if d == e else -1 for d, e in zip(shape, other, strict=True)]
+        else:  # unknown at the second shape: nothing about it is fixed
+            shape = None
+    blob_shape = shape[1:] if shape and len(shape) > 1 and shape[0] == 1 else shape
+    entry = tensor_entry(spec, blob, blob_shape, None)
+    entry["onnx_shape"] = shape
+    return entry
+
+
+def _at(specs: list[TensorSpec], index: int) -> TensorSpec | None:
+    return specs[index] if index < len(specs) else None
+
+
+def _shape_pair(
+    model: onnx.ModelProto, axes: dict[str, list[int]], given: dict[str, list[int]]
+) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """pnnx's ``inputshape`` and ``inputshape2`` by input name: the representative shapes
+    (``given``, or the model's own for a static input), then the same with every symbolic
+    axis but the batch doubled (doubling keeps a network's strides aligned)."""
+    initializers = {init.name for init in model.graph.initializer}
+    first: dict[str, list[int]] = {}
+    second: dict[str, list[int]] = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        free = axes.get(value.name, [])
+        shape = given.get(value.name)
+        if shape is None and free:
+            raise ConversionError(
+                "failed",
+                f"pnnx needs a representative shape for the dynamic input {value.name!r} "
+                "(input_shapes, --shape NAME=1,3,H,W)",
+            )
+        if shape is None:
+            shape = [d.dim_value for d in value.type.tensor_type.shape.dim]
+        if 0 in free and shape and shape[0] != 1:
+            raise ConversionError(
+                "failed",
+                f"ncnn runs one sample at a time (its Mats have no batch axis): give input "
+                f"{value.name!r} batch 1, not {shape[0]}",
+            )
+        first[value.name] = list(shape)
+        second[value.name] = [2 * d if i in free and i != 0 else d for i, d in enumerate(shape)]
+    if first == second:
+        raise ConversionError(
+            "failed",
+            "only the batch of this model is dynamic, and ncnn runs batch 1: "
+            "convert a fixed ncnn artifact instead",
+        )
+    return first, second
+
+
+def _has_external_data(model: onnx.ModelProto) -> bool:
+    return any(init.data_location == onnx.TensorProto.EXTERNAL for init in model.graph.initializer)
 
 
 def _shape_arg(spec: TensorSpec) -> str:

@@ -15,6 +15,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -65,10 +66,15 @@ class Onnx2tfConverter(ToolchainConverter):
     framework = "tflite"
     tool = "onnx2tf"
     precisions = ("fp32", "fp16", "int8")
+    dynamic_note: ClassVar[str] = (
+        "onnx2tf gets the model staged at fixed input shapes, and its NHWC transposes and "
+        "reshapes are written for them"
+    )
     _calibration: dict[str, np.ndarray] | None = None
 
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
         self.last_quant = None
+        self.check_dynamic(onnx_path, options)
         self._calibration = load_calibration(options) if options.precision == "int8" else None
         return super().convert(onnx_path, out_dir, options)
 

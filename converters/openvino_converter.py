@@ -1,5 +1,9 @@
 """ONNX -> OpenVINO IR (.xml + .bin) with openvino.convert_model, in a subprocess.
 
+Dynamic (``ConversionOptions.dynamic``): no input shapes are given to convert_model, so the
+model's symbolic input dims stay undefined in the IR (``[?,3,?,?]``); the CPU plugin compiles
+that once and takes any shape a request's input tensor has.
+
 INT8: the ONNX model is first quantized to QDQ (``qdq.py``, the model ONNX Runtime's int8 cells
 run), and OpenVINO converts that; its FakeQuantize layers execute in int8 on the CPU plugin.
 """
@@ -10,6 +14,7 @@ import importlib.metadata
 import importlib.util
 import json
 from pathlib import Path
+from typing import ClassVar
 
 from .base import ConversionOptions, Converter
 from .isolation import convert_in_python_subprocess
@@ -29,6 +34,7 @@ class OpenVinoConverter(Converter):
     format = "openvino"
     framework = "openvino"
     precisions = ("fp32", "fp16", "int8")
+    dynamic_shapes: ClassVar[bool] = True
     timeout_s = 600.0
 
     def version(self) -> str:
@@ -47,6 +53,9 @@ class OpenVinoConverter(Converter):
         return None
 
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
+        self.check_dynamic(onnx_path, options)
+        # Dynamic: no shapes, so convert_model keeps the model's own (symbolic) input dims.
+        shapes = {} if options.dynamic else options.input_shapes
         xml = out_dir / "model.xml"
         source, log, self.last_quant = onnx_path, "", None
         if options.precision == "int8":
@@ -56,7 +65,7 @@ class OpenVinoConverter(Converter):
         run = convert_in_python_subprocess(
             label="OpenVINO conversion",
             script=_SCRIPT,
-            args=[str(source), str(xml), options.precision, json.dumps(options.input_shapes)],
+            args=[str(source), str(xml), options.precision, json.dumps(shapes)],
             out_dir=out_dir,
             expected=xml,
             timeout=self.timeout_s,

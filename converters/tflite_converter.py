@@ -7,6 +7,7 @@ then quantizes that file with ranges calibrated in LiteRT (``tflite/quantize.py`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from .base import ConversionOptions, Converter, read_onnx
 from .calibration_data import load_calibration
@@ -24,6 +25,10 @@ class TfliteConverter(Converter):
     format = "tflite"
     framework = "tflite"
     precisions = ("fp32", "fp16", "int8")
+    dynamic_note: ClassVar[str] = (
+        "edgebench's TFLite writer folds the graph at fixed input shapes (folding.py) and "
+        "writes every tensor's shape as a constant"
+    )
 
     def version(self) -> str:
         # Bump WRITER_VERSION whenever the bytes written for the same input change.
@@ -37,6 +42,7 @@ class TfliteConverter(Converter):
         return schema_missing()
 
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
+        self.check_dynamic(onnx_path, options)
         model = read_onnx(onnx_path)
         self.last_quant = None
         fallbacks: list[str] | None = None

@@ -21,6 +21,10 @@ class TnnConverter(Converter):
     format = "tnn"
     framework = None
     precisions = ("fp32", "fp16")
+    dynamic_note: ClassVar[str] = (
+        "edgebench's TNN writer folds the graph at fixed input shapes and writes them into "
+        "the .tnnproto; TNNTest runs the shape it was written for"
+    )
     precision_notes: ClassVar[dict[str, str]] = {
         **Converter.precision_notes,
         "int8": "edgebench's TNN writer does not write TNN's quantized layers (Int8 blobs with "
@@ -37,6 +41,7 @@ class TnnConverter(Converter):
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
         if options.precision not in self.precisions:
             raise ConversionError("failed", f"TNN converter has no precision {options.precision!r}")
+        self.check_dynamic(onnx_path, options)
         model = read_onnx(onnx_path)
         files = convert_model(model, options.input_shapes, options.precision)
         out_dir = Path(out_dir)

@@ -20,6 +20,10 @@ class BuiltinModel:
     description: str  # one line
     input_shape: tuple[int, ...]
     build: Callable[[int], onnx.ModelProto]  # seed -> model
+    #: The input axes the architecture takes at any size (``dynamic.relax_inputs`` makes them
+    #: symbolic): convolutional nets take any batch and image size, the ViT none (its
+    #: position embedding fixes 224x224, its class token the batch of 1).
+    free_axes: tuple[int, ...] = ()
 
 
 BUILTIN_MODELS: dict[str, BuiltinModel] = {
@@ -30,12 +34,14 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
             "MobileNetV2 1.0 ImageNet classifier, 224x224 (~3.5M params, ~300M MACs)",
             mobilenetv2.INPUT_SHAPE,
             mobilenetv2.build_mobilenetv2,
+            free_axes=(0, 2, 3),
         ),
         BuiltinModel(
             "resnet50",
             "ResNet-50 v1.5 ImageNet classifier, 224x224 (~25.6M params, ~4.1G MACs)",
             resnet.INPUT_SHAPE,
             resnet.build_resnet50,
+            free_axes=(0, 2, 3),
         ),
         BuiltinModel(
             "vit-tiny",
@@ -48,6 +54,8 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
             "MobileNetV2 + PAN-lite single-stage detector, 320x320, 80 classes, no NMS",
             detector.INPUT_SHAPE,
             detector.build_detector,
+            # Height and width in multiples of 32: the neck concatenates 2x up-sampled maps.
+            free_axes=(0, 2, 3),
         ),
     )
 }

@@ -12,13 +12,16 @@ gets and hand outputs back in ONNX names and layout for the output check.
 
 ``perm`` (optional) is the axis order that turns the ONNX-layout tensor into the artifact layout
 (``numpy.transpose(x, perm)``); outputs are transposed back with its inverse.
+
+A dynamic artifact (one converted to run at any size on some axes) records -1 for those dims;
+a tensor then takes the shape of the value it carries on them.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -38,8 +41,9 @@ class TensorMap:
     def to_artifact(self, value: Any) -> Any:
         if self.perm:
             value = np.transpose(value, self.perm)
-        if self.shape and list(value.shape) != self.shape and value.size == _size(self.shape):
-            value = value.reshape(self.shape)
+        shape = _fit(self.shape, value.shape)
+        if shape is not None and list(value.shape) != shape:
+            value = value.reshape(shape)
         return np.ascontiguousarray(value)
 
     def to_onnx(self, value: Any) -> Any:
@@ -48,8 +52,9 @@ class TensorMap:
             if value.ndim != len(self.perm) and value.size == _size(self.shape):
                 value = value.reshape(self.shape)
             value = np.transpose(value, np.argsort(self.perm))
-        if self.onnx_shape and value.size == _size(self.onnx_shape):
-            value = value.reshape(self.onnx_shape)
+        shape = _fit(self.onnx_shape, value.shape)
+        if shape is not None:
+            value = value.reshape(shape)
         return value
 
 
@@ -58,6 +63,33 @@ def _size(shape: List[int]) -> int:
     for d in shape:
         total *= int(d)
     return total
+
+
+def _fit(shape: List[int], value_shape: Sequence[int]) -> Optional[List[int]]:
+    """``shape`` made concrete for a value of ``value_shape``, or None when it does not fit.
+
+    Fixed dims must hold the value's element count. One -1 takes what is left of it; several
+    take the value's own dims, the value lacking only leading 1s of ``shape`` (ncnn's blobs
+    have no batch axis).
+    """
+    if not shape:
+        return None
+    size = _size(value_shape)
+    unknown = [i for i, d in enumerate(shape) if d < 0]
+    if not unknown:
+        return list(shape) if size == _size(shape) else None
+    known = _size([d for d in shape if d >= 0])
+    if len(unknown) == 1:
+        if known <= 0 or size % known:
+            return None
+        return [size // known if d < 0 else int(d) for d in shape]
+    missing = len(shape) - len(value_shape)
+    if missing < 0 or any(d != 1 for d in shape[:missing]):
+        return None
+    padded = [1] * missing + [int(d) for d in value_shape]
+    if all(d < 0 or d == p for d, p in zip(shape, padded)):
+        return padded
+    return None
 
 
 class IoMap:

@@ -21,20 +21,26 @@ SHAPE = [1, 3, 32, 32]
 CLASSES = 10
 
 
-def _he(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+def he_normal(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
     return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
 
 
-def small_classifier(seed: int = 7) -> onnx.ModelProto:
+def small_classifier(
+    seed: int = 7,
+    dims: list[int | str] | None = None,
+    out_dims: list[int | str] | None = None,
+) -> onnx.ModelProto:
+    """Conv, depthwise conv, pointwise conv, pooling and a linear head; ``dims`` and
+    ``out_dims`` (default: static ``SHAPE`` and ``[1, CLASSES]``) may hold symbolic names."""
     rng = np.random.default_rng(seed)
     weights = {
-        "w1": _he(rng, (16, 3, 3, 3), 27),
+        "w1": he_normal(rng, (16, 3, 3, 3), 27),
         "b1": (rng.standard_normal(16) * 0.1).astype(np.float32),
-        "w2": _he(rng, (16, 1, 3, 3), 9),
+        "w2": he_normal(rng, (16, 1, 3, 3), 9),
         "b2": (rng.standard_normal(16) * 0.1).astype(np.float32),
-        "w3": _he(rng, (32, 16, 1, 1), 16),
+        "w3": he_normal(rng, (32, 16, 1, 1), 16),
         "b3": (rng.standard_normal(32) * 0.1).astype(np.float32),
-        "fc": _he(rng, (CLASSES, 32), 32) * 4.0,
+        "fc": he_normal(rng, (CLASSES, 32), 32) * 4.0,
         "fcb": (rng.standard_normal(CLASSES) * 0.1).astype(np.float32),
     }
     nodes = [
@@ -51,8 +57,8 @@ def small_classifier(seed: int = 7) -> onnx.ModelProto:
     graph = helper.make_graph(
         nodes,
         "small_classifier",
-        [helper.make_tensor_value_info(INPUT, TensorProto.FLOAT, SHAPE)],
-        [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, [1, CLASSES])],
+        [helper.make_tensor_value_info(INPUT, TensorProto.FLOAT, dims or SHAPE)],
+        [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, out_dims or [1, CLASSES])],
         [numpy_helper.from_array(v, k) for k, v in weights.items()],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
