@@ -9,6 +9,7 @@ from edgebench import __version__
 from edgebench.analysis.energy import analyze
 from edgebench.analysis.statistics import latency_stats, stats_warnings, throughput_ips
 from edgebench.analysis.sustained import summarize as summarize_sustained
+from edgebench.measure.breakdowns import attach_breakdowns, shape_field
 from edgebench.planning.cells import Cell
 from edgebench.results.records import Record
 from edgebench.runners.native import NativeResult
@@ -64,6 +65,10 @@ def new_record(run_id: str, cell: Cell, status: str) -> Record:
         artifact=_artifact_info(cell),
         emulated=bool(facts and facts.emulated),
         emulation=facts.emulation if facts else None,
+        shape=shape_field(cell, None),
+        instances=(
+            {"count": cell.instances, "mode": cell.instance_mode} if cell.instances > 1 else None
+        ),
     )
 
 
@@ -111,6 +116,7 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
         record.warnings.append(f"asked for cores {cell.cores} but the runner ran on {effective}")
     if status != Status.OK and error.get("detail"):
         record.stderr_tail = str(error["detail"])[-STDERR_TAIL_CHARS:]
+    attach_breakdowns(record, cell, result)
     if result.get("telemetry") is not None:
         attach_energy(record, cell, result["telemetry"])
     if cell.timing.sustained and status == Status.OK:

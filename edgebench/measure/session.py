@@ -52,6 +52,7 @@ from edgebench.planning.config import RunConfig
 from edgebench.planning.modelref import ModelRef, parse_shape_overrides, resolve_models
 from edgebench.planning.plan_file import Plan, load_plan
 from edgebench.planning.prepare import calibration_sets, prepare_cells
+from edgebench.planning.variants import base_shapes, breakdown_of, expand
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir, utc_now
 from edgebench.statuses import PROBLEMS, ErrorKind, Status
@@ -147,12 +148,14 @@ def _run_session(config: RunConfig, output: RunOutput) -> int:
     if resumed is not None:
         check_same_settings(resumed, config)
     matrix = _resolve_matrix(config)
-    model_inputs = resolve_inputs(matrix.model_refs, parse_shape_overrides(config.sweep.shape))
+    model_inputs = resolve_inputs(
+        matrix.model_refs, parse_shape_overrides(base_shapes(config, matrix.model_refs))
+    )
     device_list = resolve_devices(config.sweep.devices or ["local"], load_lab(config.session.lab))
     _connect_devices(device_list, config, progress)
     # Each device measures through one method, chosen here from its lab entry's runner kind.
     methods = {device.name: method_for(device) for device in device_list}
-    cells = [
+    base_cells = [
         cell
         for one_precision in matrix.precisions
         for cell in build_cells(
@@ -168,9 +171,10 @@ def _run_session(config: RunConfig, output: RunOutput) -> int:
             availability=lambda device, framework: methods[device.name].availability(
                 device, framework
             ),
-            telemetry=_telemetry(config),
+            telemetry=TelemetrySettings.from_config(config.telemetry),
         )
     ]
+    cells = expand(base_cells, breakdown_of(config), cache_dir())
     conversions = prepare_cells(
         cells,
         ArtifactCache(cache_dir() / "artifacts"),
@@ -255,20 +259,6 @@ def _resolve_matrix(config: RunConfig) -> Matrix:
         core_selections=sweep.cores or ["all"],
         precisions=sweep.precision,
         timing=timing,
-    )
-
-
-def _telemetry(config: RunConfig) -> TelemetrySettings:
-    t = config.telemetry
-    return TelemetrySettings(
-        energy_source=t.energy_source,
-        period_s=t.period_s,
-        baseline_s=t.baseline_s,
-        sync_marker=t.sync_marker,
-        temp_limit_c=t.temp_limit,
-        cooldown_temp_c=t.cooldown_temp,
-        cooldown_max_wait_s=t.cooldown_max_wait,
-        set_governor=t.set_governor,
     )
 
 

@@ -19,6 +19,7 @@ from edgebench.frameworks import (
 )
 from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
+from edgebench.planning.config import TelemetryConfig
 from edgebench.planning.modelref import (
     ModelRef,
     ShapeOverride,
@@ -53,6 +54,19 @@ class TelemetrySettings:
     cooldown_max_wait_s: float = 120.0
     set_governor: str | None = None
     enabled: bool = True
+
+    @classmethod
+    def from_config(cls, t: TelemetryConfig) -> TelemetrySettings:
+        return cls(
+            energy_source=t.energy_source,
+            period_s=t.period_s,
+            baseline_s=t.baseline_s,
+            sync_marker=t.sync_marker,
+            temp_limit_c=t.temp_limit,
+            cooldown_temp_c=t.cooldown_temp,
+            cooldown_max_wait_s=t.cooldown_max_wait,
+            set_governor=t.set_governor,
+        )
 
 
 @dataclass(frozen=True)
@@ -104,6 +118,20 @@ class Cell:
     telemetry: TelemetrySettings | None = None
     #: Quantized precisions: the calibration and evaluation sets the cell is judged with.
     quantization: PreparedSets | None = None
+    #: Time copy-in, compute and copy-out separately (one stream only).
+    stages: bool = True
+    #: --profile ops: this many profiled inferences after the timed window (0: none).
+    profile_ops: int = 0
+    #: --instances: N instances of the model in one process (concurrency is N too), either
+    #: ``separate`` loads or ``shared`` weights.
+    instances: int = 1
+    instance_mode: str = "separate"
+    #: --shapes: ``fixed`` (an artifact converted for this shape) or ``dynamic`` (one artifact
+    #: for every shape, resized at run time from ``shape_from``); None outside a shape sweep.
+    shape_mode: str | None = None
+    shape_from: list[dict[str, Any]] | None = None
+    #: Dynamic cells: the sweep's first shape, the one a converter may need as an example.
+    shape_base: list[dict[str, Any]] | None = None
 
     @property
     def cell_id(self) -> str:
@@ -117,7 +145,14 @@ class Cell:
                 f"c{self.cores_selection}",
                 f"s{self.concurrency}",
             ]
+            + ([f"i{self.instances}-{self.instance_mode}"] if self.instances > 1 else [])
+            + ([f"shape-{self.shape_label}-{self.shape_mode}"] if self.shape_mode else [])
         )
+
+    @property
+    def shape_label(self) -> str:
+        """The inputs' shapes as ``1x3x224x224`` (``+`` between several inputs)."""
+        return "+".join("x".join(str(d) for d in i["shape"]) for i in self.inputs)
 
     @property
     def run_path(self) -> Path | None:
@@ -150,6 +185,11 @@ class Cell:
             "input_file": input_file,
             "save_outputs": save_outputs,
             "telemetry": self.telemetry_spec(),
+            "stages": self.stages,
+            "profile_ops": self.profile_ops,
+            "instances": self.instances,
+            "instance_mode": self.instance_mode,
+            "shape_change_from": self.shape_from,
         }
 
     def telemetry_spec(self) -> dict[str, Any] | None:

@@ -267,3 +267,16 @@ calibration_source.metavar = "PATH"  # type: ignore[attr-defined]
 preprocessing.metavar = "KEY=VALUE;..."  # type: ignore[attr-defined]
 names.metavar = "NAME[,NAME...]"  # type: ignore[attr-defined]
 entries.metavar = "VALUE"  # type: ignore[attr-defined]
+
+
+def shapes(value: Any) -> list[str]:
+    """Input shapes to sweep: ``1x3x160x160`` or ``name=1x3x160x160``, comma separated."""
+    items = names(value)
+    for item in items:
+        dims = item.rpartition("=")[2].split("x")
+        if not all(d.isdigit() and int(d) > 0 for d in dims):
+            raise ValueError(f"{item!r} is not a shape such as 1x3x224x224 or input=1x3x224x224")
+    return list(dict.fromkeys(items))
+
+
+shapes.metavar = "[NAME=]1x3xHxW[,...]"  # type: ignore[attr-defined]

@@ -32,11 +32,15 @@ from edgebench.planning.checks import (
     optional,
     path,
     preprocessing,
+    shapes,
     text,
     whole,
     wholes,
 )
+from edgebench.planning.tolerances import DEFAULT_TOLERANCE, TOLERANCES, Tolerance
 from edgebench.quantization.accuracy import AccuracyRule
+
+__all__ = ["DEFAULT_TOLERANCE", "TOLERANCES", "Tolerance"]  # re-exported: the checks read them here
 
 # --------------------------------------------------------------------------- declarations
 
@@ -74,36 +78,6 @@ ENERGY_SOURCES = ("auto", "android_fuel_gauge", "android_odpm", "ina3221", "rapl
 PRECISIONS = ("fp32", "fp16", "int8", "int8-weights")
 
 
-@dataclass(frozen=True)
-class Tolerance:
-    """How far a framework's outputs may be from ONNX Runtime's at one precision.
-
-    Each element must satisfy ``|out - ref| <= atol + rtol * |ref|`` with
-    ``atol = max(rtol * max|ref|, atol_floor)``: an error is allowed in proportion to the
-    element and to the output's peak, so a sparse map (mostly ~0) is judged against its own
-    scale. A score vector (classifier logits) must also keep ``1 - cosine <= cosine_gap``;
-    with ``rel_l2``, every output must also keep ``||out - ref|| / ||ref|| <= rel_l2`` (fp16:
-    reduced-precision rounding spreads over every element, a few far more than the rest, so
-    the norm bounds it better than any one element does);
-    the gap scales with ``(rtol / default rtol)**2`` when ``--tolerance`` changes rtol.
-    docs/converters.md gives the measurements these figures come from.
-    """
-
-    rtol: float
-    atol_floor: float
-    cosine_gap: float
-    rel_l2: float | None = None
-
-
-#: The one table of output-check defaults, per precision (int8 will get its own rule).
-TOLERANCES = {
-    "fp32": Tolerance(rtol=1e-3, atol_floor=1e-6, cosine_gap=1e-6),
-    "fp16": Tolerance(rtol=1e-1, atol_floor=1e-4, cosine_gap=2e-3, rel_l2=6e-2),
-}
-#: rtol per precision: what ``--tolerance`` and ``--tolerance-fp16`` default to.
-DEFAULT_TOLERANCE = {precision: t.rtol for precision, t in TOLERANCES.items()}
-
-
 @dataclass
 class Sweep:
     """What is measured: the matrix of cells. In a plan: top level and ``[sweep]``."""
@@ -138,6 +112,34 @@ class Sweep:
         "Input shape for dynamic models: 1,3,640,640 or name=1,3,640,640.",
         repeat=True,
     )
+    instances: list[int] = setting(
+        [1],
+        wholes(1),
+        "Instances of each model in one process, e.g. 1,2,4,8: memory per instance, and "
+        "latency and throughput with all of them running.",
+        repeat=True,
+    )
+    instance_mode: list[str] = setting(
+        ["separate", "shared"],
+        choices("separate", "shared"),
+        "With --instances above 1: separate loads, and/or one load whose weights the "
+        "instances share (where the framework can).",
+        repeat=True,
+    )
+    shapes: list[str] = setting(
+        [],
+        shapes,
+        "Input sizes to sweep, e.g. 1x3x160x160,1x3x224x224,1x3x320x320 (models with "
+        "dynamic or, for built-in CNNs, free spatial dimensions).",
+        repeat=True,
+    )
+    shape_mode: list[str] = setting(
+        ["fixed", "dynamic"],
+        choices("fixed", "dynamic"),
+        "With --shapes: an artifact converted per shape, and/or one dynamic artifact resized "
+        "at run time (where the framework can).",
+        repeat=True,
+    )
 
 
 @dataclass
@@ -164,6 +166,22 @@ class TimingConfig:
         None,
         optional(number(1)),
         "Run each cell continuously for this many seconds and compare its first and last 10%.",
+    )
+
+
+@dataclass
+class BreakdownConfig:
+    """Where the time goes inside a cell. In a plan: ``[breakdown]``."""
+
+    profile: list[str] = setting(
+        [],
+        choices("ops"),
+        "ops: per-operator times from a separate profiled pass after the timed window.",
+        repeat=True,
+    )
+    profile_iterations: int = setting(10, whole(1), "Inferences in the profiled pass.")
+    no_stages: bool = setting(
+        False, flag, "Time whole inferences only, not copy-in, compute and copy-out apart."
     )
 
 
@@ -364,6 +382,7 @@ class Session:
 PARTS: dict[str, tuple[type, str | None]] = {
     "sweep": (Sweep, "sweep"),
     "timing": (TimingConfig, "timing"),
+    "breakdown": (BreakdownConfig, "breakdown"),
     "telemetry": (TelemetryConfig, "telemetry"),
     "checks": (CheckConfig, "checks"),
     "quantization": (QuantizationConfig, "quantization"),
@@ -381,6 +400,7 @@ class RunConfig:
 
     sweep: Sweep = field(default_factory=Sweep)
     timing: TimingConfig = field(default_factory=TimingConfig)
+    breakdown: BreakdownConfig = field(default_factory=BreakdownConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     checks: CheckConfig = field(default_factory=CheckConfig)
     quantization: QuantizationConfig = field(default_factory=QuantizationConfig)

@@ -26,9 +26,13 @@ _STATUS_OF_KIND = {
 
 def conversion_options(cell: Cell) -> ConversionOptions:
     calibration = cell.quantization.calibration if cell.quantization else None
+    dynamic = cell.shape_mode == "dynamic"
+    # A dynamic artifact serves every shape of the sweep: one conversion, keyed on its first.
+    shaped = cell.shape_base if dynamic and cell.shape_base else cell.inputs
     return ConversionOptions(
         precision=cell.precision,
-        input_shapes={i["name"]: list(i["shape"]) for i in cell.inputs},
+        dynamic=dynamic,
+        input_shapes={i["name"]: list(i["shape"]) for i in shaped},
         calibration=calibration.path if calibration else None,
         calibration_sha256=calibration.sha256 if calibration else None,
     )

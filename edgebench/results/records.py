@@ -89,6 +89,22 @@ class Record:
     #: Quantized precisions: outputs on the evaluation set vs fp32 ONNX Runtime
     #: ``{n, top1_agreement, cosine_min, rel_l2_mean, sqnr_db, worst_output, passed, problem}``.
     accuracy: dict[str, Any] | None = None
+    #: Per-stage times of each timed iteration, where the framework's API separates them:
+    #: ``{samples_ns: {copy_in, compute, copy_out: [ns]}, p50_ms: {...}, p99_ms: {...},
+    #: boundaries: {stage: what it covers on this framework}}``, or ``{unavailable: why}``.
+    stages: dict[str, Any] | None = None
+    #: --profile ops: ``{iterations, source, ops: [{name, type, impl, time_ms, count}],
+    #: total_ms, inference_ms}`` (time_ms: mean per profiled iteration), or ``{unavailable}``.
+    #: Profiled iterations are separate from the timed ones.
+    op_profile: dict[str, Any] | None = None
+    #: --instances: ``{count, mode: separate|shared, rss_before_load_mb, rss_after_load_mb: [one
+    #: per instance, loaded and its stream made], rss_one_running_mb, rss_running_mb,
+    #: per_instance_mb, load_mb_per_instance}`` (measure/breakdowns.py defines the last two);
+    #: latency and throughput are the record's own, measured with all instances running.
+    instances: dict[str, Any] | None = None
+    #: --shapes: ``{mode: fixed|dynamic, pixels, change: {from: [inputs], resize_ms, first_ms}}``
+    #: (change: dynamic cells only, the first inference after resizing from another shape).
+    shape: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

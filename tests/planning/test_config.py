@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from edgebench.errors import UserError
-from edgebench.measure.session import _resolve_matrix, _telemetry
+from edgebench.measure.session import _resolve_matrix
+from edgebench.planning.cells import TelemetrySettings
 from edgebench.planning.config import RunConfig, from_options, settings
 from edgebench.planning.plan_file import load_plan
 
@@ -24,6 +25,13 @@ PLAN_VALUES = {
     ("sweep", "precision"): '["fp32", "fp16"]',
     ("sweep", "concurrency"): "2",
     ("sweep", "shape"): '["1,3,40,40"]',
+    ("sweep", "instances"): "[1, 2]",
+    ("sweep", "instance_mode"): '["shared"]',
+    ("sweep", "shapes"): '["1x3x32x32"]',
+    ("sweep", "shape_mode"): '["dynamic"]',
+    ("breakdown", "profile"): '["ops"]',
+    ("breakdown", "profile_iterations"): "2",
+    ("breakdown", "no_stages"): "true",
     ("timing", "warmup"): "3",
     ("timing", "iterations"): "7",
     ("timing", "min_time"): "0.05",
@@ -75,7 +83,15 @@ def write_full_plan(folder: Path, model: Path, *, sustained: bool = False) -> Pa
     values["timing", "sustained"] = "1.5" if sustained else None
     lines = ['name = "every-key"']
     lines += [f"{key} = {text}" for (table, key), text in values.items() if table == ""]
-    for table in ("sweep", "timing", "telemetry", "checks", "quantization", "thresholds"):
+    for table in (
+        "sweep",
+        "timing",
+        "breakdown",
+        "telemetry",
+        "checks",
+        "quantization",
+        "thresholds",
+    ):
         lines.append(f"[{table}]")
         lines += [
             f"{key} = {text}"
@@ -105,6 +121,10 @@ def test_every_plan_key_reaches_the_configuration_and_what_is_built_from_it(tmp_
     )
     assert (sweep.threads, sweep.cores, sweep.precision) == ([2], ["0"], ["fp32", "fp16"])
     assert (sweep.concurrency, sweep.shape) == (2, ["1,3,40,40"])
+    assert (sweep.instances, sweep.instance_mode) == ([1, 2], ["shared"])
+    assert (sweep.shapes, sweep.shape_mode) == (["1x3x32x32"], ["dynamic"])
+    b = config.breakdown
+    assert (b.profile, b.profile_iterations, b.no_stages) == (["ops"], 2, True)
     assert (timing.rounds, timing.target_ci) == (2, 40.0)
     assert (checks.seed, checks.reference) == (7, model)
     assert checks.tolerances() == {"fp32": 0.01, "fp16": 0.05}
@@ -118,7 +138,7 @@ def test_every_plan_key_reaches_the_configuration_and_what_is_built_from_it(tmp_
     built = _resolve_matrix(config).timing
     assert (built.warmup, built.iterations, built.min_time_s) == (3, 7, 0.05)
     assert (built.max_time_s, built.timeout_s, built.target_ci) == (30.0, 300.0, 0.4)
-    settings_ = _telemetry(config)
+    settings_ = TelemetrySettings.from_config(config.telemetry)
     assert (settings_.energy_source, settings_.baseline_s, settings_.period_s) == (
         "none",
         0.1,
@@ -147,9 +167,16 @@ def test_a_plan_run_stores_every_key_and_uses_the_telemetry_keys(run_cli, eb_env
         assert stored[part][name] == (str(value) if isinstance(value, Path) else value), name
 
     assert {r["precision"] for r in records} == {"fp32", "fp16"}
-    (ok,) = [r for r in records if r["status"] == "ok"]
+    plain = [r for r in records if not r["instances"] and not r["shape"]]
+    (ok,) = [r for r in plain if r["status"] == "ok"]
     assert (ok["threads"], ok["cores"], ok["concurrency"], ok["rounds"]) == (2, "0", 2, 2)
     assert ok["inputs"][0]["shape"] == [1, 3, 40, 40]
+    assert ok["stages"] is None and ok["op_profile"]["iterations"] == 2
+    (shared,) = [r for r in records if r["instances"] and r["status"] == "ok"]
+    assert (shared["instances"]["count"], shared["instances"]["mode"]) == (2, "shared")
+    (dynamic,) = [r for r in records if r["shape"] and r["status"] == "ok"]
+    assert dynamic["shape"]["mode"] == "dynamic"
+    assert dynamic["shape"]["change"]["from"][0]["shape"] == [1, 3, 40, 40]
     # The keys that were once dropped between the plan and the runner:
     assert ok["telemetry"]["period_s"] == pytest.approx(0.02)
     assert ok["telemetry"]["cooldown"]["limit_c"] == 150.0

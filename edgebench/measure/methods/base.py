@@ -45,3 +45,18 @@ def model_files(cell: Cell) -> list[Path]:
         return [cell.artifact.path / name for name in cell.artifact.files]
     assert cell.model.path is not None
     return [cell.model.path, *cell.model.companions]
+
+
+def whole_inference_refusal(cell: Cell, runner: str) -> str | None:
+    """Why a runner that times whole inferences in one instance cannot measure ``cell``."""
+    if cell.instances > 1:
+        return f'{runner} does not load several instances; use runner = "python"'
+    if cell.shape_from:
+        return f'{runner} does not time a shape change; use runner = "python"'
+    return None
+
+
+def note_whole_inference(record: Record, cell: Cell, runner: str) -> None:
+    """Say on the record that ``runner`` has no stage times (when stages were asked for)."""
+    if cell.stages and record.stages is None:
+        record.stages = {"unavailable": f"{runner} times whole inferences only"}

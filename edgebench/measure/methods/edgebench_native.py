@@ -11,9 +11,10 @@ from typing import Any
 from edgebench.builds.sources import FRAMEWORKS as NATIVE_FRAMEWORKS
 from edgebench.lab.device import EDGEBENCH_NATIVE, Device
 from edgebench.lab.remote import RemoteDevice
+from edgebench.measure.methods.base import Visit, note_whole_inference, whole_inference_refusal
 from edgebench.measure.methods.python_runner import Launched, PythonRunner
 from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_command
-from edgebench.measure.records import attach_energy
+from edgebench.measure.records import attach_energy, new_record
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
@@ -52,6 +53,22 @@ class EdgebenchNative(PythonRunner):
             + (" --source mnn=PATH" if framework == "mnn" else "")
             + "`",
         )
+
+    def visit(self, cell: Cell, visit: Visit) -> Record:
+        refusal = whole_inference_refusal(cell, "edgebench-native")
+        if refusal:
+            record = new_record(visit.run_id, cell, Status.UNSUPPORTED)
+            record.error, record.error_kind = refusal, ErrorKind.UNSUPPORTED
+            return record
+        record = super().visit(cell, visit)
+        note_whole_inference(record, cell, "edgebench-native")
+        if cell.profile_ops and record.op_profile is None:
+            record.op_profile = {
+                "unavailable": "edgebench-native has no per-operator profiler; use runner = "
+                '"python" (ONNX Runtime, OpenVINO, MNN) or "native" (benchmark_model, '
+                "benchmark_app)"
+            }
+        return record
 
     def launch(self, cell: Cell, spec: dict[str, Any]) -> Launched:
         device = cell.device

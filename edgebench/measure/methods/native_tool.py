@@ -4,21 +4,37 @@ parses what the tool prints, and telemetry is sampled by a device shell loop bes
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from pathlib import Path
 from typing import Any
 
 from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice
-from edgebench.measure.methods.base import Visit, model_files
+from edgebench.measure.methods.base import (
+    Visit,
+    model_files,
+    note_whole_inference,
+    whole_inference_refusal,
+)
 from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_command
 from edgebench.measure.quantized_check import quant_info
-from edgebench.measure.records import attach_energy, failed_record, record_from_native
+from edgebench.measure.records import attach_energy, failed_record, new_record, record_from_native
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.quantization import QUANTIZED_PRECISIONS
 from edgebench.results.records import Record
 from edgebench.runners.native import NATIVE_TOOLS, NativeCell, NativeParseError
 from edgebench.statuses import ErrorKind, Status
+
+#: Tools that print no per-operator times, and why (the others have ``parse_op_profile``).
+NO_OP_PROFILE = {
+    "ncnn": "benchncnn prints only whole-model min/max/avg "
+    "(per-layer times need a ncnn build with NCNN_BENCHMARK)",
+    "mnn": "MNN's benchmark.out prints only whole-model min/max/avg "
+    "(per-op totals come from its separate timeProfile.out tool)",
+    "tnn": "TNNTest prints only whole-model min/max/avg "
+    "(per-layer times need a TNN build with TNN_PROFILER_ENABLE)",
+}
 
 
 class NativeRunError(Exception):
@@ -50,11 +66,17 @@ class NativeTool:
     def visit(self, cell: Cell, visit: Visit) -> Record:
         device = cell.device
         assert isinstance(device, RemoteDevice), "native tools run on ADB or SSH devices"
+        refusal = whole_inference_refusal(cell, "a native benchmark tool")
+        if refusal:
+            record = new_record(visit.run_id, cell, Status.UNSUPPORTED)
+            record.error, record.error_kind = refusal, ErrorKind.UNSUPPORTED
+            return record
         model_path = device.stage_model(model_files(cell))
         try:
             record = _run(cell, device, model_path, visit.run_id)
         except NativeRunError as exc:
             return failed_record(visit.run_id, cell, ErrorKind.NATIVE_TOOL, str(exc))
+        note_whole_inference(record, cell, "a native benchmark tool")
         if visit.checks.input is not None:
             record.warnings.append(
                 "--input is not used here: a native benchmark tool times its own inputs"
@@ -144,4 +166,45 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
             sampler, files[trace_file] or "", files[marks_file] or "", settings.period_s
         )
         attach_energy(record, cell, trace, tool_avg_ms=result.avg_ms or 0.0)
+    iterations = int(getattr(cell, "profile_ops", 0) or 0)
+    if iterations > 0:
+        _attach_op_profile(record, cell, device, adapter, binary, native_cell, iterations)
     return record
+
+
+def _attach_op_profile(
+    record: Record,
+    cell: Cell,
+    device: RemoteDevice,
+    adapter: Any,
+    binary: str,
+    native_cell: NativeCell,
+    iterations: int,
+) -> None:
+    """--profile ops: the tool runs again with its op profiler, so the profiler's overhead never
+    reaches the timed record; a failure costs only the profile (a warning says why)."""
+    parse = getattr(adapter, "parse_op_profile", None)
+    if parse is None:
+        reason = NO_OP_PROFILE.get(cell.framework, f"{adapter.binary} has no per-operator times")
+        record.op_profile = {"unavailable": reason}
+        return
+    profiled = dataclasses.replace(
+        native_cell, warmup=1, iterations=iterations, profile_ops=True, output_file=None
+    )
+    if adapter.needs_logcat():
+        device.transport.shell(adapter.clear_logcat_command(), timeout=30)
+    line = adapter.shell_command(binary, profiled, pid_file=device.pid_file)
+    command = device.run_measuring(line, cell.timeout_s)
+    if command.timed_out:
+        problem = f"{adapter.binary} timed out after {cell.timeout_s:.0f} s"
+    else:
+        logcat = ""
+        if adapter.needs_logcat():
+            logcat = device.transport.shell(adapter.logcat_command(), timeout=30).stdout
+        try:
+            record.op_profile = parse(command.stdout, command.stderr, logcat)
+            return
+        except NativeParseError as exc:
+            problem = f"{exc} (exit {command.returncode})"
+    record.op_profile = {"unavailable": f"op profiling failed: {problem}"}
+    record.warnings.append(f"--profile ops: the profiling run failed: {problem}")

@@ -1,0 +1,115 @@
+"""The runner's stage, instance, shape and operator results, as record fields.
+
+The runner reports raw figures (nanoseconds, kilobytes); the record keeps the raw stage
+samples beside their p50/p99 in milliseconds, and memory in MB, like the rest of the record.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from edgebench.analysis.statistics import latency_stats
+from edgebench.planning.cells import Cell
+from edgebench.results.records import Record
+
+
+def _mb(kb: Any) -> float | None:
+    return None if kb is None else round(float(kb) / 1024.0, 3)
+
+
+def _ms(ns: Any) -> float | None:
+    return None if ns is None else float(ns) / 1e6
+
+
+def stages_field(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``{samples_ns, p50_ms, p99_ms, boundaries}`` from the runner's stage samples."""
+    if not raw or "unavailable" in raw:
+        return raw or None
+    samples = {k: [int(v) for v in values] for k, values in raw["samples_ns"].items()}
+    p50: dict[str, float] = {}
+    p99: dict[str, float] = {}
+    for stage, values in samples.items():
+        stats = latency_stats(values)
+        if stats is not None:
+            p50[stage], p99[stage] = stats.p50, stats.p99
+    return {
+        "samples_ns": samples,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "boundaries": dict(raw.get("boundaries") or {}),
+    }
+
+
+def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> dict[str, Any] | None:
+    """Memory after each instance was ready, with one of them run, and with all running.
+
+    ``load_mb_per_instance``: the growth per instance after the first, right after loading
+    (weights and per-instance state). ``per_instance_mb``: what each instance after the first
+    adds while all run: the memory with all running, less what one instance alone would hold
+    (the memory with one run, less the other instances' load growth), over N - 1.
+    """
+    if not raw:
+        return None
+    count = int(raw["count"])
+    after = [_mb(kb) for kb in raw.get("rss_after_load_kb") or []]
+    one = _mb(raw.get("rss_one_running_kb"))
+    running = _mb(raw.get("rss_running_kb"))
+    per_instance = load_growth = None
+    if count > 1 and after and all(v is not None for v in after):
+        load_growth = round((after[-1] - after[0]) / (count - 1), 3)  # type: ignore[operator]
+    if load_growth is not None and one is not None and running is not None:
+        alone = one - load_growth * (count - 1)
+        per_instance = round((running - alone) / (count - 1), 3)
+    return {
+        "count": count,
+        "mode": raw.get("mode"),
+        "rss_before_load_mb": _mb(rss_before_kb),
+        "rss_after_load_mb": after,
+        "rss_one_running_mb": one,
+        "rss_running_mb": running,
+        "per_instance_mb": per_instance,
+        "load_mb_per_instance": load_growth,
+    }
+
+
+def shape_field(cell: Cell, raw_change: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The cell's place in a shape sweep: mode, pixel count, and the resize it timed."""
+    if cell.shape_mode is None:
+        return None
+    first = (cell.inputs or [{}])[0].get("shape") or []
+    change = None
+    if raw_change:
+        change = {
+            "from": raw_change.get("from"),
+            "resize_ms": _ms(raw_change.get("resize_ns")),
+            "first_ms": _ms(raw_change.get("first_ns")),
+        }
+    return {
+        "mode": cell.shape_mode,
+        "pixels": math.prod(int(d) for d in first) if first else None,
+        "change": change,
+    }
+
+
+def attach_breakdowns(record: Record, cell: Cell, result: dict[str, Any]) -> None:
+    record.stages = stages_field(result.get("stages"))
+    record.op_profile = result.get("op_profile")
+    # A runner that stopped before loading the instances leaves the cell's own count and mode.
+    record.instances = (
+        instances_field(result.get("instances"), result.get("rss_before_load_kb"))
+        or record.instances
+    )
+    record.shape = shape_field(cell, result.get("shape_change"))
+
+
+def pool_stages(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """One cell's stage samples from its interleaved rounds, pooled like its latency samples;
+    None unless every round timed stages."""
+    if not parts or any(not p or "samples_ns" not in p for p in parts):
+        return None
+    pooled: dict[str, list[int]] = {}
+    for part in parts:
+        for stage, values in part["samples_ns"].items():  # type: ignore[index]
+            pooled.setdefault(stage, []).extend(values)
+    return stages_field({"samples_ns": pooled, "boundaries": parts[0]["boundaries"]})  # type: ignore[index]
