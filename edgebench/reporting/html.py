@@ -21,6 +21,7 @@ from edgebench.analysis.ranking import (
     rank,
     rankable,
 )
+from edgebench.reporting.breakdowns import BREAKDOWN_CSS, breakdown_sections
 from edgebench.reporting.charts import esc, latency_cdf_svg, telemetry_svgs
 from edgebench.reporting.matrix import (
     REPORT_MARKS,
@@ -347,6 +348,7 @@ def render_html(records: Sequence[Record], meta: Mapping[str, Any] | None = None
     if not records:
         body.append("<p>This run has no records.</p>")
     body.append(_precision_section(records))
+    body.append(breakdown_sections(records))
     for key, group in group_records(records).items():
         devices = list(dict.fromkeys(r.device for r in group))
         group_fw = [f for f in frameworks if any(r.framework == f for r in group)]
@@ -385,7 +387,6 @@ def render_html(records: Sequence[Record], meta: Mapping[str, Any] | None = None
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>edgebench report {esc(run_id)}</title><style>{_CSS}</style></head><body>"
-        + "\n".join(body)
-        + "</body></html>\n"
+        f"<title>edgebench report {esc(run_id)}</title>"
+        f"<style>{_CSS}{BREAKDOWN_CSS}</style></head><body>" + "\n".join(body) + "</body></html>\n"
     )

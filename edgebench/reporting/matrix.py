@@ -27,7 +27,7 @@ from edgebench.reporting.tables import fmt_number, format_table
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
-GroupKey = tuple[str, str, int, str, int]
+GroupKey = tuple[str, str, int, str, int, str]
 
 # Skipped cells say why in one or two words; other statuses speak for themselves.
 SKIP_LABELS = {
@@ -64,14 +64,33 @@ def group_records(records: Sequence[Record]) -> dict[GroupKey, list[Record]]:
     """One table per model, precision, threads, cores and streams, in order of appearance."""
     groups: dict[GroupKey, list[Record]] = {}
     for r in records:
-        groups.setdefault((r.model, r.precision, r.threads, r.cores, r.concurrency), []).append(r)
+        key = (r.model, r.precision, r.threads, r.cores, r.concurrency, variant_label(r))
+        groups.setdefault(key, []).append(r)
     return groups
 
 
+def variant_label(r: Record) -> str:
+    """What sets a breakdown cell apart from the plain one: ``4 instances, shared`` or
+    ``1x3x160x160, dynamic``; empty for a plain cell."""
+    count = (r.instances or {}).get("count")
+    if isinstance(count, int) and count > 1:
+        return f"{count} instances, {r.instances.get('mode')}"  # type: ignore[union-attr]
+    if r.shape and r.shape.get("mode"):
+        dims = "+".join(
+            "x".join(str(d) for d in i.get("shape") or [])
+            for i in r.inputs or []
+            if isinstance(i, dict)
+        )
+        return f"{dims}, {r.shape['mode']}"
+    return ""
+
+
 def group_title(key: GroupKey) -> str:
-    model, precision, threads, cores, concurrency = key
+    model, precision, threads, cores, concurrency, variant = key
     parts = [model, precision, f"{threads} thread{'s' if threads != 1 else ''}", f"cores {cores}"]
-    if concurrency != 1:
+    if variant:
+        parts.append(variant)
+    elif concurrency != 1:
         parts.append(f"{concurrency} streams")
     return " · ".join(parts)
 
@@ -202,6 +221,8 @@ def format_details(records: Sequence[Record]) -> str:
     several = len({r.precision for r in records}) > 1
     for r in records:
         cell = f"{r.device}/{r.model}/{r.framework}" + (f"/{r.precision}" if several else "")
+        if variant_label(r):
+            cell += f" ({variant_label(r)})"
         if r.status == Status.SKIPPED:
             skipped.setdefault(f"{r.framework} on {r.device}", r.error or "skipped")
             continue

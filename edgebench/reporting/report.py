@@ -9,6 +9,7 @@ from pathlib import Path
 from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.ranking import RULE_SUMMARY, rank
 from edgebench.errors import UserError
+from edgebench.reporting.breakdown_tables import Table, breakdown_report
 from edgebench.reporting.export import export_run
 from edgebench.reporting.html import render_html
 from edgebench.reporting.matrix import (
@@ -42,6 +43,14 @@ def _md_cell(text: str) -> str:
     )
 
 
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(_md_cell(h) for h in header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows),
+    ]
+
+
 def _markdown_precisions(records: Sequence[Record]) -> list[str]:
     header, body = precision_table(records)
     if not body:
@@ -50,11 +59,30 @@ def _markdown_precisions(records: Sequence[Record]) -> list[str]:
         "**Precisions** — p50 latency (ms), (Nx) = speed-up over fp32; top-1 and dB = "
         "agreement with fp32 ONNX Runtime and SQNR on the evaluation set",
         "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
+        *_md_table(header, body),
     ]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in body]
     return [*lines, ""]
+
+
+def _markdown_breakdown_table(section: str, table: Table) -> list[str]:
+    caption = f" — {_md_cell(table.caption)}" if table.caption else ""
+    lines = [f"**{_md_cell(section)}: {_md_cell(table.title)}**{caption}", ""]
+    lines += _md_table(table.header, table.rows)
+    lines += ["", *(f"- {_md_cell(note)}" for note in table.notes)]
+    return lines + [""] * bool(table.notes)
+
+
+def _markdown_breakdowns(records: Sequence[Record]) -> list[str]:
+    """Stages, top operators, memory vs instances, latency vs input size: the HTML report's
+    tables, without its charts."""
+    lines = []
+    for section in breakdown_report(records):
+        for table in section.tables:
+            lines += _markdown_breakdown_table(section.title, table)
+        if section.unavailable:
+            lines += [f"**{_md_cell(section.title)}: not measured**", ""]
+            lines += [f"- {_md_cell(reason)}" for reason in section.unavailable] + [""]
+    return lines
 
 
 def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
@@ -103,6 +131,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
     if records:
         lines += [f"_★ and ≈: {RULE_SUMMARY}._", ""]
     lines += _markdown_precisions(records)
+    lines += _markdown_breakdowns(records)
     notes = emulation_notes(records)
     if notes:
         lines += [f"- {_md_cell(note)}" for note in notes] + [""]

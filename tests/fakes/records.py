@@ -55,3 +55,14 @@ def stored_records(results: Path) -> list[dict[str, Any]]:
         for line in path.read_text().splitlines()
         if line.strip()
     ]
+
+
+def variant_record(
+    device: str, framework: str, median_ms: float, seed: int, *, variant: str, **fields: Any
+) -> Record:
+    """``sampled_record`` for one variant of a cell: its cell id names the streams
+    (``concurrency``) and ends in ``variant`` (``i4-shared``, ``shape-1x3x160x160-dynamic``)."""
+    record = sampled_record(device, framework, median_ms, seed, **fields)
+    base = record.cell_id.rsplit("/", 1)[0]
+    record.cell_id = f"{base}/s{record.concurrency}/{variant}"
+    return record

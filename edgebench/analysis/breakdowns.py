@@ -1,0 +1,312 @@
+"""Where the time and memory go, per record: the figures behind the breakdown reports.
+
+Four breakdowns, each read from its own record field (results/records.py says what the
+measurement stores):
+
+- ``stages``: the p50 of copy-in, compute and copy-out, each as a share of the iteration, and
+  the time no stage accounts for;
+- ``op_profile``: op times summed per op type, aligned across frameworks by op family, and
+  the op types in which the slowest framework loses its time;
+- ``instances``: resident memory and speed against the number of loaded instances;
+- ``shape``: p50 against the input's size, and the size steps where latency jumps by more
+  than the pixels do (``cliffs``).
+
+Only records with status ok feed these figures. Nothing here formats HTML or text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from edgebench.frameworks import display_order
+from edgebench.results.records import Record
+from edgebench.statuses import Status
+
+#: The stages of one inference, in order (as runners/backends/base.py times them).
+STAGES = ("copy_in", "compute", "copy_out")
+#: The share of an iteration that no stage covers (timer calls, the loop, Python glue).
+UNATTRIBUTED = "unattributed"
+#: How many op types and single ops a breakdown lists by default.
+TOP_N = 5
+
+#: Op types that name the same operation in different frameworks (lowercased, without "_",
+#: "-" or spaces) -> the family that aligns them in a side-by-side table. A type not listed
+#: here is its own family. Kept to unambiguous names: ncnn's BinaryOp or MNN's Eltwise cover
+#: several ONNX ops and stay apart.
+_FAMILY_ALIASES = {
+    "Conv": ("conv", "conv2d", "convolution"),
+    "DepthwiseConv": ("convdepthwise", "convolutiondepthwise", "depthwiseconv2d"),
+    "MatMul": ("gemm", "matmul", "batchmatmul", "innerproduct", "fullyconnected"),
+    "Softmax": ("softmax",),
+    "LayerNorm": ("layernorm", "layernormalization"),
+    "Concat": ("concat", "concatenation"),
+    "Reshape": ("reshape",),
+    "Transpose": ("transpose", "permute"),
+    "Resize": ("resize", "interp", "upsample", "resizebilinear", "resizenearestneighbor"),
+}
+OP_FAMILIES = {alias: family for family, names in _FAMILY_ALIASES.items() for alias in names}
+
+
+def as_number(value: Any) -> float | None:
+    """A finite, non-negative number from untrusted JSON, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def ok_records(records: Iterable[Record]) -> list[Record]:
+    return [r for r in records if r.status == Status.OK]
+
+
+def p50_of(record: Record) -> float | None:
+    """The record's own p50 latency (ms)."""
+    return as_number((record.latency_ms or {}).get("p50"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Stages
+
+
+@dataclass(frozen=True)
+class StageSummary:
+    """One record's stages. ``p50_ms`` holds the stages measured: a stage the framework merges
+    into another is absent (``boundaries`` says where it went). ``shares`` (stages and, when
+    there is a remainder, ``UNATTRIBUTED``) add up to 1."""
+
+    record: Record
+    p50_ms: dict[str, float]
+    p99_ms: dict[str, float]
+    shares: dict[str, float]
+    #: The whole iteration's p50 (the record's own latency), when known.
+    total_ms: float | None
+    #: ``total_ms`` less the stages' p50s, when positive: time between or around the stages.
+    remainder_ms: float
+    boundaries: dict[str, str]
+    unavailable: str | None = None
+
+    @property
+    def merged(self) -> list[str]:
+        """The stages with no time of their own (merged into another by the framework)."""
+        return [s for s in STAGES if s not in self.p50_ms] if not self.unavailable else []
+
+
+def _stage_values(data: Any) -> dict[str, float]:
+    if not isinstance(data, Mapping):
+        return {}
+    return {s: v for s in STAGES if (v := as_number(data.get(s))) is not None}
+
+
+def stage_summary(record: Record) -> StageSummary | None:
+    """The stage breakdown of one record; None when it has no ``stages``.
+
+    Medians do not add up: the stages' p50s may sum to a little more or less than the
+    iteration's. Shares are taken of the iteration's p50, or of the stages' sum when that is
+    larger, so they always add up to 100%; what the iteration has beyond the stages is the
+    unattributed remainder."""
+    stages = record.stages
+    if not isinstance(stages, Mapping):
+        return None
+    p50 = _stage_values(stages.get("p50_ms"))
+    samples = stages.get("samples_ns")
+    if not p50 and isinstance(samples, Mapping):
+        for stage in STAGES:
+            raw = samples.get(stage)
+            values = [v for v in raw if as_number(v) is not None] if isinstance(raw, list) else []
+            if values:
+                p50[stage] = float(np.percentile(np.asarray(values, dtype=np.float64), 50)) / 1e6
+    if stages.get("unavailable") is not None or not p50:
+        reason = str(stages.get("unavailable") or "no stage times recorded")
+        return StageSummary(record, {}, {}, {}, p50_of(record), 0.0, {}, reason)
+    raw = stages.get("boundaries")
+    items = raw.items() if isinstance(raw, Mapping) else ()
+    boundaries = {str(k): str(v) for k, v in items if v is not None}
+    total = p50_of(record)
+    attributed = sum(p50.values())
+    # Rounded to the nanosecond: medians of ns samples differ from their sum by float dust.
+    remainder = round(max(0.0, total - attributed), 6) if total is not None else 0.0
+    whole = attributed + remainder
+    shares = {s: v / whole for s, v in p50.items()} if whole > 0 else {}
+    if remainder > 0 and whole > 0:
+        shares[UNATTRIBUTED] = remainder / whole
+    return StageSummary(
+        record, p50, _stage_values(stages.get("p99_ms")), shares, total, remainder, boundaries
+    )
+
+
+def stage_summaries(records: Sequence[Record]) -> list[StageSummary]:
+    """The stage breakdowns of the ok records that have one, in record order."""
+    return [s for r in ok_records(records) if (s := stage_summary(r)) is not None]
+
+
+# ---------------------------------------------------------------------------------------------
+# Op profiles
+
+
+class Op(NamedTuple):
+    name: str
+    type: str
+    impl: str | None
+    time_ms: float
+    count: int
+
+
+@dataclass(frozen=True)
+class OpTypeTime:
+    """One op family's time in one record: the sum over its ops."""
+
+    family: str
+    #: The framework's own type names that fall in the family.
+    types: tuple[str, ...]
+    time_ms: float
+    #: Of the sum of all op times (so a record's shares add up to 1).
+    share: float
+    #: How many ops (graph nodes) of the family there are.
+    ops: int
+
+
+@dataclass(frozen=True)
+class OpBreakdown:
+    record: Record
+    #: Every op family, slowest first.
+    types: list[OpTypeTime]
+    #: The slowest single ops, slowest first.
+    top_ops: list[Op]
+    #: The sum of the op times (ms per profiled iteration).
+    total_ms: float
+    #: The profiled iterations' inference time, as the framework measured it.
+    inference_ms: float | None
+    iterations: int | None
+    source: str
+    unavailable: str | None = None
+
+    def top_types(self, n: int = TOP_N) -> list[OpTypeTime]:
+        return self.types[:n]
+
+    def time_of(self, family: str) -> float | None:
+        return next((t.time_ms for t in self.types if t.family == family), None)
+
+
+def op_family(op_type: str) -> str:
+    """The family an op type belongs to across frameworks (``OP_FAMILIES``), or the type."""
+    key = "".join(ch for ch in op_type.lower() if ch not in "_- ")
+    return OP_FAMILIES.get(key, op_type)
+
+
+def _ops(data: Any) -> list[Op]:
+    ops = []
+    for item in data if isinstance(data, list) else []:
+        if not isinstance(item, Mapping) or (time := as_number(item.get("time_ms"))) is None:
+            continue
+        count = item.get("count")
+        impl = item.get("impl")
+        ops.append(
+            Op(
+                str(item.get("name") or "?"),
+                str(item.get("type") or "?"),
+                None if impl is None else str(impl),
+                time,
+                count if isinstance(count, int) and not isinstance(count, bool) else 1,
+            )
+        )
+    return ops
+
+
+def op_breakdown(record: Record, top: int = TOP_N) -> OpBreakdown | None:
+    """The op profile of one record grouped by op family; None when it has no ``op_profile``."""
+    profile = record.op_profile
+    if not isinstance(profile, Mapping):
+        return None
+    source = str(profile.get("source") or "")
+    iterations = profile.get("iterations")
+    iterations = iterations if isinstance(iterations, int) else None
+    inference = as_number(profile.get("inference_ms"))
+    if profile.get("unavailable") is not None:
+        reason = str(profile["unavailable"])
+        return OpBreakdown(record, [], [], 0.0, inference, iterations, source, reason)
+    ops = _ops(profile.get("ops"))
+    total = sum(op.time_ms for op in ops)
+    families: dict[str, list[Op]] = {}
+    for op in ops:
+        families.setdefault(op_family(op.type), []).append(op)
+    types = [
+        OpTypeTime(
+            family,
+            tuple(dict.fromkeys(op.type for op in members)),
+            time := sum(op.time_ms for op in members),
+            time / total if total > 0 else 0.0,
+            len(members),
+        )
+        for family, members in families.items()
+    ]
+    types.sort(key=lambda t: -t.time_ms)
+    top_ops = sorted(ops, key=lambda op: -op.time_ms)[:top]
+    return OpBreakdown(record, types, top_ops, total, inference, iterations, source)
+
+
+def op_breakdowns(records: Sequence[Record], top: int = TOP_N) -> list[OpBreakdown]:
+    """The op breakdowns of the ok records that have one, in record order."""
+    return [b for r in ok_records(records) if (b := op_breakdown(r, top)) is not None]
+
+
+@dataclass(frozen=True)
+class OpComparison:
+    """Several records' op families side by side (one model on one device)."""
+
+    columns: list[OpBreakdown]
+    #: Index in ``columns`` of the slowest record (by p50, else by its op total).
+    slowest: int
+    #: Every family, ordered by the slowest record's time, then the others by their largest.
+    families: list[str]
+    #: Per family, the index of the column that spends the most time in it.
+    worst: dict[str, int]
+    #: (family, ms): where the slowest record spends more than the fastest other column that
+    #: reports the family (all its time when none does), largest first.
+    excess: list[tuple[str, float]]
+
+
+def compare_ops(breakdowns: Sequence[OpBreakdown], top: int = 3) -> OpComparison | None:
+    """Columns with op times side by side; None when none of them has any op."""
+    columns = [b for b in breakdowns if b.unavailable is None and b.types]
+    if not columns:
+        return None
+
+    def slowness(b: OpBreakdown) -> float:
+        return p50_of(b.record) or b.total_ms
+
+    slowest = max(range(len(columns)), key=lambda i: slowness(columns[i]))
+    times = [{t.family: t.time_ms for t in b.types} for b in columns]
+    others = {f for t in times for f in t} - set(times[slowest])
+    families = [t.family for t in columns[slowest].types] + sorted(
+        others, key=lambda f: -max(t.get(f, 0.0) for t in times)
+    )
+    worst = {f: max(range(len(columns)), key=lambda i: times[i].get(f, 0.0)) for f in families}
+    excess: list[tuple[str, float]] = []
+    if len(columns) > 1:
+        for family, ms in times[slowest].items():
+            # Against the fastest other column that reports the family; when none does (an op
+            # of that framework's own, or one the others fuse away), all of its time counts.
+            known = [t[family] for i, t in enumerate(times) if i != slowest and family in t]
+            if (gap := ms - min(known, default=0.0)) > 0:
+                excess.append((family, gap))
+        excess.sort(key=lambda item: -item[1])
+    return OpComparison(columns, slowest, families, worst, excess[:top])
+
+
+def op_comparisons(records: Sequence[Record]) -> dict[tuple[str, str], OpComparison]:
+    """(model, device) -> its op comparison, frameworks in display order."""
+    groups: dict[tuple[str, str], list[OpBreakdown]] = {}
+    for b in op_breakdowns(records):
+        groups.setdefault((b.record.model, b.record.device), []).append(b)
+    out = {}
+    for key, group in groups.items():
+        order = display_order(b.record.framework for b in group)
+        group.sort(key=lambda b: order.index(b.record.framework))
+        if (comparison := compare_ops(group)) is not None:
+            out[key] = comparison
+    return out
