@@ -58,11 +58,9 @@ def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
 
 
 def runner_files() -> list[Path]:
-    """What the device needs to run the Python runner: runner.py, what it shares with the host
-    (protocol.py), its telemetry sampler and its backends."""
-    files = [
-        RUNNER_DIR / name for name in ("runner.py", "protocol.py", "telemetry.py", "emulation.py")
-    ]
+    """What the device needs to run the Python runner: the modules beside runner.py (what it
+    shares with the host, telemetry, instances, operator profiles) and its backends."""
+    files = sorted(p for p in RUNNER_DIR.glob("*.py") if p.name != "__init__.py")
     files += sorted((RUNNER_DIR / "backends").glob("*.py"))
     return files
 
