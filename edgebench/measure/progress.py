@@ -16,8 +16,12 @@ from edgebench.statuses import Status
 def describe_cell(cell: Cell) -> str:
     parts = [cell.device.name, cell.model.name, cell.framework, cell.precision]
     parts += [f"{cell.threads}t", f"cores {cell.cores_selection}"]
-    if cell.concurrency != 1:
+    if cell.instances > 1:
+        parts.append(f"{cell.instances} instances, {cell.instance_mode}")
+    elif cell.concurrency != 1:
         parts.append(f"{cell.concurrency} streams")
+    if cell.shape_mode:
+        parts.append(f"{cell.shape_label}, {cell.shape_mode}")
     return " · ".join(parts)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import onnx
 
-from edgebench.converters import CONVERTERS
+from edgebench.converters import ConversionError, get_converter
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.models import BUILTIN_MODELS, summarize_model
 from edgebench.models.dynamic import relax_inputs
@@ -26,6 +26,9 @@ from edgebench.planning.config import RunConfig
 from edgebench.planning.modelref import ModelRef
 from edgebench.quantization import QUANTIZED_PRECISIONS
 from edgebench.statuses import ErrorKind, Status
+
+#: A model's shape sweep: the model it runs, one inputs list per shape, why not (or None).
+Swept = tuple[ModelRef, list[list[dict[str, Any]]], str | None]
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ def expand(cells: Sequence[Cell], breakdown: Breakdown, cache: Path) -> list[Cel
     """The base cells with the breakdown settings, followed by their instance and shape
     variants (in the base cells' order)."""
     out: list[Cell] = []
-    swept: dict[str, tuple[ModelRef, list[list[dict[str, Any]]]] | str] = {}
+    swept: dict[str, Swept] = {}
     for base in cells:
         base.stages = breakdown.stages
         base.profile_ops = breakdown.profile_ops
@@ -69,13 +72,9 @@ def expand(cells: Sequence[Cell], breakdown: Breakdown, cache: Path) -> list[Cel
         key = base.model.name
         if key not in swept:
             swept[key] = _sweep_model(base.model, base.inputs, breakdown.shapes, cache)
-        outcome = swept[key]
-        if isinstance(outcome, str):
-            out.append(replace(base, shape_mode="fixed", verdict=_refused(outcome)))
-            continue
-        model, points = outcome
+        model, points, refusal = swept[key]
         for mode in breakdown.shape_modes:
-            verdict = base.verdict
+            verdict = base.verdict or (_refused(refusal) if refusal else None)
             if mode == "dynamic":
                 verdict = verdict or _dynamic_verdict(base)
             for index, inputs in enumerate(points):
@@ -105,10 +104,14 @@ def _dynamic_verdict(cell: Cell) -> Verdict | None:
         return _refused(f"{cell.precision} artifacts are calibrated at one shape; use fixed")
     if cell.convert_to is None:
         return None  # the framework runs the ONNX model itself (ONNX Runtime)
-    converter = CONVERTERS.get(cell.convert_to)
-    if converter is None or getattr(converter, "dynamic_shapes", False):
+    try:
+        # Every converter choice of a format agrees on this (TFLite's two both refuse).
+        converter = get_converter(cell.convert_to)
+    except ConversionError:
+        return None  # the conversion itself will say why
+    if converter.dynamic_shapes:
         return None
-    note = getattr(converter, "dynamic_note", "") or "its converter fixes the input shape"
+    note = converter.dynamic_note or "its converter fixes the input shape"
     return _refused(f"{cell.framework} has no dynamic-shape artifact: {note}")
 
 
@@ -139,36 +142,41 @@ def shape_points(
 
 def _sweep_model(
     model: ModelRef, base_inputs: list[dict[str, Any]], entries: Sequence[str], cache: Path
-) -> tuple[ModelRef, list[list[dict[str, Any]]]] | str:
-    """The model the sweep runs and its points, or why the model cannot be swept.
+) -> Swept:
+    """The model the sweep runs, its points, and why the model cannot be swept (None: it can).
 
     A dimension the ONNX file fixes can only change in a built-in model whose architecture
     leaves it free (a CNN's height and width): the sweep then runs a copy with those axes
-    made symbolic.
+    made symbolic. A refused sweep keeps its points, so each refused cell names its shape.
     """
     if model.error or model.format != "onnx" or model.path is None:
-        return f"model {model.name}: only ONNX models can be swept over shapes"
+        return (
+            model,
+            [base_inputs],
+            f"model {model.name}: only ONNX models can be swept over shapes",
+        )
     points = shape_points(model, base_inputs, entries)
     if isinstance(points, str):
-        return points
+        return model, [base_inputs], points
     fixed = {
         spec.name: axes
         for spec in model.inputs
         if (axes := _changed_axes(spec.name, spec.shape, points))
     }
     if not fixed:
-        return model, points
+        return model, points, None
     builtin = BUILTIN_MODELS.get(model.source)
     free = set(getattr(builtin, "free_axes", ()) or ())
     blocked = {name: axes for name, axes in fixed.items() if not set(axes) <= free}
     if builtin is None or blocked:
         name, axes = next(iter((blocked or fixed).items()))
         declared = next(s.shape for s in model.inputs if s.name == name)
-        return (
+        reason = (
             f"model {model.name}: input {name!r} is fixed at {list(declared)} (axes "
             f"{', '.join(map(str, axes))}); sweeping it needs a model with dynamic dimensions there"
         )
-    return _relaxed(model, fixed, cache), points
+        return model, points, reason
+    return _relaxed(model, fixed, cache), points, None
 
 
 def _changed_axes(

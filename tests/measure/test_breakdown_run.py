@@ -121,15 +121,20 @@ def test_shape_sweep_runs_fixed_and_dynamic_artifacts(run):
         assert r["shape"]["pixels"] == 3 * r["inputs"][0]["shape"][2] ** 2
         assert r["shape"]["change"] is None
     dynamic = [r for r in cells if r["shape"]["mode"] == "dynamic" and r["status"] == "ok"]
-    assert "onnxruntime" in {r["framework"] for r in dynamic}
+    # ONNX Runtime runs the relaxed ONNX model; OpenVINO, MNN and ncnn a dynamic artifact.
+    assert {(r["framework"], r["inputs"][0]["shape"][2]) for r in dynamic} == {
+        (f, size) for f in ("onnxruntime", "openvino", "mnn", "ncnn") for size in (160, 224)
+    }
     for r in dynamic:
         change = r["shape"]["change"]
         assert change["from"][0]["shape"] != r["inputs"][0]["shape"]
         assert change["resize_ms"] >= 0 and change["first_ms"] > 0
         assert r["output_check"]["passed"], r["cell_id"]
+    refused = {r["framework"] for r in cells if r["status"] == "unsupported"}
+    assert refused == {"tflite"}
     for r in cells:
         if r["status"] == "unsupported":
-            assert r["shape"]["mode"] == "dynamic" and "dynamic" in r["error"]
+            assert r["shape"]["mode"] == "dynamic" and "TFLite" in r["error"], r["error"]
 
 
 def test_op_profiles_name_real_operators(run):
@@ -173,8 +178,9 @@ def test_a_model_with_fixed_dimensions_cannot_be_swept(tmp_path):
     vit = resolve_model("vit-tiny", tmp_path)
     assert not BUILTIN_MODELS["vit-tiny"].free_axes
     base = [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in vit.inputs]
-    reason = _sweep_model(vit, base, ["1x3x160x160"], tmp_path)
-    assert isinstance(reason, str) and "fixed at [1, 3, 224, 224]" in reason
+    model, points, reason = _sweep_model(vit, base, ["1x3x160x160", "1x3x320x320"], tmp_path)
+    assert model is vit and [p[0]["shape"][2] for p in points] == [160, 320]
+    assert reason and "fixed at [1, 3, 224, 224]" in reason
     assert "rank" not in shape_points(vit, base, ["1x3x160"])  # a wrong rank is named
     assert "dimensions" in shape_points(vit, base, ["1x3x160"])
 
