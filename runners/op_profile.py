@@ -179,17 +179,11 @@ def _openvino(
 ) -> Dict[str, Any]:
     import openvino as ov
 
-    hints = _backend("openvino_backend")._PRECISION_HINT
-    if precision not in hints:
+    backend = _backend("openvino_backend")
+    if precision not in backend._PRECISION_HINT:
         raise ValueError("no %s on OpenVINO's CPU plugin" % precision)
     core = ov.Core()
-    config = {
-        "INFERENCE_NUM_THREADS": threads,
-        "PERFORMANCE_HINT": "LATENCY",
-        "NUM_STREAMS": 1,
-        "INFERENCE_PRECISION_HINT": hints[precision],
-        "PERF_COUNT": True,
-    }
+    config = dict(backend.compile_config(threads, precision), PERF_COUNT=True)
     compiled = core.compile_model(core.read_model(model_path), "CPU", config)
     request = compiled.create_infer_request()
     for name, value in feeds.items():
@@ -225,14 +219,12 @@ def _mnn(
     import MNN
     import numpy as np
 
-    modes = _backend("mnn_backend")._PRECISION
-    if precision not in modes:
+    mnn_backend = _backend("mnn_backend")
+    if precision not in mnn_backend._PRECISION:
         raise ValueError("no %s in MNN" % precision)
-    backend = "CPU"
+    config = mnn_backend.session_config(threads, precision)
     interpreter = MNN.Interpreter(model_path)
-    session = interpreter.createSession(
-        {"numThread": threads, "precision": modes[precision], "backend": backend}
-    )
+    session = interpreter.createSession(config)
     if session is None:
         raise RuntimeError("MNN could not create a session for the model")
     events: List[Event] = []
@@ -245,7 +237,7 @@ def _mnn(
     def after(_tensors: Any, info: Any) -> bool:
         end = time.perf_counter_ns()
         name = info.getName()
-        events.append((name, info.getType(), backend, end - started.pop(name, end)))
+        events.append((name, info.getType(), config["backend"], end - started.pop(name, end)))
         return True
 
     def run() -> None:

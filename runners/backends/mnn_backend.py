@@ -24,6 +24,11 @@ BOUNDARIES = {
 }
 
 
+def session_config(threads: int, precision: str) -> Dict[str, Any]:
+    """The session settings for a cell (the op profiler's session uses them too)."""
+    return {"numThread": int(threads), "precision": _PRECISION[precision], "backend": "CPU"}
+
+
 class MnnBackend(Backend):
     name = FRAMEWORK
     precisions = ("fp32", "fp16", "int8", "int8-weights")
@@ -49,11 +54,7 @@ class MnnBackend(Backend):
             raise BackendError(
                 "model_load", "MNN could not read the model: %s" % first_line(str(exc)), str(exc)
             ) from exc
-        self._config = {
-            "numThread": int(threads),
-            "precision": _PRECISION[precision],
-            "backend": "CPU",
-        }
+        self._config = session_config(threads, precision)
         self._main = self._new_session()
 
     def _new_session(self) -> Any:

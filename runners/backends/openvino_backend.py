@@ -34,6 +34,17 @@ BOUNDARIES = {
 }
 
 
+def compile_config(threads: int, precision: str, streams: int = 1) -> Dict[str, Any]:
+    """The CPU plugin's settings for a cell (the op profiler adds PERF_COUNT to them)."""
+    return {
+        "INFERENCE_NUM_THREADS": int(threads),
+        # One stream per concurrent request stream; LATENCY would pick one stream itself.
+        "PERFORMANCE_HINT": "LATENCY" if streams == 1 else "THROUGHPUT",
+        "NUM_STREAMS": streams,
+        "INFERENCE_PRECISION_HINT": _PRECISION_HINT[precision],
+    }
+
+
 class OpenVinoBackend(Backend):
     name = FRAMEWORK
     precisions = ("fp32", "fp16", "int8")
@@ -50,13 +61,7 @@ class OpenVinoBackend(Backend):
     def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
         check_precision(self, precision)
         core = self._ov.Core()
-        config = {
-            "INFERENCE_NUM_THREADS": int(threads),
-            # One stream per concurrent request stream; LATENCY would pick one stream itself.
-            "PERFORMANCE_HINT": "LATENCY" if int(options.get("streams", 1)) == 1 else "THROUGHPUT",
-            "NUM_STREAMS": int(options.get("streams", 1)),
-            "INFERENCE_PRECISION_HINT": _PRECISION_HINT[precision],
-        }
+        config = compile_config(threads, precision, int(options.get("streams", 1)))
         try:
             model = core.read_model(model_path)
             self._compiled = core.compile_model(model, "CPU", config)
