@@ -24,6 +24,10 @@ RUNNER = REPO / "runners" / "runner.py"
 # install` puts them for this user. Per-test caches would reinstall them for each test.
 _USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 os.environ.setdefault("EDGEBENCH_TOOLCHAINS_DIR", str(_USER_CACHE / "edgebench" / "toolchains"))
+# Ray on loopback only: with this, Ray's own address is 127.0.0.1 instead of the machine's
+# outward one (read when Ray is imported, so set before any test imports it).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # The emulated arm64 board (~500 MB, ~2 minutes to build) is shared the same way.
 os.environ.setdefault("EDGEBENCH_BOARDS_DIR", str(_USER_CACHE / "edgebench" / "boards"))
 # The edgebench-native builds (minutes each) and the framework sources they are built from.

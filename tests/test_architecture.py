@@ -16,7 +16,18 @@ MAY_IMPORT = {
     "planning": {"base", "lab", "analysis"},
     "measure": {"base", "lab", "planning", "analysis", "results"},
     "reporting": {"base", "analysis", "results"},
-    "cli": {"base", "lab", "planning", "measure", "analysis", "results", "reporting", "cli"},
+    "cluster": {"base", "lab", "planning", "measure", "analysis", "results"},
+    "cli": {
+        "base",
+        "lab",
+        "planning",
+        "measure",
+        "analysis",
+        "results",
+        "reporting",
+        "cluster",
+        "cli",
+    },
 }
 STAGES = set(MAY_IMPORT) - {"base"}
 

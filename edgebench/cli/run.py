@@ -83,6 +83,13 @@ def run(**options: Any) -> None:
     """Measure every model x framework on every device and print the matrix."""
     from edgebench.measure.session import run_session
 
-    code = run_session(from_options(options), output=_TerminalOutput())
+    config = from_options(options)
+    devices = None
+    if config.session.cluster:
+        # Imported only here: a run without --cluster neither imports nor needs Ray.
+        from edgebench.cluster.source import ClusterLab
+
+        devices = ClusterLab(config.session.cluster)
+    code = run_session(config, output=_TerminalOutput(), devices=devices)
     if code:
         sys.exit(code)

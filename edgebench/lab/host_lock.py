@@ -72,3 +72,18 @@ class DeviceLock:
             finally:
                 self._fh.close()
                 self._fh = None
+
+
+def held_elsewhere(device_name: str, identity: str) -> bool:
+    """Whether a process (a run, or a cluster actor) holds this device's lock on this host now;
+    the check takes the lock for an instant and gives it back."""
+    path = DeviceLock(device_name, identity).path
+    if not path.exists():
+        return False
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return False

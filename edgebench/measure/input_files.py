@@ -32,6 +32,10 @@ class InputFiles:
         self._cache: dict[str, Path] = {}
         self._lock = threading.Lock()
 
+    def __reduce__(self) -> tuple:
+        # Sent to another host (edgebench run --cluster): the file, not this host's cache.
+        return (type(self), (self.source, self.preprocess))
+
     @property
     def label(self) -> str:
         return f"--input {self.source.name}"

@@ -146,6 +146,10 @@ class ReferenceOutputs:
         self._lock = threading.Lock()
         self.version = ""
 
+    def __reduce__(self) -> tuple:
+        # Sent to another host (edgebench run --cluster): that host computes its own reference.
+        return (type(self), ())
+
     def outputs(
         self,
         onnx_path: Path,

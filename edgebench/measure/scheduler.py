@@ -240,6 +240,9 @@ class _DeviceWorker:
         if record.error_kind == ErrorKind.TRANSPORT:
             self.lost = (ErrorKind.TRANSPORT, f"device {cell.device.name} lost: {record.error}")
             self._abandon_lock(cell)
+        elif record.error_kind == ErrorKind.HOST_LOST:
+            # The lab host that owns the device left the cluster; its actor will not return.
+            self.lost = (ErrorKind.HOST_LOST, record.error or "lab host lost")
         return record
 
     @staticmethod

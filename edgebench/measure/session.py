@@ -7,12 +7,11 @@ with the plan's baseline. cli.py only declares the options.
 
 from __future__ import annotations
 
-import atexit
 import signal
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -21,12 +20,8 @@ from edgebench.analysis.compare import CellVerdict, any_regression, compare_runs
 from edgebench.converters import ArtifactCache
 from edgebench.errors import UserError
 from edgebench.lab.device import Device
-from edgebench.lab.device_lock import DeviceLockFile, LockUnavailable
-from edgebench.lab.host_lock import DeviceLock
-from edgebench.lab.inventory import probe_device, resolve_devices
-from edgebench.lab.lab_file import load_lab
-from edgebench.lab.transports.base import TransportError
-from edgebench.measure.methods import Method, method_for
+from edgebench.measure.lab_devices import DeviceSource, LabDevices
+from edgebench.measure.methods import Method
 from edgebench.measure.output_check import CheckSettings
 from edgebench.measure.progress import LineProgress
 from edgebench.measure.resume import check_same_settings, resume_hint
@@ -55,17 +50,11 @@ from edgebench.planning.prepare import calibration_sets, prepare_cells
 from edgebench.planning.variants import base_shapes, breakdown_of, expand
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir, utc_now
-from edgebench.statuses import PROBLEMS, ErrorKind, Status
+from edgebench.statuses import PROBLEMS, Status
 
-#: Host-side device locks of this process; kept referenced so their files stay open until exit.
-_HELD_LOCKS: list[DeviceLock] = []
-#: How long a run waits for a device another run holds.
-LOCK_WAIT_S = 6 * 3600.0
 #: A sustained window ends early (stop_reason max_iterations) rather than hold more samples:
 #: a sub-millisecond model would otherwise fill the device's memory and the record.
 SUSTAINED_MAX_SAMPLES = 2_000_000
-#: Beyond the longest cell: a lease renewed before each cell outlives any one cell.
-LEASE_MARGIN_S = 300.0
 #: Signals that end a run like a second Ctrl-C: what is measuring is killed, the run is marked.
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -115,28 +104,31 @@ class RunOutput(Protocol):
     ) -> None: ...
 
 
-def run_session(config: RunConfig, output: RunOutput) -> int:
+def run_session(config: RunConfig, output: RunOutput, devices: DeviceSource | None = None) -> int:
     """Measure, store and show; the exit code is 1 when a cell failed or regressed.
 
-    SIGTERM and SIGHUP end the run as a second Ctrl-C does, from the first moment: nothing
-    this run started (a converter, a runner) is left running without it.
+    ``devices`` is where the devices come from: this host's lab unless given (``--cluster``
+    passes the cluster's). SIGTERM and SIGHUP end the run as a second Ctrl-C does, from the
+    first moment: nothing this run started (a converter, a runner) is left running without it.
     """
 
     def on_terminate(signum: int, frame: object) -> None:
         raise Terminated(signum)
 
     previous = {sig: signal.signal(sig, on_terminate) for sig in TERMINATING_SIGNALS}
+    source = devices or LabDevices()
     try:
-        return _run_session(config, output)
+        return _run_session(config, output, source)
     except Terminated as exc:
         # Before or after measuring (during it, _measure marks the run and says what is kept).
         raise RunStopped(f"terminated by {exc}", exc.signum) from None
     finally:
+        source.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _run_session(config: RunConfig, output: RunOutput) -> int:
+def _run_session(config: RunConfig, output: RunOutput, source: DeviceSource) -> int:
     progress = LineProgress()
     plan = load_plan(config.session.plan) if config.session.plan else None
     if plan is not None:
@@ -151,10 +143,8 @@ def _run_session(config: RunConfig, output: RunOutput) -> int:
     model_inputs = resolve_inputs(
         matrix.model_refs, parse_shape_overrides(base_shapes(config, matrix.model_refs))
     )
-    device_list = resolve_devices(config.sweep.devices or ["local"], load_lab(config.session.lab))
-    _connect_devices(device_list, config, progress)
-    # Each device measures through one method, chosen here from its lab entry's runner kind.
-    methods = {device.name: method_for(device) for device in device_list}
+    device_list = source.open(config, progress)
+    methods = source.methods()
     base_cells = [
         cell
         for one_precision in matrix.precisions
@@ -195,7 +185,7 @@ def _run_session(config: RunConfig, output: RunOutput) -> int:
                 f"interleaving: {rounds} rounds per cell, since frameworks share a device "
                 "(--rounds 1 turns it off)"
             )
-    cells = _lock_devices(device_list, cells, wait=not config.session.no_wait, progress=progress)
+    cells = source.lock(cells, wait=not config.session.no_wait, progress=progress)
     earlier: list[Record] = []
     if resumed is not None:
         run_dir = resumed
@@ -211,9 +201,13 @@ def _run_session(config: RunConfig, output: RunOutput) -> int:
         cells = remaining
         run_dir.update_metadata(status="running", resumed_at=utc_now())
     else:
-        run_dir = store.create_run(_run_metadata(config, plan, matrix, rounds, device_list))
+        metadata = _run_metadata(config, plan, matrix, rounds, device_list)
+        if source.metadata() is not None:
+            metadata["cluster"] = source.metadata()
+        run_dir = store.create_run(metadata)
     for record in earlier:
         output.record(record, config.output.format)
+    source.start_run(run_dir.run_id)
     records = _measure(config, run_dir, cells, device_list, methods, rounds, progress, output)
     records = earlier + records
     output.records(records, config.output.format, config.output.metric)
@@ -260,70 +254,6 @@ def _resolve_matrix(config: RunConfig) -> Matrix:
         precisions=sweep.precision,
         timing=timing,
     )
-
-
-def _connect_devices(device_list: list[Device], config: RunConfig, progress: LineProgress) -> None:
-    """Host-side locks first (held until exit), then each device probed; an unreachable one
-    keeps a reason, and its cells are failed with it."""
-    for device in device_list:
-        # Held until this process exits (the kernel releases flocks then, even on a crash).
-        lock = DeviceLock(device.name, device.transport.describe())
-        lock.acquire(
-            wait=not config.session.no_wait, report=progress.message, timeout_s=LOCK_WAIT_S
-        )
-        _HELD_LOCKS.append(lock)
-    for device in device_list:
-        progress.message(f"device {device.name}: connecting ({device.transport.describe()})")
-        device.unreachable = probe_device(device)
-        if device.unreachable:
-            progress.message(f"  unreachable: {device.unreachable}; its cells are marked failed")
-            continue
-        facts = device.facts()
-        governors = ", ".join(facts.governors) or "unknown"
-        progress.message(
-            f"device {device.name}: {facts.cpu_model or 'unknown CPU'}, "
-            f"{len(facts.cpus)} cpus, governor {governors}, "
-            + (f"python {facts.python}" if facts.python else f"runner {facts.runner or '?'}")
-        )
-        if facts.emulated:
-            progress.message(
-                f"  emulated CPU ({facts.emulation}): one timed inference per cell, for the "
-                "output check only; its latencies are never ranked"
-            )
-        elif facts.governors and facts.governors != ["performance"]:
-            progress.message(
-                f"  warning: governor {governors} lets the clock vary between cells; "
-                "use `performance` for stable numbers"
-            )
-
-
-def _lock_devices(
-    devices: Sequence[Device], cells: list[Cell], *, wait: bool, progress: LineProgress
-) -> list[Cell]:
-    """Take the lock on each remote device (runs from other hosts wait for it). A device with
-    no place for its lock, or that drops while locking, gets its cells failed with the reason."""
-    lease_s = max((c.timeout_s for c in cells), default=600.0) + LEASE_MARGIN_S
-    for device in devices:
-        if device.unreachable or device.transport.kind == "local":
-            continue  # the host-side lock covers this machine
-        try:
-            lock = DeviceLockFile(
-                device.name, device.transport, device.work_dir, lease_s, "-", LEASE_MARGIN_S
-            )
-            lock.acquire(wait=wait, report=progress.message, timeout_s=LOCK_WAIT_S)
-        except (LockUnavailable, TransportError) as exc:
-            reason = str(exc) if str(exc).startswith("device ") else f"device {device.name}: {exc}"
-            progress.message(f"  {reason}; its cells are marked failed")
-            cells = [
-                replace(c, verdict=(Status.FAILED, ErrorKind.LOCK, reason))
-                if c.device is device and c.verdict is None
-                else c
-                for c in cells
-            ]
-            continue
-        device.device_lock = lock
-        atexit.register(lock.release)  # also on errors and Ctrl-C; a crash leaves the lease
-    return cells
 
 
 def _run_metadata(
@@ -394,10 +324,6 @@ def _measure(
         raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, *TERMINATING_SIGNALS)}
-    for device in device_list:
-        if device.device_lock is not None:
-            device.device_lock.run_id = run_dir.run_id
-            device.renew_lock(force=True)  # the lock names the run from here on
     # Announced only once Ctrl-C is handled: from here a first Ctrl-C finishes the cell.
     progress.message(f"run {run_dir.run_id}: {len(cells)} cells -> {run_dir.path}")
     try:

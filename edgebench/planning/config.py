@@ -37,41 +37,20 @@ from edgebench.planning.checks import (
     whole,
     wholes,
 )
+from edgebench.planning.session_settings import Session
+from edgebench.planning.setting import setting
 from edgebench.planning.tolerances import DEFAULT_TOLERANCE, TOLERANCES, Tolerance
 from edgebench.quantization.accuracy import AccuracyRule
 
-__all__ = ["DEFAULT_TOLERANCE", "TOLERANCES", "Tolerance"]  # re-exported: the checks read them here
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "TOLERANCES",
+    "Session",
+    "Tolerance",
+    "setting",
+]  # re-exported: the checks read them here
 
 # --------------------------------------------------------------------------- declarations
-
-
-def setting(
-    default: Any,
-    check: Check,
-    help: str,
-    *,
-    option: str | None = "",
-    plan: str | None = "",
-    repeat: bool = False,
-    show_default: bool = True,
-) -> Any:
-    """A field of a config part.
-
-    ``option`` is the command-line flag ("" derives ``--field-name``; None: plan file only);
-    ``plan`` is the key in the plan's table ("" the field name; None: command line only);
-    ``repeat`` lets the option be given several times.
-    """
-    metadata = {
-        "check": check,
-        "help": help,
-        "option": option,
-        "plan": plan,
-        "repeat": repeat,
-        "show_default": show_default,
-    }
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata=metadata)
-    return field(default=default, metadata=metadata)
 
 
 ENERGY_SOURCES = ("auto", "android_fuel_gauge", "android_odpm", "ina3221", "rapl", "none")
@@ -345,36 +324,6 @@ class Thresholds:
     )
     metric: str = setting(
         "p50", one_of(METRICS, "metric"), "Metric the regression is judged on.", option=None
-    )
-
-
-@dataclass
-class Session:
-    """How the run itself behaves. Command line only."""
-
-    lab: Path | None = setting(
-        None,
-        optional(path),
-        "Lab inventory TOML [default: $EDGEBENCH_LAB, then ~/.config/edgebench/lab.toml].",
-        plan=None,
-    )
-    plan: Path | None = setting(
-        None,
-        optional(path),
-        "A run plan (TOML): matrix, sweeps, thresholds; compares with its last good run.",
-        plan=None,
-    )
-    resume: str | None = setting(
-        None,
-        optional(text),
-        "Continue a stopped run (same options): completed cells are not measured again.",
-        plan=None,
-    )
-    no_wait: bool = setting(
-        False,
-        flag,
-        "Fail at once when another edgebench run holds a device, instead of waiting.",
-        plan=None,
     )
 
 

@@ -1,0 +1,117 @@
+"""A cluster device as the submitting host sees it: a ``Device`` whose facts came from its
+actor, whose commands run there, and the measurement method that sends each cell to it.
+
+The scheduler drives these exactly as it drives a device of this host (rounds, retries, the
+lost device's other cells, Ctrl-C); only ``visit`` crosses to the lab host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from edgebench.cluster.host_actor import Opened
+from edgebench.cluster.runtime import ActorLink, HostLost
+from edgebench.cluster.shipping import Outbox, paths_in
+from edgebench.lab.device import Device
+from edgebench.lab.transports.base import Command, CommandResult, Transport, TransportError
+from edgebench.measure.methods import Visit
+from edgebench.measure.records import failed_record
+from edgebench.planning.cells import Cell, Verdict
+from edgebench.results.records import Record
+from edgebench.statuses import ErrorKind
+
+#: Beyond a cell's own timeout: what a visit may take on its host (files, locks, the probe).
+VISIT_MARGIN_S = 300.0
+
+
+class ActorTransport(Transport):
+    """Stands for the device's own transport, which lives in the actor on its lab host."""
+
+    kind = "cluster"
+
+    def __init__(self, link: ActorLink, description: str) -> None:
+        self.link = link
+        self.description = description
+
+    def _run(self, command: Command) -> CommandResult:
+        raise TransportError(
+            f"device {self.link.info.name} is measured by its lab host {self.link.info.host}"
+        )
+
+    def read_text(self, path: str) -> str | None:
+        raise TransportError(f"device {self.link.info.name} is on {self.link.info.host}")
+
+    def push(self, local: Path, remote: str) -> None:
+        raise TransportError(f"device {self.link.info.name} is on {self.link.info.host}")
+
+    def pull(self, remote: str, local: Path) -> bool:
+        raise TransportError(f"device {self.link.info.name} is on {self.link.info.host}")
+
+    def abort(self) -> None:
+        self.link.send("abort")
+
+    def describe(self) -> str:
+        return self.description
+
+
+class ClusterDevice(Device):
+    """A device on another lab host, with what its actor reported when it opened it."""
+
+    def __init__(self, link: ActorLink, opened: Opened) -> None:
+        super().__init__(opened.name, ActorTransport(link, opened.describe), "", "")
+        self.link = link
+        self.host = opened.host
+        self.unreachable = opened.unreachable or opened.refused
+        self.runner_kind = opened.runner_kind
+        self.profile = opened.profile
+        self.profile_name = opened.profile_name
+        self.profile_clusters = opened.profile_clusters
+        self.availability: dict[str, Verdict | None] = opened.availability
+        self._facts = opened.facts
+
+    def facts(self):  # type: ignore[no-untyped-def]
+        if self._facts is None:
+            raise TransportError(f"device {self.name} on {self.host}: {self.unreachable}")
+        return self._facts
+
+    def renew_lock(self, force: bool = False) -> str | None:
+        try:
+            return self.link.call("renew_lock", timeout=VISIT_MARGIN_S)
+        except HostLost:
+            return None  # the visit meets the lost host itself
+
+
+class ClusterMethod:
+    """Measures a cell on the lab host that owns its device: the cell's files are shipped by
+    content hash, the host measures through the device's own method, the record comes back."""
+
+    kind = "cluster"
+
+    def __init__(self, outbox: Outbox) -> None:
+        self.outbox = outbox
+
+    def availability(self, device: Device, framework: str) -> Verdict | None:
+        assert isinstance(device, ClusterDevice)
+        return device.availability.get(framework)
+
+    def visit(self, cell: Cell, visit: Visit) -> Record:
+        device = cell.device
+        assert isinstance(device, ClusterDevice)
+        bare = replace(cell, device=None)  # type: ignore[arg-type]
+        roots = paths_in((bare, visit))
+        entries = self.outbox.manifest(roots)
+        refs = self.outbox.refs(entries)
+        shipped = sorted({str(p.absolute()) for p in roots if p.exists()})
+        try:
+            return device.link.call(
+                "visit",
+                bare,
+                visit,
+                entries,
+                refs,
+                shipped,
+                timeout=cell.timeout_s + VISIT_MARGIN_S,
+            )
+        except HostLost as exc:
+            return failed_record(visit.run_id, cell, ErrorKind.HOST_LOST, str(exc))

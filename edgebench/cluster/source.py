@@ -1,0 +1,152 @@
+"""``edgebench run --cluster``: the run's devices are chosen from what the cluster's lab hosts
+advertise, and each is opened by an actor placed on the host that owns it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from edgebench import __version__
+from edgebench.cluster.devices import VISIT_MARGIN_S, ClusterDevice, ClusterMethod
+from edgebench.cluster.host_actor import Opened, Opener
+from edgebench.cluster.naming import DeviceInfo, choose_devices
+from edgebench.cluster.runtime import ActorLink, HostLost, cluster_devices, connect, shutdown
+from edgebench.cluster.shipping import Outbox
+from edgebench.errors import UserError
+from edgebench.lab.device import Device
+from edgebench.measure.lab_devices import describe_device, fail_device_cells, lease_for
+from edgebench.measure.methods import Method
+from edgebench.measure.progress import LineProgress
+from edgebench.planning.cells import Cell
+from edgebench.planning.config import RunConfig
+from edgebench.statuses import ErrorKind
+
+log = logging.getLogger(__name__)
+
+#: How long a device's actor may take to release its locks at the end of a run.
+CLOSE_TIMEOUT_S = 30.0
+#: How long opening one device may take on its host, waiting for its host lock included.
+OPEN_TIMEOUT_S = 6 * 3600.0 + VISIT_MARGIN_S
+
+
+class ClusterLab:
+    """The devices of a Ray cluster (``DeviceSource``)."""
+
+    def __init__(self, address: str, opener: Opener | None = None) -> None:
+        self.address = address
+        self.opener = opener
+        self.links: dict[str, ActorLink] = {}
+        self.devices: list[ClusterDevice] = []
+        self._methods: dict[str, Method] = {}
+
+    def open(self, config: RunConfig, progress: LineProgress) -> list[Device]:
+        ray = connect(self.address)
+        available = cluster_devices()
+        chosen = choose_devices(config.sweep.devices or [], available)
+        progress.message(
+            f"cluster {self.address}: {len(chosen)} of {len(available)} devices chosen, on "
+            f"{len({d.host for d in chosen})} lab hosts"
+        )
+        sender = socket.gethostname()
+        for info in chosen:
+            self.links[info.name] = ActorLink(info, self.opener)
+        wait = not config.session.no_wait
+        with ThreadPoolExecutor(max_workers=min(32, max(1, len(chosen)))) as pool:
+            opened = list(pool.map(lambda info: self._open_one(info, wait, sender), chosen))
+        outbox = Outbox(ray.put)
+        method = ClusterMethod(outbox)
+        for info, result in zip(chosen, opened, strict=True):
+            device = ClusterDevice(self.links[info.name], result)
+            self.devices.append(device)
+            self._methods[device.name] = method
+            self._report(device, result, progress)
+        return list(self.devices)
+
+    def _open_one(self, info: DeviceInfo, wait: bool, sender: str) -> Opened:
+        link = self.links[info.name]
+        try:
+            opened: Opened = link.call("open", wait, sender, timeout=OPEN_TIMEOUT_S)
+        except HostLost as exc:
+            return _unopened(info, str(exc))
+        except UserError as exc:
+            return _unopened(info, f"on {info.host}: {exc}")
+        if opened.version != __version__:
+            opened.refused = (
+                f"lab host {info.host} runs edgebench {opened.version}, this host "
+                f"{__version__}; install the same version on every lab host"
+            )
+        return opened
+
+    @staticmethod
+    def _report(device: ClusterDevice, opened: Opened, progress: LineProgress) -> None:
+        for line in opened.messages:
+            progress.message(f"  {device.name}: {line}")
+        progress.message(f"device {device.name}: on lab host {device.host} ({opened.describe})")
+        if device.unreachable:
+            progress.message(f"  unreachable: {device.unreachable}; its cells are marked failed")
+        else:
+            describe_device(device, progress)
+
+    def methods(self) -> dict[str, Method]:
+        return self._methods
+
+    def lock(self, cells: list[Cell], *, wait: bool, progress: LineProgress) -> list[Cell]:
+        lease_s = lease_for(cells)
+        for device in self.devices:
+            if device.unreachable:
+                continue
+            try:
+                refused = device.link.call("lock", lease_s, wait, timeout=OPEN_TIMEOUT_S)
+            except HostLost as exc:
+                refused, kind = str(exc), ErrorKind.HOST_LOST
+            else:
+                kind = ErrorKind.LOCK
+            if refused:
+                progress.message(f"  {refused}; its cells are marked failed")
+                cells = fail_device_cells(cells, device.name, kind, refused)
+        return cells
+
+    def start_run(self, run_id: str) -> None:
+        for device in self.devices:
+            with contextlib.suppress(HostLost):  # its cells meet the lost host themselves
+                device.link.call("start_run", run_id, timeout=VISIT_MARGIN_S)
+
+    def metadata(self) -> dict[str, Any] | None:
+        return {
+            "address": self.address,
+            "hosts": {device.name: device.host for device in self.devices},
+        }
+
+    def close(self) -> None:
+        """Release every device's locks and stop every actor this run started."""
+
+        def close_one(link: ActorLink) -> None:
+            try:
+                link.call("close", timeout=CLOSE_TIMEOUT_S)
+            except Exception as exc:  # a lost host has released everything already
+                log.debug("closing %s: %s", link.info.name, exc)
+            link.kill()
+
+        with ThreadPoolExecutor(max_workers=min(32, max(1, len(self.links)))) as pool:
+            list(pool.map(close_one, self.links.values()))
+        self.links.clear()
+        shutdown()
+
+
+def _unopened(info: DeviceInfo, reason: str) -> Opened:
+    return Opened(
+        name=info.name,
+        host=info.host,
+        version=__version__,
+        facts=None,
+        unreachable=reason,
+        runner_kind="python",
+        profile=None,
+        profile_name=None,
+        profile_clusters={},
+        availability={},
+        describe=f"on {info.host}",
+    )

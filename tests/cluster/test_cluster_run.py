@@ -1,0 +1,193 @@
+"""`edgebench run --cluster` on a Ray cluster of loopback nodes, each a lab host that owns
+real peers: an sshd box on one, an emulated ADB phone on another."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray")
+
+from conftest import save_conv_model  # noqa: E402
+from fakes.adb_fixtures import connect_phone, disconnect_phone  # noqa: E402
+from fakes.labs import write_lab, write_phone_lab  # noqa: E402
+from fakes.ray_cluster import LabCluster  # noqa: E402
+from fakes.ssh_fixtures import start_sshd  # noqa: E402
+
+from edgebench.cluster.naming import DeviceInfo  # noqa: E402
+
+FAST = ["--iterations", "3", "--warmup", "1", "--min-time", "0", "--rounds", "1"]
+
+
+@dataclass
+class Lab:
+    cluster: LabCluster
+    model: Path
+    combined_lab: Path  # every device in one lab file: the single-host run of the same plan
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory, adb_server) -> Iterator[Lab]:
+    root = tmp_path_factory.mktemp("cluster")
+    box = start_sshd(root / "sshd")
+    phone = connect_phone(adb_server, root / "phone")
+    cluster = LabCluster(root / "hosts")
+    try:
+        lab_a = write_lab(root / "lab-a.toml", box, root / "box-wd")
+        lab_b = write_phone_lab(root / "lab-b.toml", phone)
+        cluster.add_host(
+            "lab-a", lab_a, [DeviceInfo("ssh-box", "lab-a", "x86-generic", "", "x86_64", "ssh")]
+        )
+        cluster.add_host("lab-b", lab_b, [DeviceInfo("emu-phone", "lab-b", "", "", "", "adb")])
+        combined = root / "combined.toml"
+        combined.write_text(lab_a.read_text() + "\n" + lab_b.read_text())
+        model = save_conv_model(root / "tiny.onnx", [1, 3, 16, 16])
+        yield Lab(cluster, model, combined)
+    finally:
+        cluster.shutdown()
+        disconnect_phone(phone)
+        box.stop()
+
+
+def edgebench(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "edgebench", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def stored(env: dict[str, str]) -> list[dict]:
+    runs = sorted(Path(env["EDGEBENCH_RESULTS"]).glob("*/records.jsonl"))
+    assert runs, "no run was stored"
+    return [json.loads(line) for line in runs[-1].read_text().splitlines() if line.strip()]
+
+
+def test_a_cluster_run_gives_the_records_of_a_single_host_run(lab: Lab, eb_env, tmp_path):
+    plan = ["--models", str(lab.model), "--frameworks", "onnxruntime,openvino", *FAST]
+    done = edgebench(
+        eb_env, "run", "--cluster", lab.cluster.address, "--devices", "ssh-box,emu-phone", *plan
+    )
+    assert done.returncode == 0, done.stderr
+    assert "on lab host lab-a" in done.stderr and "on lab host lab-b" in done.stderr
+    cluster_records = stored(eb_env)
+
+    single_env = dict(eb_env, EDGEBENCH_RESULTS=str(tmp_path / "single-results"))
+    single = edgebench(
+        single_env, "run", "--lab", str(lab.combined_lab), "--devices", "ssh-box,emu-phone", *plan
+    )
+    assert single.returncode == 0, single.stderr
+    single_records = stored(single_env)
+
+    def summary(records: list[dict]) -> dict[str, tuple]:
+        return {
+            r["cell_id"]: (r["status"], (r.get("output_check") or {}).get("status"), r["n_samples"])
+            for r in records
+        }
+
+    assert summary(cluster_records) == summary(single_records)
+    assert len(cluster_records) == 4
+    assert all(r["status"] == "ok" for r in cluster_records)
+    # The records name the submitting host's files, not the lab host's copies.
+    for record in cluster_records:
+        assert record["model_path"] == str(lab.model)
+
+
+def _records_of(results: Path) -> list[dict]:
+    found = sorted(results.glob("*/records.jsonl"))
+    if not found:
+        return []
+    lines = found[-1].read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _wait_for(condition, what: str, limit_s: float = 180.0, process=None) -> None:
+    """Poll ``condition`` until it holds (bounded); fail early if ``process`` ended."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the run ended before {what}: {process.communicate()[1]}")
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _start(env: dict[str, str], *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "edgebench", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def test_a_lost_host_fails_its_remaining_cells_and_the_run_finishes_then_resumes(
+    lab: Lab, eb_env, tmp_path
+):
+    box = start_sshd(tmp_path / "sshd-c")
+    try:
+        lab_c = write_lab(tmp_path / "lab-c.toml", box, tmp_path / "box-c-wd")
+        lab_c.write_text(lab_c.read_text().replace("[devices.ssh-box]", "[devices.ssh-box-c]"))
+        lab.cluster.add_host("lab-c", lab_c, [DeviceInfo("ssh-box-c", "lab-c")])
+        plan = [
+            "--devices", "ssh-box,ssh-box-c", "--models", str(lab.model),
+            "--frameworks", "onnxruntime,openvino,ncnn", "--threads", "1,2", *FAST,
+        ]  # fmt: skip
+        results = Path(eb_env["EDGEBENCH_RESULTS"])
+        run = _start(eb_env, "run", "--cluster", lab.cluster.address, *plan)
+        try:
+            _wait_for(
+                lambda: any(r["device"] == "ssh-box-c" for r in _records_of(results)),
+                "the first record of ssh-box-c",
+                process=run,
+            )
+            lab.cluster.remove_host("lab-c")
+            _, stderr = run.communicate(timeout=300)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait(timeout=30)
+        assert run.returncode == 1, stderr  # failed cells, and a finished run
+        records = {r["cell_id"]: r for r in _records_of(results)}
+        assert len(records) == 12
+        kept = [r for r in records.values() if r["device"] == "ssh-box-c" and r["status"] == "ok"]
+        lost = [r for r in records.values() if r["error_kind"] == "host_lost"]
+        assert kept, "the record stored before the host was lost is kept"
+        assert lost and all(r["device"] == "ssh-box-c" for r in lost)
+        assert all("lab host lab-c lost" in r["error"] for r in lost), lost[0]["error"]
+        assert len(kept) + len(lost) == 6
+        assert all(r["status"] == "ok" for r in records.values() if r["device"] == "ssh-box")
+        run_id = next(iter(records.values()))["run_id"]
+        assert "host_lost" not in stderr.splitlines()[-1]  # the run ended on its summary
+
+        # The host comes back (a new node for it); --resume measures only what was lost.
+        lab.cluster.add_host("lab-c", lab_c, [DeviceInfo("ssh-box-c", "lab-c")])
+        again = edgebench(
+            eb_env, "run", "--cluster", lab.cluster.address, *plan, "--resume", run_id
+        )
+        assert again.returncode == 0, again.stderr
+        assert f"{12 - len(lost)} of 12 cells already done" in again.stderr
+        lines = (results / run_id / "records.jsonl").read_text().splitlines()
+        assert len(lines) == 12 + len(lost)
+        final = {}
+        for line in lines:
+            record = json.loads(line)
+            final[record["cell_id"]] = record
+        assert all(r["status"] == "ok" for r in final.values())
+        for record in kept:
+            assert final[record["cell_id"]]["started_at"] == record["started_at"]
+    finally:
+        if "lab-c" in lab.cluster.hosts:
+            lab.cluster.remove_host("lab-c")
+        box.stop()
