@@ -62,7 +62,10 @@ class ClusterDevice(Device):
         super().__init__(opened.name, ActorTransport(link, opened.describe), "", "")
         self.link = link
         self.host = opened.host
-        self.unreachable = opened.unreachable or opened.refused
+        self.unreachable = opened.unreachable
+        #: Why the device is not measured though it answered (a plain run on its host holds
+        #: it, with --no-wait): its cells fail with a lock error.
+        self.refused = opened.refused
         self.runner_kind = opened.runner_kind
         self.profile = opened.profile
         self.profile_name = opened.profile_name

@@ -74,7 +74,7 @@ class ClusterLab:
         except UserError as exc:
             return _unopened(info, f"on {info.host}: {exc}")
         if opened.version != __version__:
-            opened.refused = (
+            opened.unreachable = (
                 f"lab host {info.host} runs edgebench {opened.version}, this host "
                 f"{__version__}; install the same version on every lab host"
             )
@@ -97,6 +97,10 @@ class ClusterLab:
         lease_s = lease_for(cells)
         for device in self.devices:
             if device.unreachable:
+                continue
+            if device.refused:
+                progress.message(f"  {device.refused}; its cells are marked failed")
+                cells = fail_device_cells(cells, device.name, ErrorKind.LOCK, device.refused)
                 continue
             try:
                 refused = device.link.call("lock", lease_s, wait, timeout=OPEN_TIMEOUT_S)

@@ -4,6 +4,7 @@ real peers: an sshd box on one, an emulated ADB phone on another."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -15,13 +16,14 @@ import pytest
 
 pytest.importorskip("ray")
 
-from conftest import save_conv_model  # noqa: E402
-from fakes.adb_fixtures import connect_phone, disconnect_phone  # noqa: E402
-from fakes.labs import write_lab, write_phone_lab  # noqa: E402
-from fakes.ray_cluster import LabCluster  # noqa: E402
-from fakes.ssh_fixtures import start_sshd  # noqa: E402
+from fakes.adb_fixtures import connect_phone, disconnect_phone
+from fakes.labs import write_lab, write_phone_lab
+from fakes.ray_cluster import LabCluster
+from fakes.ssh_fixtures import start_sshd
 
-from edgebench.cluster.naming import DeviceInfo  # noqa: E402
+from edgebench.cluster.naming import DeviceInfo
+
+from conftest import save_conv_model
 
 FAST = ["--iterations", "3", "--warmup", "1", "--min-time", "0", "--rounds", "1"]
 
@@ -191,3 +193,96 @@ def test_a_lost_host_fails_its_remaining_cells_and_the_run_finishes_then_resumes
         if "lab-c" in lab.cluster.hosts:
             lab.cluster.remove_host("lab-c")
         box.stop()
+
+
+def _identity(lab_file: Path, name: str) -> str:
+    from edgebench.lab.inventory import open_device
+    from edgebench.lab.lab_file import load_lab
+
+    return open_device(load_lab(lab_file).devices[name]).transport.describe()
+
+
+def test_device_locks_hold_between_cluster_and_plain_runs_and_ctrl_c_frees_them(
+    lab: Lab, eb_env, monkeypatch
+):
+    from edgebench.lab.host_lock import DeviceLock, held_elsewhere
+
+    host_a, host_b = lab.cluster.hosts["lab-a"], lab.cluster.hosts["lab-b"]
+    box, phone = _identity(host_a.lab, "ssh-box"), _identity(host_b.lab, "emu-phone")
+    devices = ["--devices", "ssh-box,emu-phone", "--models", str(lab.model)]
+
+    # A plain run on lab-a holds ssh-box: with --no-wait the cluster run fails only its cells.
+    monkeypatch.setenv("EDGEBENCH_CACHE", str(host_a.cache))
+    plain_lock = DeviceLock("ssh-box", box)
+    plain_lock.acquire(wait=False, report=print, timeout_s=1.0)
+    try:
+        done = edgebench(
+            eb_env, "run", "--cluster", lab.cluster.address, *devices,
+            "--frameworks", "onnxruntime", *FAST, "--no-wait",
+        )  # fmt: skip
+    finally:
+        plain_lock.release()
+    assert done.returncode == 1, done.stderr
+    by_device = {r["device"]: r for r in stored(eb_env)}
+    assert by_device["ssh-box"]["error_kind"] == "lock"
+    assert "device ssh-box is busy" in by_device["ssh-box"]["error"]
+    assert by_device["emu-phone"]["status"] == "ok"
+
+    # While a cluster run measures, a plain run on lab-a finds ssh-box busy; Ctrl-C on the
+    # submitting host ends the run and every actor with it, and the locks are free at once.
+    results = Path(eb_env["EDGEBENCH_RESULTS"])
+    before = len(list(results.glob("*/records.jsonl")))
+    run = _start(
+        eb_env, "run", "--cluster", lab.cluster.address, *devices,
+        "--frameworks", "onnxruntime,openvino", "--threads", "1,2", *FAST,
+    )  # fmt: skip
+    try:
+        _wait_for(
+            lambda: (
+                len(list(results.glob("*/records.jsonl"))) > before
+                and any(r["device"] == "ssh-box" for r in _records_of(results))
+            ),
+            "a record from ssh-box",
+            process=run,
+        )
+        assert held_elsewhere("ssh-box", box)
+        plain = edgebench(
+            dict(eb_env, EDGEBENCH_CACHE=str(host_a.cache)),
+            "run", "--lab", str(host_a.lab), "--devices", "ssh-box", "--models", str(lab.model),
+            "--frameworks", "onnxruntime", *FAST, "--no-wait",
+        )  # fmt: skip
+        assert plain.returncode == 2
+        assert (
+            plain.stderr.strip()
+            .splitlines()[-1]
+            .startswith("edgebench: error: device ssh-box is busy")
+        )
+        run.send_signal(signal.SIGINT)
+        _, stderr = run.communicate(timeout=180)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(timeout=30)
+    assert run.returncode == 130, stderr
+    assert "resume with" in stderr
+    assert not held_elsewhere("ssh-box", box)
+    monkeypatch.setenv("EDGEBENCH_CACHE", str(host_b.cache))
+    assert not held_elsewhere("emu-phone", phone)
+
+
+def test_devices_are_chosen_by_selector_across_hosts(lab: Lab, eb_env):
+    common = ["--models", str(lab.model), "--frameworks", "onnxruntime", *FAST]
+    done = edgebench(
+        eb_env, "run", "--cluster", lab.cluster.address, "--devices", "host=lab-b", *common
+    )
+    assert done.returncode == 0, done.stderr
+    assert {r["device"] for r in stored(eb_env)} == {"emu-phone"}
+    wrong = edgebench(
+        eb_env, "run", "--cluster", lab.cluster.address, "--devices", "profile=kirin-9000", *common
+    )
+    assert wrong.returncode == 2
+    line = wrong.stderr.strip().splitlines()[-1]
+    assert line.startswith(
+        "edgebench: error: no device in the cluster matches 'profile=kirin-9000'"
+    )
+    assert "ssh-box on lab-a (profile x86-generic" in line and "emu-phone on lab-b" in line
