@@ -28,7 +28,8 @@ from edgebench.lab.lab_file import load_lab
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.methods import Method, Visit, method_for
 from edgebench.measure.output_check import ReferenceOutputs
-from edgebench.measure.scheduler import run_cell
+from edgebench.measure.records import failed_record
+from edgebench.measure.scheduler import lock_taken_over, run_cell
 from edgebench.paths import cache_dir
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.records import Record
@@ -151,9 +152,6 @@ class DeviceHost:
             device.device_lock.run_id = run_id
             device.renew_lock(force=True)
 
-    def renew_lock(self) -> str | None:
-        return self._device().renew_lock()
-
     def visit(
         self,
         cell: Cell,
@@ -170,6 +168,10 @@ class DeviceHost:
             import ray
 
             get = ray.get
+        holder = device.renew_lock()
+        if holder is not None:
+            reason = lock_taken_over(device.name, holder)
+            return failed_record(visit.run_id, replace(cell, device=device), ErrorKind.LOCK, reason)
         inbox.receive(entries, refs, get)
         shipped = set(roots)
 

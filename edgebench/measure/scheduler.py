@@ -81,6 +81,12 @@ def unexpected_failure(cell: Cell, exc: Exception) -> tuple[str, str]:
     )
 
 
+def lock_taken_over(device: str, holder: str) -> str:
+    return (
+        f"device {device}: its lock was taken over ({holder}); measuring now would share the device"
+    )
+
+
 #: Waits between attempts when a device's connection drops mid-run (seconds).
 RETRY_BACKOFF_S = (1.0, 2.0, 4.0)
 
@@ -221,11 +227,7 @@ class _DeviceWorker:
         if self.lost is None and cell.verdict is None:
             holder = cell.device.renew_lock()
             if holder is not None:
-                self.lost = (
-                    ErrorKind.LOCK,
-                    f"device {cell.device.name}: its lock was taken over ({holder}); "
-                    "measuring now would share the device",
-                )
+                self.lost = (ErrorKind.LOCK, lock_taken_over(cell.device.name, holder))
         if self.lost is not None and cell.verdict is None:
             kind, reason = self.lost
             return run_cell(self.run.run_id, replace(cell, verdict=(Status.FAILED, kind, reason)))
@@ -240,6 +242,8 @@ class _DeviceWorker:
         if record.error_kind == ErrorKind.TRANSPORT:
             self.lost = (ErrorKind.TRANSPORT, f"device {cell.device.name} lost: {record.error}")
             self._abandon_lock(cell)
+        elif record.error_kind == ErrorKind.LOCK and cell.verdict is None:
+            self.lost = (ErrorKind.LOCK, record.error or "device lock lost")
         elif record.error_kind == ErrorKind.HOST_LOST:
             # The lab host that owns the device left the cluster; its actor will not return.
             self.lost = (ErrorKind.HOST_LOST, record.error or "lab host lost")

@@ -4,6 +4,7 @@ real peers: an sshd box on one, an emulated ADB phone on another."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -102,6 +103,18 @@ def test_a_cluster_run_gives_the_records_of_a_single_host_run(lab: Lab, eb_env, 
     # The records name the submitting host's files, not the lab host's copies.
     for record in cluster_records:
         assert record["model_path"] == str(lab.model)
+
+    # The two reports say the same, figures and run ids aside.
+    def report(env: dict[str, str], out: Path) -> str:
+        made = edgebench(env, "report", "--format", "md", "--out", str(out))
+        assert made.returncode == 0, made.stderr
+        text = next(out.glob("*.md")).read_text()
+        run_id = cluster_records[0]["run_id"] if env is eb_env else single_records[0]["run_id"]
+        return re.sub(r"[0-9]+(\.[0-9]+)?|[★≈*▲]", "#", text.replace(run_id, "RUN"))
+
+    assert report(eb_env, tmp_path / "cluster-report") == report(
+        single_env, tmp_path / "single-report"
+    )
 
 
 def _records_of(results: Path) -> list[dict]:
