@@ -157,7 +157,7 @@ def test_a_lost_host_fails_its_remaining_cells_and_the_run_finishes_then_resumes
         lab.cluster.add_host("lab-c", lab_c, [DeviceInfo("ssh-box-c", "lab-c")])
         plan = [
             "--devices", "ssh-box,ssh-box-c", "--models", str(lab.model),
-            "--frameworks", "onnxruntime,openvino,ncnn", "--threads", "1,2", *FAST,
+            "--frameworks", "onnxruntime,openvino", "--threads", "1,2,3", *FAST,
         ]  # fmt: skip
         results = Path(eb_env["EDGEBENCH_RESULTS"])
         run = _start(eb_env, "run", "--cluster", lab.cluster.address, *plan)
