@@ -35,6 +35,7 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from edgebench import __version__
+from edgebench.cluster.agent import node_environment
 from edgebench.cluster.naming import DeviceInfo, advertisement
 from edgebench.cluster.source import ClusterLab
 from edgebench.lab.device import Device, DeviceFacts
@@ -139,7 +140,7 @@ def start_cluster(nodes: int, devices: list[str]):
         resources, labels = advertisement(host, infos, __version__)
         cluster.add_node(
             num_cpus=0, node_ip_address=LOOPBACK, resources=resources, labels=labels,
-            env_vars={"EDGEBENCH_CLUSTER_HOST": host},
+            env_vars=node_environment(host, None, len(owned)),  # as edgebench agent runs it
         )  # fmt: skip
     return cluster
 

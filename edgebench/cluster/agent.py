@@ -51,6 +51,20 @@ class AgentSettings:
     poll_s: float = 30.0
 
 
+def node_environment(host: str, lab: Path | None, devices: int) -> dict[str, str]:
+    """What a lab host's Ray node (and so each device actor on it) runs with: the host's name
+    and lab file, Ray's usage reporting off, and the actors started side by side. A node with
+    no CPUs for Ray starts one worker process at a time; one per device is what it needs."""
+    env = {
+        **QUIET_ENV,
+        HOST_ENV: host,
+        "RAY_worker_maximum_startup_concurrency": str(max(4, devices)),
+    }
+    if lab is not None:
+        env[ENV_VAR] = str(lab.resolve())
+    return env
+
+
 def ray_command() -> str:
     """The ``ray`` command of this Python environment."""
     beside = Path(sys.executable).with_name("ray")
@@ -148,8 +162,8 @@ class Agent:
         ]
         if self.settings.node_ip:
             argv += ["--node-ip-address", self.settings.node_ip]
-        env = {**os.environ, **QUIET_ENV, HOST_ENV: self.host}
-        env[ENV_VAR] = str(Path(self.lab.path).resolve())  # type: ignore[arg-type]
+        lab = Path(self.lab.path) if self.lab.path else None
+        env = {**os.environ, **node_environment(self.host, lab, len(devices))}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             self.node = subprocess.Popen(

@@ -30,26 +30,30 @@ class ActorTransport(Transport):
 
     kind = "cluster"
 
-    def __init__(self, link: ActorLink, description: str) -> None:
+    def __init__(self, name: str, host: str, link: ActorLink | None, description: str) -> None:
+        self.name = name
+        self.host = host
         self.link = link
         self.description = description
 
+    def _elsewhere(self) -> TransportError:
+        return TransportError(f"device {self.name} is measured by its lab host {self.host}")
+
     def _run(self, command: Command) -> CommandResult:
-        raise TransportError(
-            f"device {self.link.info.name} is measured by its lab host {self.link.info.host}"
-        )
+        raise self._elsewhere()
 
     def read_text(self, path: str) -> str | None:
-        raise TransportError(f"device {self.link.info.name} is on {self.link.info.host}")
+        raise self._elsewhere()
 
     def push(self, local: Path, remote: str) -> None:
-        raise TransportError(f"device {self.link.info.name} is on {self.link.info.host}")
+        raise self._elsewhere()
 
     def pull(self, remote: str, local: Path) -> bool:
-        raise TransportError(f"device {self.link.info.name} is on {self.link.info.host}")
+        raise self._elsewhere()
 
     def abort(self) -> None:
-        self.link.send("abort")
+        if self.link is not None:
+            self.link.send("abort")
 
     def describe(self) -> str:
         return self.description
@@ -58,8 +62,10 @@ class ActorTransport(Transport):
 class ClusterDevice(Device):
     """A device on another lab host, with what its actor reported when it opened it."""
 
-    def __init__(self, link: ActorLink, opened: Opened) -> None:
-        super().__init__(opened.name, ActorTransport(link, opened.describe), "", "")
+    def __init__(self, link: ActorLink | None, opened: Opened) -> None:
+        """``link`` is None for a device this run did not open (another run holds it)."""
+        transport = ActorTransport(opened.name, opened.host, link, opened.describe)
+        super().__init__(opened.name, transport, "", "")
         self.link = link
         self.host = opened.host
         self.unreachable = opened.unreachable
@@ -99,7 +105,7 @@ class ClusterMethod:
 
     def visit(self, cell: Cell, visit: Visit) -> Record:
         device = cell.device
-        assert isinstance(device, ClusterDevice)
+        assert isinstance(device, ClusterDevice) and device.link is not None
         bare = replace(cell, device=None)  # type: ignore[arg-type]
         roots = paths_in((bare, visit))
         entries = self.outbox.manifest(roots)

@@ -118,13 +118,13 @@ def choose_devices(wanted: Sequence[str], available: Sequence[DeviceInfo]) -> li
         else:
             found = [d for d in available if d.name == item]
         if not found:
-            raise UserError(f"no device in the cluster matches {item!r}; {_listing(available)}")
+            raise UserError(f"no device in the cluster matches {item!r}; {listing(available)}")
         for device in found:
             chosen.setdefault(device.name, device)
     return list(chosen.values())
 
 
-def _listing(available: Sequence[DeviceInfo]) -> str:
+def listing(available: Sequence[DeviceInfo]) -> str:
     if not available:
         return "no lab host has advertised a device (start `edgebench agent` on each lab host)"
     return "the cluster has: " + "; ".join(d.describe() for d in available)

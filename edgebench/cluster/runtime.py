@@ -92,6 +92,10 @@ class HostLost(Exception):
     """The actor of a device is gone: its lab host left the cluster (or died)."""
 
 
+class NoAnswer(HostLost):
+    """The actor did not answer in time (not placed yet, or its host is unresponsive)."""
+
+
 #: Ray's exceptions for an actor that died or cannot be reached.
 def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
     exceptions = ray.exceptions
@@ -127,7 +131,7 @@ class ActorLink:
         except self.lost_errors as exc:
             raise HostLost(self._lost_reason(exc)) from None
         except self.ray.exceptions.GetTimeoutError:
-            raise HostLost(
+            raise NoAnswer(
                 f"lab host {self.info.host} did not answer for {timeout:.0f} s ({self.info.name})"
             ) from None
         except self.ray.exceptions.RayTaskError as exc:

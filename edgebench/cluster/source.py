@@ -7,13 +7,20 @@ import contextlib
 import logging
 import socket
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from edgebench import __version__
 from edgebench.cluster.devices import VISIT_MARGIN_S, ClusterDevice, ClusterMethod
 from edgebench.cluster.host_actor import Opened, Opener
-from edgebench.cluster.naming import DeviceInfo, choose_devices
-from edgebench.cluster.runtime import ActorLink, HostLost, cluster_devices, connect, shutdown
+from edgebench.cluster.naming import DeviceInfo, choose_devices, listing, resource_name
+from edgebench.cluster.runtime import (
+    ActorLink,
+    HostLost,
+    cluster_devices,
+    connect,
+    shutdown,
+)
 from edgebench.cluster.shipping import Outbox
 from edgebench.errors import UserError
 from edgebench.lab.device import Device
@@ -22,7 +29,7 @@ from edgebench.measure.methods import Method
 from edgebench.measure.progress import LineProgress
 from edgebench.planning.cells import Cell
 from edgebench.planning.config import RunConfig
-from edgebench.statuses import ErrorKind
+from edgebench.statuses import ErrorKind, Status
 
 log = logging.getLogger(__name__)
 
@@ -45,21 +52,44 @@ class ClusterLab:
     def open(self, config: RunConfig, progress: LineProgress) -> list[Device]:
         ray = connect(self.address)
         available = cluster_devices()
-        chosen = choose_devices(config.sweep.devices or [], available)
+        wanted = config.sweep.devices or []
+        if wanted == ["local"] and not any(d.name == "local" for d in available):
+            # The default device is this host's CPU; a cluster run names its devices.
+            raise UserError(
+                "--cluster: name the devices to measure with --devices (names, or selectors "
+                f"such as profile=kirin-9000); {listing(available)}"
+            )
+        chosen = choose_devices(wanted, available)
         progress.message(
             f"cluster {self.address}: {len(chosen)} of {len(available)} devices chosen, on "
             f"{len({d.host for d in chosen})} lab hosts"
         )
         sender = socket.gethostname()
-        for info in chosen:
-            self.links[info.name] = ActorLink(info, self.opener)
         wait = not config.session.no_wait
+        free = ray.available_resources()
+        refused: dict[str, Opened] = {}
+        for info in chosen:
+            if free.get(resource_name(info.name), 0.0) < 1.0:
+                # Another cluster run's actor holds the device: Ray queues ours until it ends.
+                taken = f"device {info.name} is taken on {info.host} (another cluster run)"
+                if not wait:
+                    reason = f"{taken}; wait for that run or drop --no-wait"
+                    refused[info.name] = _unopened(info, reason, refused=True)
+                    continue
+                progress.message(f"{taken}; waiting for it")
+            self.links[info.name] = ActorLink(info, self.opener)
+        progress.message(f"placing {len(self.links)} device actors on their lab hosts")
         with ThreadPoolExecutor(max_workers=min(32, max(1, len(chosen)))) as pool:
-            opened = list(pool.map(lambda info: self._open_one(info, wait, sender), chosen))
+            opened = list(
+                pool.map(
+                    lambda info: refused.get(info.name) or self._open_one(info, wait, sender),
+                    chosen,
+                )
+            )
         outbox = Outbox(ray.put)
         method = ClusterMethod(outbox)
         for info, result in zip(chosen, opened, strict=True):
-            device = ClusterDevice(self.links[info.name], result)
+            device = ClusterDevice(self.links.get(info.name), result)
             self.devices.append(device)
             self._methods[device.name] = method
             self._report(device, result, progress)
@@ -96,11 +126,17 @@ class ClusterLab:
     def lock(self, cells: list[Cell], *, wait: bool, progress: LineProgress) -> list[Cell]:
         lease_s = lease_for(cells)
         for device in self.devices:
-            if device.unreachable:
-                continue
             if device.refused:
                 progress.message(f"  {device.refused}; its cells are marked failed")
-                cells = fail_device_cells(cells, device.name, ErrorKind.LOCK, device.refused)
+                cells = [
+                    replace(c, verdict=(Status.FAILED, ErrorKind.LOCK, device.refused))
+                    if c.device is device
+                    and (c.verdict is None or c.verdict[1] == ErrorKind.TRANSPORT)
+                    else c
+                    for c in cells
+                ]
+                continue
+            if device.unreachable or device.link is None:
                 continue
             try:
                 refused = device.link.call("lock", lease_s, wait, timeout=OPEN_TIMEOUT_S)
@@ -115,6 +151,8 @@ class ClusterLab:
 
     def start_run(self, run_id: str) -> None:
         for device in self.devices:
+            if device.link is None:
+                continue  # not opened by this run
             with contextlib.suppress(HostLost):  # its cells meet the lost host themselves
                 device.link.call("start_run", run_id, timeout=VISIT_MARGIN_S)
 
@@ -140,7 +178,7 @@ class ClusterLab:
         shutdown()
 
 
-def _unopened(info: DeviceInfo, reason: str) -> Opened:
+def _unopened(info: DeviceInfo, reason: str, refused: bool = False) -> Opened:
     return Opened(
         name=info.name,
         host=info.host,
@@ -153,4 +191,5 @@ def _unopened(info: DeviceInfo, reason: str) -> Opened:
         profile_clusters={},
         availability={},
         describe=f"on {info.host}",
+        refused=reason if refused else None,
     )

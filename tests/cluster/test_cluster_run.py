@@ -299,3 +299,36 @@ def test_devices_are_chosen_by_selector_across_hosts(lab: Lab, eb_env):
         "edgebench: error: no device in the cluster matches 'profile=kirin-9000'"
     )
     assert "ssh-box on lab-a (profile x86-generic" in line and "emu-phone on lab-b" in line
+    unnamed = edgebench(eb_env, "run", "--cluster", lab.cluster.address, *common)
+    assert unnamed.returncode == 2
+    assert (
+        unnamed.stderr.strip()
+        .splitlines()[-1]
+        .startswith("edgebench: error: --cluster: name the devices to measure with --devices")
+    )
+
+
+def test_a_device_another_cluster_run_holds_is_refused_with_no_wait(lab: Lab, eb_env):
+    import ray
+
+    from edgebench.cluster.runtime import ActorLink
+
+    ray.init(address=lab.cluster.address, logging_level="ERROR", log_to_driver=False)
+    holder = None
+    try:
+        # Another submitting host's actor owns ssh-box (its one unit of the device resource).
+        holder = ActorLink(DeviceInfo("ssh-box", "lab-a"))
+        assert holder.call("ping", timeout=120) == "ssh-box"
+        done = edgebench(
+            eb_env, "run", "--cluster", lab.cluster.address, "--devices", "ssh-box,emu-phone",
+            "--models", str(lab.model), "--frameworks", "onnxruntime", *FAST, "--no-wait",
+        )  # fmt: skip
+    finally:
+        if holder is not None:
+            holder.kill()
+        ray.shutdown()
+    assert done.returncode == 1, done.stderr
+    by_device = {r["device"]: r for r in stored(eb_env)}
+    assert by_device["ssh-box"]["error_kind"] == "lock"
+    assert "taken on lab-a (another cluster run)" in by_device["ssh-box"]["error"]
+    assert by_device["emu-phone"]["status"] == "ok"

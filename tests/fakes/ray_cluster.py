@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from edgebench import __version__
-from edgebench.cluster.host_actor import HOST_ENV
+from edgebench.cluster.agent import node_environment
 from edgebench.cluster.naming import DeviceInfo, advertisement
-from edgebench.lab.lab_file import ENV_VAR
 
 LOOPBACK = "127.0.0.1"
 #: A lost node is noticed within about 3 s instead of Ray's default 30 s or so.
@@ -64,7 +63,7 @@ class LabCluster:
             node_ip_address=LOOPBACK,
             resources=resources,
             labels=labels,
-            env_vars={ENV_VAR: str(lab), HOST_ENV: name, "EDGEBENCH_CACHE": str(cache)},
+            env_vars={**node_environment(name, lab, len(devices)), "EDGEBENCH_CACHE": str(cache)},
         )
         host = LabHost(name, lab, cache, devices, node)
         self.hosts[name] = host
