@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 
 #: How long a device's actor may take to release its locks at the end of a run.
 CLOSE_TIMEOUT_S = 30.0
+#: How long a device may stay held before the run calls it taken by another cluster run.
+RELEASE_GRACE_S = 10.0
 #: How long opening one device may take on its host, waiting for its host lock included.
 OPEN_TIMEOUT_S = 6 * 3600.0 + VISIT_MARGIN_S
 
@@ -66,10 +69,10 @@ class ClusterLab:
         )
         sender = socket.gethostname()
         wait = not config.session.no_wait
-        free = ray.available_resources()
+        held = _held_devices(ray, chosen)
         refused: dict[str, Opened] = {}
         for info in chosen:
-            if free.get(resource_name(info.name), 0.0) < 1.0:
+            if info.name in held:
                 # Another cluster run's actor holds the device: Ray queues ours until it ends.
                 taken = f"device {info.name} is taken on {info.host} (another cluster run)"
                 if not wait:
@@ -176,6 +179,19 @@ class ClusterLab:
             list(pool.map(close_one, self.links.values()))
         self.links.clear()
         shutdown()
+
+
+def _held_devices(ray: Any, chosen: list[DeviceInfo]) -> set[str]:
+    """The chosen devices whose resource an actor holds now. A run that just ended may still be
+    returning its devices (Ray releases a killed actor's resources a moment later), so a device
+    counts as held only if it stays so for ``RELEASE_GRACE_S``."""
+    deadline = time.monotonic() + RELEASE_GRACE_S
+    while True:
+        free = ray.available_resources()
+        held = {d.name for d in chosen if free.get(resource_name(d.name), 0.0) < 1.0}
+        if not held or time.monotonic() >= deadline:
+            return held
+        time.sleep(0.25)
 
 
 def _unopened(info: DeviceInfo, reason: str, refused: bool = False) -> Opened:
