@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -241,43 +242,47 @@ def test_device_locks_hold_between_cluster_and_plain_runs_and_ctrl_c_frees_them(
     assert "device ssh-box is busy" in by_device["ssh-box"]["error"]
     assert by_device["emu-phone"]["status"] == "ok"
 
-    # While a cluster run measures, a plain run on lab-a finds ssh-box busy; Ctrl-C on the
-    # submitting host ends the run and every actor with it, and the locks are free at once.
+    # While a cluster run measures (cells of at least 120 s, so it is surely still measuring),
+    # a plain run on lab-a finds ssh-box busy. Ctrl-C twice on the submitting host aborts the
+    # run and every actor with it, and the locks are free at once.
     results = Path(eb_env["EDGEBENCH_RESULTS"])
-    before = len(list(results.glob("*/records.jsonl")))
+    runs_before = set(results.glob("*/run.json"))
     run = _start(
-        eb_env, "run", "--cluster", lab.cluster.address, *devices,
-        "--frameworks", "onnxruntime,openvino", "--threads", "1,2", *FAST,
+        eb_env, "run", "--cluster", lab.cluster.address, *devices, "--frameworks", "onnxruntime",
+        "--iterations", "3", "--warmup", "0", "--min-time", "120", "--max-time", "200",
+        "--rounds", "1",
     )  # fmt: skip
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(run.stderr), daemon=True)
+    reader.start()
     try:
         _wait_for(
             lambda: (
-                len(list(results.glob("*/records.jsonl"))) > before
-                and any(r["device"] == "ssh-box" for r in _records_of(results))
+                set(results.glob("*/run.json")) - runs_before and held_elsewhere("ssh-box", box)
             ),
-            "a record from ssh-box",
+            "the cluster run to measure on ssh-box",
             process=run,
         )
-        assert held_elsewhere("ssh-box", box)
         plain = edgebench(
             dict(eb_env, EDGEBENCH_CACHE=str(host_a.cache)),
             "run", "--lab", str(host_a.lab), "--devices", "ssh-box", "--models", str(lab.model),
             "--frameworks", "onnxruntime", *FAST, "--no-wait",
         )  # fmt: skip
-        assert plain.returncode == 2
-        assert (
-            plain.stderr.strip()
-            .splitlines()[-1]
-            .startswith("edgebench: error: device ssh-box is busy")
-        )
+        assert plain.returncode == 2, plain.stderr
+        last = plain.stderr.strip().splitlines()[-1]
+        assert last.startswith("edgebench: error: device ssh-box is busy"), last
         run.send_signal(signal.SIGINT)
-        _, stderr = run.communicate(timeout=180)
+        _wait_for(lambda: any("stopping after" in line for line in said), "the first Ctrl-C")
+        run.send_signal(signal.SIGINT)
+        run.wait(timeout=120)
+        reader.join(timeout=30)
     finally:
         if run.poll() is None:
             run.kill()
             run.wait(timeout=30)
+    stderr = "".join(said)
     assert run.returncode == 130, stderr
-    assert "resume with" in stderr
+    assert "aborted" in stderr and "resume with" in stderr
     assert not held_elsewhere("ssh-box", box)
     monkeypatch.setenv("EDGEBENCH_CACHE", str(host_b.cache))
     assert not held_elsewhere("emu-phone", phone)
