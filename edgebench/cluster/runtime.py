@@ -96,8 +96,8 @@ class NoAnswer(HostLost):
     """The actor did not answer in time (not placed yet, or its host is unresponsive)."""
 
 
-#: Ray's exceptions for an actor that died or cannot be reached.
 def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
+    """Ray's exceptions for an actor that died or cannot be reached."""
     exceptions = ray.exceptions
     return tuple(
         getattr(exceptions, name)

@@ -21,16 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from edgebench.converters.artifact_cache import file_sha256
+
 #: (the sender's absolute path, sha256) of one file.
 FileEntry = tuple[str, str]
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _fields(value: Any) -> list[str]:
@@ -133,7 +127,7 @@ class Outbox:
         key = (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
         with self._lock:
             if key not in self._hashes:
-                self._hashes[key] = _sha256(path)
+                self._hashes[key] = file_sha256(path)
             return self._hashes[key]
 
     def refs(self, entries: list[FileEntry]) -> dict[str, Any]:
