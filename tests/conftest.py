@@ -185,6 +185,7 @@ from fakes.arm_board import (  # noqa: E402, F401
     board_sshd_fixture,
     board_work_dir_fixture,
 )
+from fakes.cli_checks import mod_env  # noqa: E402, F401
 from fakes.native_builds import (  # noqa: E402, F401
     FIXTURES,
     native_arm_fixture,

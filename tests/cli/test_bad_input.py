@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import tomllib
 from collections.abc import Sequence
@@ -18,6 +16,15 @@ from pathlib import Path
 
 import onnx
 import pytest
+from fakes.cli_checks import (
+    ERROR_PREFIX,
+    FAST,
+    assert_failed_record,
+    assert_no_traceback,
+    assert_one_error_line,
+    cli,
+    records_of,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
@@ -28,74 +35,7 @@ from edgebench.lab.profiles import load_profile
 from edgebench.planning.plan_file import load_plan
 from edgebench.runners.native import NATIVE_TOOLS, NativeParseError
 
-from conftest import CliResult, save_conv_model
-
-FAST = ["--iterations", "3", "--min-time", "0", "--warmup", "0", "--format", "jsonl"]
-ERROR_PREFIX = "edgebench: error:"
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-@pytest.fixture(scope="module")
-def mod_env(tmp_path_factory: pytest.TempPathFactory, shared_models: Path) -> dict[str, str]:
-    """Like conftest's eb_env, but shared by the module's one-run-many-cases fixtures."""
-    base = tmp_path_factory.mktemp("bad-input-env")
-    cache = base / "eb-cache"
-    cache.mkdir()
-    (cache / "models").symlink_to(shared_models, target_is_directory=True)
-    home = base / "eb-home"
-    home.mkdir()
-    env = dict(os.environ)
-    env.update(EDGEBENCH_CACHE=str(cache), EDGEBENCH_RESULTS=str(base / "eb-results"))
-    env.update(HOME=str(home))
-    env.pop("EDGEBENCH_LAB", None)
-    return env
-
-
-def cli(args: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> CliResult:
-    proc = subprocess.run(
-        [sys.executable, "-m", "edgebench", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=300,
-    )
-    return CliResult(proc.returncode, proc.stdout, proc.stderr)
-
-
-def records_of(result: CliResult) -> list[dict]:
-    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-
-
-def assert_no_traceback(result: CliResult) -> None:
-    assert "Traceback" not in result.stderr, result.stderr
-    assert "Traceback" not in result.stdout, result.stdout
-
-
-def assert_one_error_line(result: CliResult, *, only_line: bool = True) -> str:
-    """Exit 2, no traceback, exactly one ``edgebench: error:`` line and no click usage block.
-
-    ``only_line``: the error is the only stderr line (no progress lines before it)."""
-    assert_no_traceback(result)
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith(ERROR_PREFIX)]
-    assert len(errors) == 1, result.stderr
-    assert lines[-1] == errors[0], result.stderr
-    if only_line:
-        assert lines == errors, result.stderr
-    assert not any(ln.startswith(("Usage:", "Error:", "Try ")) for ln in lines), result.stderr
-    return errors[0]
-
-
-def assert_failed_record(record: dict) -> None:
-    assert record["status"] == "failed", record
-    error = record["error"]
-    assert isinstance(error, str) and error.strip(), record
-    assert "\n" not in error and "Traceback" not in error, error
-
+from conftest import save_conv_model
 
 # --------------------------------------------------------------------------- malformed ONNX
 

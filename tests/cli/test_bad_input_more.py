@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_bad_input import (
+from fakes.cli_checks import (
     FAST,
     assert_failed_record,
     assert_no_traceback,
