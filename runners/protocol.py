@@ -43,6 +43,11 @@ def install_hint(pip_extra: str) -> str:
     return "pip install 'edgebench[%s]'" % pip_extra
 
 
+#: The largest cpu id a cpu list may name (Linux builds for at most 8192 cpus), so that a range
+#: such as 0-99999999999 is refused instead of expanded.
+MAX_CPU_ID = 8191
+
+
 def parse_cpu_list(text: str) -> List[int]:
     """Linux cpu-list syntax ("0-3,6") to sorted unique ids; ValueError when malformed."""
     cpus: Set[int] = set()
@@ -55,5 +60,7 @@ def parse_cpu_list(text: str) -> List[int]:
             raise ValueError("%r is not a cpu id or range" % part)
         if sep and int(lo) > int(hi):
             raise ValueError("bad cpu range %r" % part)
+        if int(hi if sep else lo) > MAX_CPU_ID:
+            raise ValueError("cpu %s is over the limit of %d" % (hi if sep else lo, MAX_CPU_ID))
         cpus.update(range(int(lo), int(hi if sep else lo) + 1))
     return sorted(cpus)
