@@ -8,6 +8,10 @@ pnnx names the blobs ``in0, in1, ...`` and ``out0, out1, ...`` in ONNX input/out
 int8: pnnx writes the fp32 model, then ``ncnn_int8`` rewrites it into ncnn's int8 format,
 calibrated on the calibration set.
 
+Before pnnx reads the staged model, a Resize's ``roi`` input is emptied where the Resize ignores
+it (every coordinate mode but ``tf_crop_and_resize``): pnnx lowers a Resize to ncnn's Interp only
+with an empty roi, and paddle2onnx fills it with ones (PP-OCR's FPN upsampling).
+
 Dynamic (``ConversionOptions.dynamic``): pnnx gets the model with its symbolic dims and two
 shapes, ``inputshape`` (the representative one in ``input_shapes``) and ``inputshape2`` (its
 symbolic axes doubled); where the two traces differ it writes shape expressions (a Reshape
@@ -25,7 +29,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from .base import ConversionError, ConversionOptions, read_onnx, unsupported_op
 from .calibration_data import load_calibration
@@ -48,6 +54,8 @@ FILES = ["model.param", "model.bin", "io.json"]
 _TYPE_SUFFIX = {"float16": "f16", "float64": "f64", "int32": "i32", "int64": "i64", "int8": "i8"}
 _TODO = re.compile(r"^todo (\S+)", re.MULTILINE)
 _UNKNOWN_OP = re.compile(r"unexpected op_type (\S+)")
+#: The empty tensor that replaces an ignored Resize roi.
+EMPTY_ROI = "edgebench_empty_roi"
 
 
 class NcnnConverter(ToolchainConverter):
@@ -103,6 +111,10 @@ class NcnnConverter(ToolchainConverter):
                 self._second = None
 
     def convert_staged(self, staged: StagedModel, out_dir: Path, precision: str) -> list[str]:
+        if staged.io is not None:
+            model = read_onnx(staged.path)
+            if empty_ignored_roi(model):
+                onnx.save(model, str(staged.path))
         args = [staged.path.name]
         if staged.io and staged.io.inputs:
             args.append("inputshape=" + ",".join(_shape_arg(s) for s in staged.io.inputs))
@@ -127,6 +139,35 @@ class NcnnConverter(ToolchainConverter):
         """pnnx prints ``todo <Op>`` for an operator it cannot lower to ncnn and still exits 0."""
         found = _TODO.search(log) or (_UNKNOWN_OP.search(log) if crashed else None)
         return found.group(1) if found else None
+
+
+def empty_ignored_roi(model: onnx.ModelProto) -> bool:
+    """Point every Resize whose ``roi`` its coordinate mode ignores at an empty tensor, in
+    place; True when a Resize changed. (The roi is read only by ``tf_crop_and_resize``, and
+    from opset 11 on: opset 10's Resize has no roi input.)"""
+    graph = model.graph
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset < 11:
+        return False
+    empty = {t.name for t in graph.initializer if 0 in t.dims}
+    empty |= {
+        n.output[0]
+        for n in graph.node
+        if n.op_type == "Constant" and any(a.name == "value" and 0 in a.t.dims for a in n.attribute)
+    }
+    changed = False
+    for node in graph.node:
+        if node.op_type != "Resize" or node.domain not in ("", "ai.onnx") or len(node.input) < 2:
+            continue
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        mode = attrs.get("coordinate_transformation_mode", b"half_pixel")
+        if mode == b"tf_crop_and_resize" or not node.input[1] or node.input[1] in empty:
+            continue
+        node.input[1] = EMPTY_ROI
+        changed = True
+    if changed and EMPTY_ROI not in empty:
+        graph.initializer.append(numpy_helper.from_array(np.zeros([0], np.float32), EMPTY_ROI))
+    return changed
 
 
 def _entry(spec: TensorSpec, blob: str, second: TensorSpec | None = None) -> dict:

@@ -17,7 +17,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from edgebench.converters import ConversionError, ConversionOptions, get_converter
+from edgebench.converters import ConversionOptions, get_converter
 from edgebench.converters.tflite.convert import convert_model as convert_tflite
 from edgebench.converters.tnn.reader import read_model
 from edgebench.converters.tnn.reference import run_model
@@ -123,14 +123,6 @@ def test_converted_artifact_runs_in_its_framework_and_passes_the_check(
         pytest.skip(reason)
     backend_module = importlib.import_module(f"edgebench.runners.backends.{BACKENDS[framework]}")
     options = ConversionOptions(input_shapes={"x": shape})
-    if (framework, model) == ("ncnn", "det"):
-        # pnnx 20261020 cannot convert this nearest Resize ("todo Resize"); the cell is
-        # `unsupported` with the op and node named, which is what this asserts.
-        with pytest.raises(ConversionError) as refused:
-            converter.convert(DATA / MODELS[model], tmp_path, options)
-        assert refused.value.kind == "unsupported_op"
-        assert refused.value.message.startswith("ncnn converter does not support operator Resize")
-        return
     files = converter.convert(DATA / MODELS[model], tmp_path, options)
     backend = backend_module.BACKEND()
     backend.load(str(tmp_path / files[0]), 1, "fp32", {})
@@ -148,3 +140,73 @@ def test_tflite_writer_fuses_paddle_hardswish_and_keeps_the_head_native() -> Non
     assert not {"DIV", "MAXIMUM", "MINIMUM", "RELU6"} & set(det)
     cls = convert_tflite(onnx.load(str(DATA / MODELS["cls"])), {"x": [1, 3, 48, 192]}).op_counts
     assert cls["HARD_SWISH"] == 18 and cls["SOFTMAX"] == 1 and "DIV" not in cls
+
+
+def _resize_roi_model(mode: str, opset: int) -> onnx.ModelProto:
+    """x -> nearest Resize x2 with paddle2onnx's roi of ones, in coordinate mode ``mode``."""
+    roi = onnx.helper.make_tensor("roi", onnx.TensorProto.FLOAT, [8], [1.0] * 8)
+    scales = onnx.helper.make_tensor("scales", onnx.TensorProto.FLOAT, [4], [1, 1, 2, 2])
+    nodes = [
+        onnx.helper.make_node("Constant", [], ["roi_c"], value=roi),
+        onnx.helper.make_node(
+            "Resize",
+            ["x", "roi_c", "scales"],
+            ["y"],
+            mode="nearest",
+            coordinate_transformation_mode=mode,
+            nearest_mode="floor",
+        ),
+    ]
+    graph = onnx.helper.make_graph(
+        nodes,
+        "resize",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 3, 4])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2, 6, 8])],
+        [scales],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def test_an_ignored_resize_roi_is_emptied_and_the_outputs_stay_the_same() -> None:
+    from edgebench.converters.ncnn_converter import EMPTY_ROI, empty_ignored_roi
+
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    model = _resize_roi_model("asymmetric", 12)
+    before = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    assert empty_ignored_roi(model)
+    onnx.checker.check_model(model)
+    (resize,) = [n for n in model.graph.node if n.op_type == "Resize"]
+    assert resize.input[1] == EMPTY_ROI
+    after = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(after, before)
+    assert not empty_ignored_roi(model)  # already empty: nothing more to do
+    # The one mode that reads the roi keeps it.
+    assert not empty_ignored_roi(_resize_roi_model("tf_crop_and_resize", 12))
+
+
+@pytest.mark.toolchains
+def test_pnnx_lowers_the_detectors_nearest_resize_to_ncnn_interp(references, tmp_path) -> None:
+    """pnnx refused the detector's six FPN Resizes ("todo Resize": paddle2onnx fills their
+    unused roi with ones); with the roi emptied they become ncnn Interp layers."""
+    from edgebench.converters.toolchains import install_toolchain
+
+    if install_toolchain("ncnn").state != "installed":
+        pytest.skip("pnnx could not be installed (edgebench toolchains install ncnn)")
+    from edgebench.runners.backends.ncnn_backend import NcnnBackend
+
+    shape = [1, 3, 256, 320]
+    converter = get_converter("ncnn")
+    files = converter.convert(
+        DATA / MODELS["det"], tmp_path, ConversionOptions(input_shapes={"x": shape})
+    )
+    layers = [line.split()[0] for line in (tmp_path / files[0]).read_text().splitlines()[2:]]
+    assert layers.count("Interp") == 6 and "todo Resize" not in converter.last_log
+    backend = NcnnBackend()
+    backend.load(str(tmp_path / files[0]), 1, "fp32", {})
+    try:
+        (got,) = backend.make_stream({"x": page(shape, "det")})()
+    finally:
+        backend.close()
+    check(np.asarray(got), references["det", 256, 320], "ncnn det")
