@@ -12,6 +12,7 @@ import re
 import shutil
 import tarfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -35,6 +36,10 @@ NCNN_SDIST_URL = (
 KNOWN_SHA256 = {NCNN_SDIST_NAME: NCNN_SDIST_SHA256}
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
 UNKNOWN = "unknown"
+
+
+class UnreadableArchive(BuildError):
+    """An archive that is damaged or not an archive at all."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ def find_source(framework: str, given: Path | None = None) -> Source:
     ``<framework>-<version>`` archive in :func:`sources_dir`."""
     if framework not in FRAMEWORKS:
         raise BuildError(f"unknown framework {framework!r}: choose one of {', '.join(FRAMEWORKS)}")
+    found_here = given is None
     if given is None:
         given = _newest_archive(framework)
         if given is None:
@@ -76,7 +82,17 @@ def find_source(framework: str, given: Path | None = None) -> Source:
     if given.is_dir():
         root = _source_root(given, framework)
     elif given.is_file() and given.name.lower().endswith(ARCHIVE_SUFFIXES):
-        root = _source_root(extract_archive(given), framework)
+        try:
+            folder = extract_archive(given)
+        except UnreadableArchive as exc:
+            fix = (
+                f"remove it from {given.parent} or download it again"
+                if found_here
+                else f"download it again, or pass --source {framework}=FOLDER with the unpacked "
+                "source"
+            )
+            raise BuildError(f"{exc}; {fix}") from None
+        root = _source_root(folder, framework)
     elif given.exists():
         raise BuildError(
             f"{framework} source {given} is neither a folder nor a .tar.gz, .tgz or .zip archive"
@@ -178,8 +194,18 @@ def _extract_into(archive: Path, dest: Path) -> None:
                 tar.extractall(dest, members=members, filter="data")
             else:
                 tar.extractall(dest, members=members)
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise BuildError(f"cannot extract {archive}: {exc}") from None
+    except (tarfile.TarError, zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
+        raise UnreadableArchive(f"cannot extract {archive}: {_archive_problem(exc)}") from None
+
+
+def _archive_problem(exc: BaseException) -> str:
+    """What is wrong with an archive, in one line (tarfile lists each method it tried)."""
+    if isinstance(exc, tarfile.ReadError) and "could not be opened" in str(exc):
+        return "it is not a tar archive (plain, gzip, bzip2 or xz)"
+    if isinstance(exc, EOFError | tarfile.ReadError) and not str(exc).strip():
+        return "it ends early (truncated)"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"it is damaged or not an archive ({text[:200]})"
 
 
 def _unsafe_link(member: tarfile.TarInfo) -> bool:
