@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from edgebench.analysis.breakdowns import op_sum_warning
 from edgebench.analysis.statistics import latency_stats
 from edgebench.planning.cells import Cell
 from edgebench.results.records import Record
@@ -92,9 +93,16 @@ def shape_field(cell: Cell, raw_change: dict[str, Any] | None) -> dict[str, Any]
     }
 
 
+def attach_op_profile(record: Record, profile: dict[str, Any] | None) -> None:
+    """The op profile on the record, with a warning when its ops outweigh its inference."""
+    record.op_profile = profile
+    if (warning := op_sum_warning(profile)) is not None:
+        record.warnings.append(warning)
+
+
 def attach_breakdowns(record: Record, cell: Cell, result: dict[str, Any]) -> None:
     record.stages = stages_field(result.get("stages"))
-    record.op_profile = result.get("op_profile")
+    attach_op_profile(record, result.get("op_profile"))
     # A runner that stopped before loading the instances leaves the cell's own count and mode.
     record.instances = (
         instances_field(result.get("instances"), result.get("rss_before_load_kb"))

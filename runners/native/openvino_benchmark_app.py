@@ -43,10 +43,14 @@ infer request" one row per node of the compiled graph, then "Total time:"::
     Multiply_6833        Status.EXECUTED      layerType: Convolution          execType: \
 brgconv_avx2_f32     realTime (ms): 0.980      cpuTime (ms): 0.980
 
-(the C++ tool prints ``EXECUTED`` without ``Status.``). These are the counters of the request's
-last inference, so the profile has one iteration; names longer than the column are cut to
-``<prefix>...``, so each row stays one op. Rows that did not run (``NOT_RUN``, ``OPTIMIZED_OUT``:
-fused into a neighbour) are left out; ``impl`` is the ``execType``.
+(the C++ tool prints ``EXECUTED`` without ``Status.``). ``realTime`` is OpenVINO's running mean
+per node over every inference the compiled model ran: the untimed first one and the ``Count``
+timed ones, so ``iterations`` is Count + 1 (1 without a Count line). The text gives no way to
+take the first inference out, and ``inference_ms`` is the tool's average of the timed ones: when
+a slow first inference lifts the rows' sum above it, the record's op-profile warning says so.
+Names longer than the column are cut to ``<prefix>...``, so each row stays one op. Rows that
+did not run (``NOT_RUN``, ``OPTIMIZED_OUT``: fused into a neighbour) are left out; ``impl`` is
+the ``execType``.
 :meth:`OpenvinoBenchmarkAppAdapter.parse_op_profile` returns runners/op_profile.py's result.
 """
 
@@ -167,7 +171,9 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
             latency = timed and (timed.avg_ms or timed.median_ms)
             if not latency:
                 raise NativeParseError(self.tool, self.result_line, "beside the counters")
-            return profile_result(OP_PROFILE_SOURCE, 1, rows, latency)
+            # The counters' means take in the untimed first inference too.
+            calls = timed.count + 1 if timed.count else 1
+            return profile_result(OP_PROFILE_SOURCE, calls, rows, latency)
         raise NativeParseError(self.tool, "'Performance counts for 0-th infer request' rows")
 
     def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice
+from edgebench.measure.breakdowns import attach_op_profile
 from edgebench.measure.methods.base import (
     Visit,
     model_files,
@@ -202,7 +203,7 @@ def _attach_op_profile(
         if adapter.needs_logcat():
             logcat = device.transport.shell(adapter.logcat_command(), timeout=30).stdout
         try:
-            record.op_profile = parse(command.stdout, command.stderr, logcat)
+            attach_op_profile(record, parse(command.stdout, command.stderr, logcat))
             return
         except NativeParseError as exc:
             problem = f"{exc} (exit {command.returncode})"
