@@ -1,7 +1,10 @@
-"""The README's promises about how to install and test stay true."""
+"""The README's promises about how to install and test stay true, and the docs list what the
+code has."""
 
 import re
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -52,3 +55,63 @@ def test_every_package_folder_is_listed_for_the_wheel():
                     found.add(".".join([folders[base], *parts[cut:]]))
                     break
     assert found <= listed, f"missing from [tool.setuptools] packages: {sorted(found - listed)}"
+
+
+# --------------------------------------------------------------------------- docs vs the code
+
+
+def plan_keys_accepted(tmp_path: Path) -> dict[str, set[str]]:
+    """What ``load_plan`` accepts, read from its own unknown-key errors: "" -> the top-level
+    keys that are not tables, and each table -> its keys."""
+    from edgebench.errors import UserError
+    from edgebench.planning.plan_file import load_plan
+
+    def refused(text: str) -> str:
+        path = tmp_path / "probe.toml"
+        path.write_text(text)
+        with pytest.raises(UserError) as err:
+            load_plan(path)
+        return str(err.value)
+
+    def known(message: str) -> set[str]:
+        assert "unknown key 'probe_key'" in message, message
+        return set(message.split("known: ", 1)[1].split(", "))
+
+    accepted: dict[str, set[str]] = {"": set()}
+    for key in known(refused("probe_key = 1\n")):
+        message = refused(f"[{key}]\nprobe_key = 1\n")
+        if message.startswith(f"plan probe.toml: [{key}]: unknown key"):
+            accepted[key] = known(message)
+        else:
+            accepted[""].add(key)
+    return accepted
+
+
+def test_configuration_doc_lists_exactly_the_plan_keys_the_code_accepts(tmp_path):
+    accepted = plan_keys_accepted(tmp_path)
+    assert {"sweep", "thresholds"} < set(accepted) and "lab" in accepted[""]  # the probe works
+    doc = (REPO / "docs" / "configuration.md").read_text()
+    plans = doc.split("## Plan files", 1)[1].split("\n\n")[1]  # its first paragraph
+    assert set(re.findall(r"`\[(\w+)\]`", plans)) == set(accepted) - {""}
+    assert set(re.findall(r"`(\w+)(?: = [^`]*)?`", plans)) == accepted[""]
+    # The "plan key" column of "Every setting": `key` at the top level, `[table] key` in one.
+    documented: dict[str, set[str]] = {"": {"schema", "name", "lab"}}
+    for cell in re.findall(r"^\| \w+ \| `\w+` \| [^|]* \| ([^|]*) \|", doc, flags=re.M):
+        if cell.strip() != "-":
+            table, key = re.fullmatch(r"`(?:\[(\w+)\] )?(\w+)`", cell.strip()).groups()
+            documented.setdefault(table or "", set()).add(key)
+    assert documented == accepted
+
+
+def test_results_doc_names_every_framework_and_precision():
+    from edgebench.frameworks import framework_names
+    from edgebench.planning.config import PRECISIONS
+
+    doc = (REPO / "docs" / "results.md").read_text()
+
+    def row(field: str) -> set[str]:
+        (meaning,) = re.findall(rf"^\| `{field}` \| str \| (.*) \|$", doc, flags=re.M)
+        return set(re.findall(r"`([\w-]+)`", meaning))
+
+    assert row("framework") == set(framework_names())
+    assert row("precision") == set(PRECISIONS)

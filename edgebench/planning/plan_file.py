@@ -2,8 +2,9 @@
 
 A plan's keys are the run configuration's settings (``edgebench.planning.config``), read
 through the same checkers as the command line: the top level names the plan, its lab and the
-devices, models and frameworks; ``[sweep]``, ``[timing]``, ``[telemetry]``, ``[checks]`` and
-``[thresholds]`` hold the rest. A plan decides the matrix: devices, threads, cores, precision
+devices, models and frameworks; ``[sweep]``, ``[timing]``, ``[breakdown]``, ``[telemetry]``,
+``[checks]``, ``[quantization]`` and ``[thresholds]`` hold the rest (one table per part of the
+configuration that has plan keys). A plan decides the matrix: devices, threads, cores, precision
 and concurrency come from the plan (or their defaults), models and frameworks when it names
 them. Every other key it sets overrides the command line; keys it leaves out keep their
 command-line values.
