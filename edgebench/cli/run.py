@@ -90,6 +90,11 @@ def run(**options: Any) -> None:
         from edgebench.cluster.source import ClusterLab
 
         devices = ClusterLab(config.session.cluster)
-    code = run_session(config, output=_TerminalOutput(), devices=devices)
+    code = run_session(
+        config,
+        output=_TerminalOutput(),
+        devices=devices,
+        precision_chosen=bool(options.get("sweep__precision")),
+    )
     if code:
         sys.exit(code)

@@ -44,6 +44,7 @@ from edgebench.planning.cells import (
     resolve_inputs,
 )
 from edgebench.planning.config import RunConfig
+from edgebench.planning.model_precision import precisions_by_model
 from edgebench.planning.modelref import ModelRef, parse_shape_overrides, resolve_models
 from edgebench.planning.plan_file import Plan, load_plan
 from edgebench.planning.prepare import calibration_sets, prepare_cells
@@ -104,12 +105,22 @@ class RunOutput(Protocol):
     ) -> None: ...
 
 
-def run_session(config: RunConfig, output: RunOutput, devices: DeviceSource | None = None) -> int:
+def run_session(
+    config: RunConfig,
+    output: RunOutput,
+    devices: DeviceSource | None = None,
+    *,
+    precision_chosen: bool = True,
+) -> int:
     """Measure, store and show; the exit code is 1 when a cell failed or regressed.
 
     ``devices`` is where the devices come from: this host's lab unless given (``--cluster``
     passes the cluster's). SIGTERM and SIGHUP end the run as a second Ctrl-C does, from the
     first moment: nothing this run started (a converter, a runner) is left running without it.
+
+    ``precision_chosen``: the command line named the precisions (a plan decides its own); if
+    not, a pre-converted model whose file holds a precision runs at that one
+    (``planning.model_precision``).
     """
 
     def on_terminate(signum: int, frame: object) -> None:
@@ -118,7 +129,7 @@ def run_session(config: RunConfig, output: RunOutput, devices: DeviceSource | No
     previous = {sig: signal.signal(sig, on_terminate) for sig in TERMINATING_SIGNALS}
     source = devices or LabDevices()
     try:
-        return _run_session(config, output, source)
+        return _run_session(config, output, source, precision_chosen)
     except Terminated as exc:
         # Before or after measuring (during it, _measure marks the run and says what is kept).
         raise RunStopped(f"terminated by {exc}", exc.signum) from None
@@ -128,7 +139,9 @@ def run_session(config: RunConfig, output: RunOutput, devices: DeviceSource | No
             signal.signal(sig, handler)
 
 
-def _run_session(config: RunConfig, output: RunOutput, source: DeviceSource) -> int:
+def _run_session(
+    config: RunConfig, output: RunOutput, source: DeviceSource, precision_chosen: bool
+) -> int:
     progress = LineProgress()
     plan = load_plan(config.session.plan) if config.session.plan else None
     if plan is not None:
@@ -140,6 +153,8 @@ def _run_session(config: RunConfig, output: RunOutput, source: DeviceSource) -> 
     if resumed is not None:
         check_same_settings(resumed, config)
     matrix = _resolve_matrix(config)
+    chosen = ("sweep", "precision") in plan.values if plan is not None else precision_chosen
+    by_precision = precisions_by_model(matrix.model_refs, matrix.precisions, chosen)
     model_inputs = resolve_inputs(
         matrix.model_refs, parse_shape_overrides(base_shapes(config, matrix.model_refs))
     )
@@ -147,10 +162,10 @@ def _run_session(config: RunConfig, output: RunOutput, source: DeviceSource) -> 
     methods = source.methods()
     base_cells = [
         cell
-        for one_precision in matrix.precisions
+        for one_precision, models in by_precision
         for cell in build_cells(
             device_list,
-            matrix.model_refs,
+            models,
             matrix.framework_names,
             inputs=model_inputs,
             threads=matrix.thread_counts,

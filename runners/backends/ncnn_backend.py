@@ -7,6 +7,7 @@ from typing import Any, Dict, List
 
 from .base import Backend, BackendError, InputSpec, Stream, check_precision
 from .io_map import IoMap, TensorMap
+from .ncnn_param import int8_layers
 
 FRAMEWORK = "ncnn"
 REQUIRES = ("ncnn",)
@@ -42,6 +43,14 @@ class NcnnBackend(Backend):
                 "model_load",
                 "ncnn needs io.json beside %s (blob names and shapes); convert with edgebench"
                 % os.path.basename(model_path),
+            )
+        int8 = int8_layers(model_path)
+        if int8 and precision != "int8":
+            # Its int8 weights read as floats: garbage on x86, a crash in load_model on arm64.
+            raise BackendError(
+                "model_load",
+                "%s is an int8 ncnn model (%s%s with int8_scale_term): it runs only at int8"
+                % (os.path.basename(model_path), int8[0], _more(len(int8) - 1)),
             )
         self._io = io
         net = self._ncnn.Net()
@@ -116,6 +125,10 @@ class NcnnBackend(Backend):
         if self._net is not None:
             self._net.clear()
         self._net = None
+
+
+def _more(count: int) -> str:
+    return " and %d more layer%s" % (count, "" if count == 1 else "s") if count else ""
 
 
 def _drop_batch(tensor: TensorMap, value: Any) -> Any:

@@ -20,7 +20,9 @@ from edgebench.converters.base import ConversionError, ConversionOptions
 from edgebench.converters.ncnn_converter import NcnnConverter
 from edgebench.converters.ncnn_model_file import FP32_TAG, INT8_TAG, read_model
 from edgebench.models import build_model
+from edgebench.runners.backends.base import BackendError
 from edgebench.runners.backends.ncnn_backend import NcnnBackend
+from edgebench.runners.backends.ncnn_param import int8_layers
 
 ncnn = pytest.importorskip("ncnn")
 ort = pytest.importorskip("onnxruntime")
@@ -217,6 +219,20 @@ def test_int8_small_model_matches_onnxruntime(small):
     print(f"small int8 vs ORT fp32: SQNR {sqnr:.1f} dB, top-1 {top1:.2f}")
     assert sqnr > SMALL_SQNR_DB
     assert top1 == 1.0
+
+
+def test_the_writers_int8_layers_are_found_and_not_run_in_float(small):
+    assert int8_layers(str(small["fp32"] / "model.param")) == []
+    found = int8_layers(str(small["int8"] / "model.param"))
+    types = ["Convolution", "ConvolutionDepthWise", "Convolution", "InnerProduct"]
+    assert [entry.split()[0] for entry in found] == types  # every conv and the gemm
+    # At fp32 ncnn would read the int8 weights as floats (a crash in load_model on arm64).
+    backend = NcnnBackend()
+    with pytest.raises(BackendError) as refused:
+        backend.load(str(small["int8"] / "model.param"), 1, "fp32", {})
+    assert refused.value.kind == "model_load"
+    assert refused.value.message.startswith("model.param is an int8 ncnn model (Convolution ")
+    assert refused.value.message.endswith("it runs only at int8")
 
 
 def test_int8_mobilenetv2_matches_onnxruntime(converter, tmp_path):
