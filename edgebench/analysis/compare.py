@@ -43,6 +43,7 @@ class CellVerdict:
     p_value: float | None
     reason: str
     metric: str = "p50"
+    #: The compared metric on each side (``metric``'s unit), shown in the verdict table.
     base_value: float | None = None
     new_value: float | None = None
     n_base: int = 0
@@ -83,6 +84,8 @@ def _compare_cell(
         p_value=None,
         reason="",
         metric=metric.name,
+        base_value=metric.value(b),
+        new_value=metric.value(n),
         n_base=len(b.samples_ns),
         n_new=len(n.samples_ns),
     )
@@ -196,6 +199,7 @@ def compare_runs(
                     None,
                     "only in base run",
                     metric=metric,
+                    base_value=judged_on.value(b),
                     n_base=len(b.samples_ns),
                 )
             )
@@ -215,6 +219,7 @@ def compare_runs(
                     None,
                     "only in new run",
                     metric=metric,
+                    new_value=judged_on.value(n),
                     n_new=len(n.samples_ns),
                 )
             )

@@ -1,16 +1,36 @@
 """Across stored runs: an index of runs and one cell's metric over time.
 
+A run whose files cannot be read, or whose run.json holds a field of the wrong type, is left
+out with one warning naming the file, so one damaged run never hides the others.
 The text table and the SVG chart of these are drawn in reporting.text and reporting.charts.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from edgebench.analysis.metrics import get_metric
-from edgebench.results.store import ResultsStore, RunDir
+from edgebench.results.records import Record, json_kind
+from edgebench.results.store import ResultsStore, RunDir, RunFileError, created_at
 from edgebench.statuses import Status
+
+log = logging.getLogger(__name__)
+
+#: The run.json fields the index and the trends read, and the JSON types they may hold.
+_META_TYPES: dict[str, tuple[type, ...]] = {
+    "created_at": (str,),
+    "git_sha": (str,),
+    "lab_path": (str,),
+    "lab": (str,),
+    "plan": (str, dict),
+    "status": (str,),
+    "devices": (dict,),
+    "models": (dict,),
+}
+_JSON_NAMES = {str: "string", dict: "object"}
 
 
 @dataclass
@@ -36,6 +56,9 @@ class HistoryPoint:
     cell_id: str | None = None
     #: The value was measured on an emulated CPU: for correctness only, not a trend point.
     emulated: bool = False
+    #: Which trend the point belongs to: the precision, and the streams, instances or input
+    #: shape when those differ between the cells (points of different series never compare).
+    series: str = ""
 
 
 def _plan_name(plan: Any) -> str | None:
@@ -47,18 +70,39 @@ def _plan_name(plan: Any) -> str | None:
     return str(plan)
 
 
-def _runs_in_time_order(store: ResultsStore) -> list[tuple[RunDir, dict[str, Any]]]:
-    """Runs with their metadata, by ``created_at`` then run id (ids created in the same second
-    sort by their random suffix, not by time)."""
-    runs = [(run, run.metadata()) for run in store.runs()]
-    return sorted(runs, key=lambda rm: (str(rm[1].get("created_at") or ""), rm[0].run_id))
+def _wrong_field(meta: dict[str, Any]) -> str | None:
+    """The first field history reads that holds the wrong JSON type, said as a problem."""
+    for key, types in _META_TYPES.items():
+        value = meta.get(key)
+        if value is not None and not isinstance(value, types):
+            wanted = " or ".join(_JSON_NAMES[t] for t in types)
+            return f"field {key!r} holds a JSON {json_kind(value)}, not a {wanted}"
+    return None
+
+
+def _readable_runs(store: ResultsStore) -> Iterator[tuple[RunDir, dict[str, Any], list[Record]]]:
+    """Runs with their metadata and records, by ``created_at`` then run id (ids created in the
+    same second sort by their random suffix, not by time). A run that cannot be read is
+    skipped with a warning naming the file and what is wrong with it."""
+    runs = []
+    for run in store.runs():
+        try:
+            meta = run.metadata()
+            wrong = _wrong_field(meta)
+            if wrong is not None:
+                raise RunFileError(run.run_id, run.metadata_path, wrong, "correct or remove it")
+            runs.append((run, meta, run.records()))
+        except RunFileError as exc:
+            log.warning("warning: run %s skipped: %s %s", run.run_id, exc.path, exc.problem)
+    runs.sort(key=lambda rmr: (created_at(rmr[0].run_id, rmr[1]), rmr[0].run_id))
+    yield from runs
 
 
 def build_index(store: ResultsStore) -> list[RunSummary]:
-    """One summary per stored run, oldest first."""
+    """One summary per stored run, oldest first; a run without run.json has the status
+    ``no run.json``."""
     out = []
-    for run, meta in _runs_in_time_order(store):
-        records = run.records()
+    for run, meta, records in _readable_runs(store):
         devices = sorted({r.device for r in records})
         if not devices and isinstance(meta.get("devices"), dict):
             devices = sorted(meta["devices"])
@@ -76,40 +120,77 @@ def build_index(store: ResultsStore) -> list[RunSummary]:
                 devices=devices,
                 models=models,
                 n_records=len(records),
-                status=meta.get("status"),
+                status=meta.get("status") if run.has_metadata else "no run.json",
             )
         )
     return out
 
 
-def history(
-    store: ResultsStore, device: str, model: str, framework: str, metric: str = "p50"
-) -> list[HistoryPoint]:
-    """The metric for device/model/framework in every run that has such a cell, oldest first.
+def _shape_label(record: Record) -> str:
+    shapes = [i.get("shape") for i in record.inputs or [] if isinstance(i, dict)]
+    return "+".join("x".join(str(d) for d in s) for s in shapes if isinstance(s, list))
 
-    When a run swept several cells (threads, cores, ...) the best ok one is used; a run with
-    cells but none ok gives a point with ``value=None`` and the first cell's status. A value
-    measured on an emulated CPU is kept but flagged (``emulated``): it is no trend point.
+
+def _variant(record: Record) -> tuple[str, ...]:
+    """What a cell measures beyond device, model and framework. Threads and cores are tuning
+    (the best of them is the run's figure); precision, streams, instances and input shape
+    change what is measured, so each gets a trend of its own."""
+    parts = [record.precision]
+    instances = record.instances if isinstance(record.instances, dict) else {}
+    count = instances.get("count")
+    if isinstance(count, int) and count > 1:
+        parts.append(f"i{count}-{instances.get('mode')}")
+    elif record.concurrency > 1:
+        parts.append(f"s{record.concurrency}")
+    shape_mode = record.shape.get("mode") if isinstance(record.shape, dict) else None
+    parts.append(_shape_label(record) + (f"-{shape_mode}" if shape_mode else ""))
+    return tuple(parts)
+
+
+def _series_labels(keys: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:
+    """A label per series: its precision, plus the other parts only where series differ in
+    them (the input shape of a model that was always fed the same one says nothing)."""
+    shapes = {k[-1] for k in keys}
+    return {k: " ".join(p for p in (k if len(shapes) > 1 else k[:-1]) if p) for k in keys}
+
+
+def history(
+    store: ResultsStore,
+    device: str,
+    model: str,
+    framework: str,
+    metric: str = "p50",
+    cells_seen: set[tuple[str, str, str]] | None = None,
+) -> list[HistoryPoint]:
+    """The metric for device/model/framework in every run that has such a cell, oldest first,
+    one trend (``series``) per precision and per other setting that changes what is measured.
+
+    When a run swept several cells of one series (threads, cores) the best ok one is used; a
+    run with cells but none ok gives a point with ``value=None`` and the first cell's status. A
+    value measured on an emulated CPU is kept but flagged (``emulated``): it is no trend point.
+    ``cells_seen``, when given, receives every (device, model, framework) of the runs read.
     """
     tracked = get_metric(metric)
-    points = []
-    for run, meta in _runs_in_time_order(store):
-        cells = [
-            r
-            for r in run.records()
-            if r.device == device and r.model == model and r.framework == framework
-        ]
-        if not cells:
-            continue
+    points: list[tuple[tuple[str, ...], HistoryPoint]] = []
+    for run, meta, records in _readable_runs(store):
+        if cells_seen is not None:
+            cells_seen.update((r.device, r.model, r.framework) for r in records)
+        series: dict[tuple[str, ...], list[Record]] = {}
+        for r in records:
+            if r.device == device and r.model == model and r.framework == framework:
+                series.setdefault(_variant(r), []).append(r)
         created = meta.get("created_at")
-        ok = tracked.ok_values(cells)
-        if ok:
-            value, best = tracked.best(ok)
-            points.append(
-                HistoryPoint(run.run_id, created, value, Status.OK, best.cell_id, best.emulated)
-            )
-        else:
-            points.append(
-                HistoryPoint(run.run_id, created, None, cells[0].status, cells[0].cell_id)
-            )
-    return points
+        for key, cells in series.items():
+            ok = tracked.ok_values(cells)
+            if ok:
+                value, best = tracked.best(ok)
+                point = HistoryPoint(
+                    run.run_id, created, value, Status.OK, best.cell_id, best.emulated
+                )
+            else:
+                point = HistoryPoint(run.run_id, created, None, cells[0].status, cells[0].cell_id)
+            points.append((key, point))
+    labels = _series_labels(list(dict.fromkeys(key for key, _ in points)))
+    for key, point in points:
+        point.series = labels[key]
+    return [point for _, point in points]

@@ -34,6 +34,8 @@ class Metric:
     sampled: bool = False
     #: The unit after a number shown without the label (energy: "mJ/inf"); default ``unit``.
     bare_unit: str = ""
+    #: How to get the figure when measured cells lack it (said when a ranking needs it).
+    how_to_get: str = ""
 
     def __post_init__(self) -> None:
         if not self.bare_unit:
@@ -87,6 +89,8 @@ METRICS: dict[str, Metric] = {
         True,
         lambda r: r.energy_mj_per_inf,
         bare_unit="mJ/inf",
+        how_to_get="measure on a device with a readable energy source (its profile's "
+        "[energy] source or --energy-source; see docs/energy.md)",
     ),
 }
 

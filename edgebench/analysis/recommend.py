@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from edgebench.analysis.metrics import RECOMMEND_METRICS, get_metric, metric_value
+from edgebench.analysis.metrics import RECOMMEND_METRICS, Metric, get_metric, metric_value
 from edgebench.analysis.ranking import (
     EMULATED_RULE,
     Ranking,
@@ -59,6 +59,8 @@ class FrameworkScore:
     per_device: dict[str, DeviceResult] = field(default_factory=dict)
     #: device -> why there is no ok cell there.
     missing: dict[str, str] = field(default_factory=dict)
+    #: Devices where ok cells ran but none has a value for the metric (energy unmeasured).
+    without_value: list[str] = field(default_factory=list)
     worst: float | None = None
     worst_device: str | None = None
     mean_rank: float | None = None
@@ -98,11 +100,11 @@ def _status_counts(records: list[Record]) -> str:
     return ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
 
 
-def _missing_reason(records: list[Record]) -> str:
+def _missing_reason(records: list[Record], metric: Metric) -> str:
     if not records:
         return "no cell"
     if any(r.status == Status.OK and not r.emulated for r in records):
-        return "ok cells have no value for the metric"
+        return f"its ok cells have no {metric.label} ({metric.unit})"
     if any(r.status == Status.OK for r in records):
         return f"its only ok cells ran on an emulated CPU ({EMULATED_RULE})"
     return f"no ok cell ({_status_counts(records)})"
@@ -193,7 +195,9 @@ def recommend(
             cells = [r for r in relevant if r.framework == fw and r.device == dev]
             ok = ranked_by.ok_values(r for r in cells if not r.emulated)
             if not ok:
-                score.missing[dev] = _missing_reason(cells)
+                score.missing[dev] = _missing_reason(cells, ranked_by)
+                if any(r.status == Status.OK and not r.emulated for r in cells):
+                    score.without_value.append(dev)
                 continue
             value, best = ranked_by.best(ok)
             chosen[(fw, dev)] = best
@@ -269,7 +273,7 @@ def recommend(
     if not table:
         reasoning.append(f"no records for model {model!r} on these devices")
     elif not complete:
-        reasoning.append("no framework has an ok cell on every listed device: no recommendation")
+        reasoning.append(_incomplete_line(table, ranked_by))
     elif budget_ms is not None and not any(s.meets_budget_all for s in complete):
         closest = complete[0]
         reasoning.append(
@@ -321,6 +325,22 @@ def recommend(
     return Recommendation(
         best, table, reasoning, metric, wanted, model, budget_ms, tied, refused=refused
     )
+
+
+def _incomplete_line(table: list[FrameworkScore], metric: Metric) -> str:
+    """Why no framework is complete: no ok cell somewhere, or ok cells without the figure."""
+    if any(s.without_value for s in table):
+        line = (
+            f"no framework has {metric.label} on every listed device (ok cells without it: "
+            + ", ".join(
+                f"{s.framework} on {', '.join(s.without_value)}" for s in table if s.without_value
+            )
+            + ")"
+        )
+        if metric.how_to_get:
+            line += f"; to rank by {metric.name}, {metric.how_to_get}"
+        return line + ": no recommendation"
+    return "no framework has an ok cell on every listed device: no recommendation"
 
 
 def _tie_lines(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -10,12 +13,24 @@ from typing import Any
 
 import click
 
-from edgebench.analysis.metrics import METRICS, RECOMMEND_METRICS, REGRESSION_METRICS
+from edgebench.analysis.metrics import (
+    METRICS,
+    RECOMMEND_METRICS,
+    REGRESSION_METRICS,
+    get_metric,
+)
 from edgebench.cli.app import cli, metric_option, results_dir_option
 from edgebench.cli.values import print_records, split_values
 from edgebench.errors import UserError
 from edgebench.paths import default_results_dir
-from edgebench.results.store import ResultsStore
+from edgebench.results.records import Record
+from edgebench.results.store import RUN_FILE, ResultsStore, RunDir
+from edgebench.statuses import Status
+
+log = logging.getLogger(__name__)
+
+#: How many stored cells a "no such cell" error lists.
+_LISTED = 8
 
 
 def _choice(name: str, dest: str, choices: tuple[str, ...], **kwargs: Any) -> Callable:
@@ -52,6 +67,23 @@ def _existing_folder(option: str, target: Path) -> None:
         raise UserError(f"{option} {target}: folder {folder} {what}; create it or choose another")
 
 
+def _open_run(store: ResultsStore, ref: str | None) -> RunDir:
+    """The run ``ref`` names, its files checked before anything is written from it: one
+    that cannot be read is one error line naming it; a missing run.json is a warning, since
+    the records alone still show the cells."""
+    run_dir = store.open(ref)
+    run_dir.check_files()
+    if not run_dir.has_metadata:
+        log.warning(
+            "warning: run %s has no %s (%s): its status and settings are unknown; "
+            "showing what its records hold",
+            run_dir.run_id,
+            RUN_FILE,
+            run_dir.metadata_path,
+        )
+    return run_dir
+
+
 @cli.command()
 @click.argument("run_ref", required=False)
 @results_dir_option
@@ -59,12 +91,13 @@ def _existing_folder(option: str, target: Path) -> None:
 @metric_option
 def show(run_ref: str | None, results_dir: Path | None, output_format: str, metric: str) -> None:
     """Print a stored run's matrix (RUN: id, id prefix, folder, or latest)."""
-    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    run_dir = _open_run(ResultsStore(results_dir or default_results_dir()), run_ref)
     records = run_dir.current_records()
     meta = run_dir.metadata()
     if output_format == "table":
+        status = meta.get("status", "unknown") if run_dir.has_metadata else f"no {RUN_FILE}"
         click.echo(
-            f"run {run_dir.run_id} ({meta.get('status', 'unknown')}, "
+            f"run {run_dir.run_id} ({status}, "
             f"{len(records)} cells, edgebench {meta.get('edgebench_version', '?')})"
         )
     if not records:
@@ -94,7 +127,7 @@ def report(run_ref: str | None, results_dir: Path | None, formats: str, out: Pat
     """Write a stored run as a self-contained HTML page, Markdown, CSV, Parquet or JSON."""
     from edgebench.reporting.report import write_report
 
-    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    run_dir = _open_run(ResultsStore(results_dir or default_results_dir()), run_ref)
     with _writing("--out", out):
         out.mkdir(parents=True, exist_ok=True)
         written = write_report(run_dir, split_values(formats), out)
@@ -144,7 +177,7 @@ def compare(
     if junit is not None:
         _existing_folder("--junit", junit)
     store = ResultsStore(results_dir or default_results_dir())
-    base, new = store.open(base_ref), store.open(new_ref)
+    base, new = _open_run(store, base_ref), _open_run(store, new_ref)
     verdicts = compare_runs(
         base.current_records(),
         new.current_records(),
@@ -198,7 +231,7 @@ def recommend(
     devices = split_values(names)
     if not devices:
         raise UserError("--devices is empty; name at least one device of the run")
-    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    run_dir = _open_run(ResultsStore(results_dir or default_results_dir()), run_ref)
     records = run_dir.current_records()
     _check_present(run_dir.run_id, "device", devices, [r.device for r in records])
     _check_present(
@@ -208,6 +241,7 @@ def recommend(
         [r.model for r in records if r.device in devices],
         where=f" on {', '.join(devices)}",
     )
+    _check_metric_measured(run_dir.run_id, records, devices, model, metric)
     result = choose(
         records,
         devices,
@@ -231,6 +265,31 @@ def _check_present(
             f"run {run_id} has no {what} {', '.join(repr(m) for m in missing)}{where}; "
             f"it has: {', '.join(known) or 'no records'}"
         )
+
+
+def _check_metric_measured(
+    run_id: str, records: list[Record], devices: list[str], model: str, metric: str
+) -> None:
+    """Ok cells none of which has the metric (energy on a device without an energy source)
+    cannot be ranked by it: say which figure is missing and how to get it."""
+    from edgebench.reporting.tables import shorten
+
+    wanted = get_metric(metric)
+    ok = [
+        r
+        for r in records
+        if r.model == model and r.device in devices and r.status == Status.OK and not r.emulated
+    ]
+    if not ok or any(wanted.value(r) is not None for r in ok):
+        return
+    gaps = [f for r in ok for f in r.energy_flags if f.startswith("energy unavailable")]
+    why = f" ({shorten(gaps[0], 200)})" if metric == "energy" and gaps else ""
+    how = f"{wanted.how_to_get}, or" if wanted.how_to_get else "or"
+    others = ", ".join(m for m in RECOMMEND_METRICS if m != metric)
+    raise UserError(
+        f"run {run_id}: the {len(ok)} ok cell(s) of {model} on {', '.join(devices)} have no "
+        f"{wanted.label} ({wanted.unit}){why}; {how} rank by another --metric ({others})"
+    )
 
 
 @cli.command(name="history")
@@ -265,12 +324,42 @@ def history_cmd(
         return
     if not (device and model and framework):
         raise UserError("history of one cell needs --device, --model and --framework together")
-    points = history(store, device, model, framework, metric=metric)
+    stored: set[tuple[str, str, str]] = set()
+    points = history(store, device, model, framework, metric=metric, cells_seen=stored)
+    if not points:
+        raise UserError(_no_such_cell(store.root, (device, model, framework), stored))
     click.echo(format_history(points))
-    target = plot or Path("reports") / f"history-{device}-{model}-{framework}.svg"
+    target = plot or Path("reports") / _plot_name(device, model, framework)
     with _writing("--plot", target):
         plot_history(points, target)
     click.echo(f"plot: {target}")
+
+
+def _no_such_cell(
+    root: Path, wanted: tuple[str, str, str], stored: set[tuple[str, str, str]]
+) -> str:
+    """No run has the cell: say so, and what the runs do have (closest first)."""
+    shown = sorted(stored, key=lambda c: (sum(a != b for a, b in zip(c, wanted, strict=True)), c))
+    listed = ", ".join("/".join(c) for c in shown[:_LISTED])
+    more = f" and {len(shown) - _LISTED} more" if len(shown) > _LISTED else ""
+    return (
+        f"no stored run under {root} has the cell {'/'.join(wanted)} "
+        f"(--device/--model/--framework); stored cells: {listed or 'none'}{more}"
+    )
+
+
+def _safe_name(text: str) -> str:
+    """A file-name part: letters, digits, '.', '_' and '-' only, never starting with a dot;
+    a name that had to change gets a short hash of the original, so two stay apart."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", text).lstrip(".")[:60] or "_"
+    if safe == text:
+        return safe
+    return f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+def _plot_name(device: str, model: str, framework: str) -> str:
+    """The default plot's file name: inside the reports folder whatever the names hold."""
+    return "history-" + "-".join(_safe_name(part) for part in (device, model, framework)) + ".svg"
 
 
 @cli.command(name="export")
@@ -289,7 +378,7 @@ def export_cmd(
     """Write a stored run as a flat table for pandas/spreadsheets."""
     from edgebench.reporting.export import export_run
 
-    run_dir = ResultsStore(results_dir or default_results_dir()).open(run_ref)
+    run_dir = _open_run(ResultsStore(results_dir or default_results_dir()), run_ref)
     target = out or Path(f"{run_dir.run_id}.{export_format}")
     _existing_folder("--out", target)
     with _writing("--out", target):

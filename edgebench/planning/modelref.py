@@ -167,9 +167,16 @@ def resolve_models(
     for ref in refs:
         seen[ref.name] = seen.get(ref.name, 0) + 1
     for ref in refs:
-        if seen[ref.name] > 1:
-            ref.name = ref.source  # two files called model.onnx stay distinguishable
+        if seen[ref.name] > 1 and ref.source not in BUILTIN_MODELS:
+            ref.name = _distinct_name(ref)
     return refs
+
+
+def _distinct_name(ref: ModelRef) -> str:
+    """Two files called model.onnx in different folders: the stem and a short hash of the
+    path, a token without '/' for cell ids, labels and file names."""
+    where = str(ref.path) if ref.path is not None else ref.source
+    return f"{ref.name}-{hashlib.sha256(where.encode()).hexdigest()[:6]}"
 
 
 def input_shapes(ref: ModelRef, overrides: Sequence[ShapeOverride]) -> list[dict]:

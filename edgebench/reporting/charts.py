@@ -294,37 +294,46 @@ def telemetry_svgs(telemetry: Mapping[str, Any] | None, *, hatch: str = "") -> l
 
 
 def history_svg(points: Sequence[HistoryPoint], *, title: str = "", unit: str = "") -> str:
-    """One cell's metric across runs: a dot per ok run joined by a line (hollow for a run
-    measured on an emulated CPU), a red cross on the x axis for a run without an ok value;
-    each run labelled by its date (or id)."""
-    ok = [(i, p) for i, p in enumerate(points) if p.value is not None]
-    values = [p.value for _, p in ok]
+    """One cell's metric across runs: per series (precision, ...) a dot per ok run joined by a
+    line (hollow for a run measured on an emulated CPU), a red cross on the x axis for a run
+    without an ok value; each run labelled by its date (or id)."""
+    runs = list(dict.fromkeys(p.run_id for p in points))
+    x_of = {run_id: float(i) for i, run_id in enumerate(runs)}
+    first = {p.run_id: p for p in reversed(points)}
+    values = [p.value for p in points if p.value is not None]
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
     pad = (hi - lo) * 0.1 or abs(hi) * 0.1 or 1.0
-    trend = Series(
-        "history",
-        [float(i) for i, _ in ok],
-        values,
-        tips=[
-            f"{p.run_id}: {p.value:.4g}"
-            + (" (emulated CPU: correctness only)" if p.emulated else "")
-            for _, p in ok
-        ],
-        hollow=[p.emulated for _, p in ok],
-    )
+    trends = []
+    for name in dict.fromkeys(p.series for p in points):
+        ok = [p for p in points if p.series == name and p.value is not None]
+        trends.append(
+            Series(
+                name or "history",
+                [x_of[p.run_id] for p in ok],
+                [p.value for p in ok],
+                tips=[
+                    f"{p.run_id}{f' {name}' if name else ''}: {p.value:.4g}"
+                    + (" (emulated CPU: correctness only)" if p.emulated else "")
+                    for p in ok
+                ],
+                hollow=[p.emulated for p in ok],
+            )
+        )
     return line_chart(
         title or "history",
-        [trend],
+        trends,
         "",
         unit,
         width=720,
         height=360,
-        x_range=(-0.5, len(points) - 0.5),
+        x_range=(-0.5, len(runs) - 0.5),
         y_range=(max(0.0, lo - pad) if lo >= 0 else lo - pad, hi + pad),
-        x_labels=[(float(i), (p.created_at or p.run_id)[:19]) for i, p in enumerate(points)],
+        x_labels=[(x_of[r], (first[r].created_at or r)[:19]) for r in runs],
         markers=True,
         crosses=[
-            (float(i), f"{p.run_id}: {p.status}") for i, p in enumerate(points) if p.value is None
+            (x_of[p.run_id], f"{p.run_id}{f' {p.series}' if p.series else ''}: {p.status}")
+            for p in points
+            if p.value is None
         ],
         standalone=True,
     )

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from edgebench.analysis.compare import CellVerdict
+from edgebench.analysis.metrics import get_metric
 from edgebench.reporting.tables import fmt_or_dash
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -40,9 +41,10 @@ def junit_xml(verdicts: Sequence[CellVerdict], suite_name: str) -> str:
             fail = ET.SubElement(
                 case, "failure", {"message": _xml_text(v.reason), "type": "regression"}
             )
-            base, new = fmt_or_dash(v.base_p50_ms, ".3f"), fmt_or_dash(v.new_p50_ms, ".3f")
+            unit = get_metric(v.metric).bare_unit
+            base, new = fmt_or_dash(v.base_value, ".4g"), fmt_or_dash(v.new_value, ".4g")
             fail.text = (
-                f"base p50 {base} ms, new p50 {new} ms"
+                f"base {v.metric} {base} {unit}, new {v.metric} {new} {unit}"
                 f", ratio {fmt_or_dash(v.ratio, '.3f')}, p={fmt_or_dash(v.p_value, '.2g')}"
             )
         elif v.verdict in ("new", "missing", "not_comparable"):

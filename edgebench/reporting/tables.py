@@ -54,3 +54,18 @@ def fmt_number(value: float | None, unit: str = "", *, tiny: str = ".3g") -> str
 def fmt_or_dash(value: float | None, spec: str) -> str:
     """``value`` in the format ``spec``, or "-" when there is none."""
     return "-" if value is None else format(value, spec)
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` on one line in at most ``width`` characters: whole as it is when it fits,
+    else cut after its last whole word (or path part) that fits, ended with "…"."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    head = text[: width - 1]
+    if text[width - 1] != " ":  # the cut falls inside a word: go back to its start
+        breaks = [head.rfind(c) for c in " /,;:"]
+        cut = max(breaks)
+        if cut >= width // 2:
+            head = head[: cut + 1] if head[cut] != " " else head[:cut]
+    return head.rstrip(" ,;:") + "…"

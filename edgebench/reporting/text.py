@@ -13,8 +13,12 @@ from edgebench.reporting.tables import fmt_or_dash, format_table
 
 
 def format_comparison(verdicts: Sequence[CellVerdict]) -> str:
-    """A plain-text table, one row per cell, and a one-line summary."""
-    headers = ["cell", "verdict", "base p50 ms", "new p50 ms", "ratio", "95% CI", "p", "reason"]
+    """A plain-text table, one row per cell, and a one-line summary. The base and new columns
+    hold the compared metric, named with its unit in their headings."""
+    metric = get_metric(verdicts[0].metric if verdicts else "p50")
+    value_format = ".3f" if metric.sampled else ".4g"
+    heads = [f"{side} {metric.name} {metric.bare_unit}" for side in ("base", "new")]
+    headers = ["cell", "verdict", *heads, "ratio", "95% CI", "p", "reason"]
     rows = []
     for v in verdicts:
         ci = "-" if v.ci_low is None else f"{v.ci_low:.3f}..{v.ci_high:.3f}"
@@ -22,8 +26,8 @@ def format_comparison(verdicts: Sequence[CellVerdict]) -> str:
             [
                 v.cell_id,
                 v.verdict,
-                fmt_or_dash(v.base_p50_ms, ".3f"),
-                fmt_or_dash(v.new_p50_ms, ".3f"),
+                fmt_or_dash(v.base_value, value_format),
+                fmt_or_dash(v.new_value, value_format),
                 fmt_or_dash(v.ratio, ".3f"),
                 ci,
                 fmt_or_dash(v.p_value, ".2g"),
@@ -60,7 +64,7 @@ def format_recommendation(rec: Recommendation) -> str:
         for dev in rec.devices:
             r = s.per_device.get(dev)
             if r is None:
-                row.append("no ok cell")
+                row.append(f"no {rec.metric}" if dev in s.without_value else "no ok cell")
             else:
                 mark = "" if r.meets_budget is None else (" ok" if r.meets_budget else " over")
                 row.append(f"{r.value:.4g} #{r.rank} [{cell_suffix(r.cell_id)}]{mark}")
@@ -79,9 +83,22 @@ def format_recommendation(rec: Recommendation) -> str:
 
 
 def format_history(points: list[HistoryPoint]) -> str:
-    """One row per run with the metric and its change from the previous ok run."""
+    """One row per run with the metric and its change from the previous ok run of the same
+    series; one table per series (precision, ...), headed by its name when there are several."""
     if not points:
         return "no runs with this cell"
+    series = list(dict.fromkeys(p.series for p in points))
+    out: list[str] = []
+    for name in series:
+        if len(series) > 1:
+            out += [*([""] if out else []), f"{name}:"]
+        out += _history_table([p for p in points if p.series == name])
+    if any(p.emulated for p in points):
+        out.append(f"(emulated): measured on an emulated CPU, {EMULATED_RULE}")
+    return "\n".join(out)
+
+
+def _history_table(points: list[HistoryPoint]) -> list[str]:
     headers = ["run", "created", "value", "change", "status", "cell"]
     rows = []
     # The previous value per kind: a change between an emulated and a real measurement means
@@ -103,10 +120,7 @@ def format_history(points: list[HistoryPoint]) -> str:
         )
         if p.value is not None:
             prev[p.emulated] = p.value
-    out = format_table(headers, rows)
-    if any(p.emulated for p in points):
-        out.append(f"(emulated): measured on an emulated CPU, {EMULATED_RULE}")
-    return "\n".join(out)
+    return format_table(headers, rows)
 
 
 def format_run_index(runs: Sequence[RunSummary]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import threading
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ _TAIL_CHUNK = 65536
 #: Problems already reported, so reading a run twice in one command says it once.
 _REPORTED: set[tuple[str, int, str]] = set()
 _REPORT_LOCK = threading.Lock()
+_ID_TIME = re.compile(r"(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})-")
 
 
 def _report(path: Path, line: int, problem: str) -> None:
@@ -38,6 +40,29 @@ def _report(path: Path, line: int, problem: str) -> None:
         _REPORTED.add(key)
     where = f"{path}, line {line}" if line else str(path)
     log.warning("%s skipped: %s", where, problem)
+
+
+class RunFileError(UserError):
+    """A run's ``run.json`` or ``records.jsonl`` that cannot be read: missing where it must
+    exist, a folder, a link to nothing, a pipe, or refused by the file system."""
+
+    def __init__(self, run_id: str, path: Path, problem: str, fix: str) -> None:
+        super().__init__(f"run {run_id}: {path} {problem}; {fix}")
+        self.run_id, self.path, self.problem = run_id, path, problem
+
+
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` is not a regular file to read ("is missing", "is a folder, not a file",
+    ...), or None when it is one. Checked before opening: a named pipe would block."""
+    if path.is_file():
+        return None
+    if path.is_symlink() and not path.exists():
+        return "is a link to nothing"
+    if path.is_dir():
+        return "is a folder, not a file"
+    if path.exists():
+        return "is not a regular file"
+    return "is missing"
 
 
 def utc_now() -> str:
@@ -61,6 +86,15 @@ class RunDir:
     @property
     def records_path(self) -> Path:
         return self.path / RECORDS_FILE
+
+    @property
+    def metadata_path(self) -> Path:
+        return self.path / RUN_FILE
+
+    @property
+    def has_metadata(self) -> bool:
+        """Whether the run has a run.json at all (readable or not)."""
+        return os.path.lexists(self.metadata_path)
 
     def append(self, record: Record) -> None:
         """Write one record durably before the next cell starts (one writer at a time). A torn
@@ -104,21 +138,54 @@ class RunDir:
             len(tail),
         )
 
+    def _open(self, path: Path, fix: str, **kwargs: Any) -> Any:
+        """``path`` opened for reading, or a ``RunFileError`` saying why it cannot be."""
+        problem = file_problem(path)
+        if problem is not None:
+            raise RunFileError(self.run_id, path, problem, fix)
+        try:
+            return open(path, **kwargs)  # the caller closes it
+        except OSError as exc:
+            raise RunFileError(
+                self.run_id, path, f"cannot be read ({exc.strerror or exc})", fix
+            ) from None
+
+    def _open_records(self) -> Any:
+        missing = not os.path.lexists(self.records_path)
+        fix = (
+            "the run's records are gone; restore the file or measure again"
+            if missing
+            else f"move it aside and restore the run's {RECORDS_FILE}, or remove the run"
+        )
+        return self._open(self.records_path, fix, encoding="utf-8", errors="replace")
+
+    def check_files(self) -> None:
+        """Raise ``RunFileError`` now when records.jsonl or run.json cannot be read, before a
+        command writes anything from the run."""
+        self.metadata()
+        self._open_records().close()
+
     def records(self) -> list[Record]:
         """All complete records. A line that is not one (torn by a crash mid-write, not a JSON
-        object, a field of the wrong type) is skipped and reported on stderr."""
-        if not self.records_path.exists():
-            return []
+        object, a field of the wrong type) is skipped and reported on stderr. A records file
+        that is missing or not a readable file is a ``RunFileError`` naming it: a run always
+        has one (``create_run`` makes it empty), so "0 cells" would hide the damage."""
         records = []
-        with open(self.records_path, encoding="utf-8", errors="replace") as fh:
-            for number, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                record, problem = _parse_line(line)
-                if record is None:
-                    _report(self.records_path, number, problem)
-                    continue
-                records.append(record)
+        with self._open_records() as fh:
+            try:
+                for number, line in enumerate(fh, start=1):
+                    if not line.strip():
+                        continue
+                    record, problem = _parse_line(line)
+                    if record is None:
+                        _report(self.records_path, number, problem)
+                        continue
+                    records.append(record)
+            except OSError as exc:  # a disk error mid-read
+                reason = f"cannot be read ({exc.strerror or exc})"
+                raise RunFileError(
+                    self.run_id, self.records_path, reason, "copy what is left"
+                ) from None
         return records
 
     def current_records(self) -> list[Record]:
@@ -133,15 +200,21 @@ class RunDir:
         return list(latest.values())
 
     def metadata(self) -> dict[str, Any]:
-        """run.json; empty when it is missing or is not a JSON object (that is reported)."""
-        path = self.path / RUN_FILE
-        try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        """run.json; empty when it is missing (``has_metadata`` tells) or is not a JSON object
+        (that is reported). One that is not a readable file is a ``RunFileError`` naming it."""
+        path = self.metadata_path
+        if not os.path.lexists(path):
             return {}
-        except (OSError, ValueError) as exc:
+        fix = f"move it aside (the records are read without {RUN_FILE}) or remove the run"
+        try:
+            with self._open(path, fix, encoding="utf-8") as fh:
+                meta = json.loads(fh.read())
+        except ValueError as exc:  # not JSON, or not UTF-8
             _report(path, 0, f"not readable as JSON ({exc})")
             return {}
+        except OSError as exc:
+            reason = f"cannot be read ({exc.strerror or exc})"
+            raise RunFileError(self.run_id, path, reason, fix) from None
         if not isinstance(meta, dict):
             _report(path, 0, f"holds a JSON {json_kind(meta)}, not an object")
             return {}
@@ -168,6 +241,29 @@ def _parse_line(line: str) -> tuple[Record | None, str]:
         return Record.from_dict(data), ""
     except (ValueError, TypeError) as exc:
         return None, f"not a valid record ({exc})"
+
+
+def _is_run(folder: Path) -> bool:
+    return any(os.path.lexists(folder / name) for name in (RUN_FILE, RECORDS_FILE))
+
+
+def created_at(run_id: str, meta: dict[str, Any]) -> str:
+    """When the run started, as a sortable ISO string: run.json's ``created_at``, else the
+    time in a ``YYYYMMDD-HHMMSS-xxxx`` run id (a run that lost its run.json), else ""."""
+    value = meta.get("created_at")
+    if isinstance(value, str) and value:
+        return value
+    stamp = _ID_TIME.match(run_id)
+    return "{}-{}-{}T{}:{}:{}".format(*stamp.groups()) if stamp else ""
+
+
+def _created_at(run: RunDir) -> str:
+    """The sort key of a run; a run.json that cannot be read is reported when the run is."""
+    try:
+        meta = run.metadata()
+    except RunFileError:
+        meta = {}
+    return created_at(run.run_id, meta)
 
 
 class ResultsStore:
@@ -201,16 +297,18 @@ class ResultsStore:
         raise UserError(f"could not allocate a new run folder under {self.root}")
 
     def runs(self) -> list[RunDir]:
+        """Every folder holding a run.json or a records.jsonl, whatever state they are in:
+        reading one says what is wrong with it."""
         if not self.root.is_dir():
             return []
-        found = [RunDir(p) for p in self.root.iterdir() if (p / RUN_FILE).is_file()]
+        found = [RunDir(p) for p in self.root.iterdir() if p.is_dir() and _is_run(p)]
         # Oldest first by creation time: ids made within one second differ only by a random
         # suffix, so the id alone does not give the order.
-        return sorted(found, key=lambda r: (str(r.metadata().get("created_at", "")), r.run_id))
+        return sorted(found, key=lambda r: (_created_at(r), r.run_id))
 
     def open(self, ref: str | None) -> RunDir:
         """A run by id, by folder path, or the newest one when ``ref`` is None/'latest'."""
-        if ref and Path(ref).is_dir() and (Path(ref) / RUN_FILE).is_file():
+        if ref and Path(ref).is_dir() and _is_run(Path(ref)):
             return RunDir(Path(ref))
         runs = self.runs()
         if not runs:
