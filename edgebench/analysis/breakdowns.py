@@ -4,7 +4,7 @@ Four breakdowns, each read from its own record field (results/records.py says wh
 measurement stores):
 
 - ``stages``: the p50 of copy-in, compute and copy-out, each as a share of the iteration, and
-  the time no stage accounts for;
+  the time no stage accounts for (per iteration, from the raw samples);
 - ``op_profile``: op times summed per op type, aligned across frameworks by op family, and
   the op types in which the slowest framework loses its time;
 - ``instances``: resident memory and speed against the number of loaded instances;
@@ -85,7 +85,8 @@ class StageSummary:
     shares: dict[str, float]
     #: The whole iteration's p50 (the record's own latency), when known.
     total_ms: float | None
-    #: ``total_ms`` less the stages' p50s, when positive: time between or around the stages.
+    #: Time between or around the stages: per iteration, its time less its stages' (median
+    #: over iterations, 0 when negative or when there are no raw stage samples).
     remainder_ms: float
     boundaries: dict[str, str]
     unavailable: str | None = None
@@ -102,13 +103,38 @@ def _stage_values(data: Any) -> dict[str, float]:
     return {s: v for s in STAGES if (v := as_number(data.get(s))) is not None}
 
 
+def _per_iteration_remainder(record: Record, samples: Any) -> float:
+    """The median over iterations of what each iteration took beyond its own stages (ms),
+    from the raw samples; 0 when the stage samples do not line up with the iteration's.
+
+    Taken per iteration because medians do not add: the iteration's p50 less the stages' p50s
+    is mostly that difference, not time spent anywhere."""
+    if not isinstance(samples, Mapping):
+        return 0.0
+    total = record.samples_ns
+    columns = [samples.get(stage) for stage in STAGES if samples.get(stage) is not None]
+    if not total or not columns:
+        return 0.0
+    if not all(isinstance(c, list) and len(c) == len(total) for c in columns):
+        return 0.0
+    try:
+        stage_sum = np.sum(np.asarray(columns, dtype=np.float64), axis=0)
+        rest = np.asarray(total, dtype=np.float64) - stage_sum
+    except (TypeError, ValueError):
+        return 0.0
+    if not np.all(np.isfinite(rest)):
+        return 0.0
+    return round(max(0.0, float(np.median(rest))) / 1e6, 6)
+
+
 def stage_summary(record: Record) -> StageSummary | None:
     """The stage breakdown of one record; None when it has no ``stages``.
 
     Medians do not add up: the stages' p50s may sum to a little more or less than the
-    iteration's. Shares are taken of the iteration's p50, or of the stages' sum when that is
-    larger, so they always add up to 100%; what the iteration has beyond the stages is the
-    unattributed remainder."""
+    iteration's. The unattributed remainder is therefore taken per iteration from the raw
+    samples (the iteration's time less its stages', median over iterations), and left out when
+    the raw stage samples are not there. Shares are taken of the stages' p50s plus that
+    remainder, so they always add up to 100%."""
     stages = record.stages
     if not isinstance(stages, Mapping):
         return None
@@ -128,8 +154,7 @@ def stage_summary(record: Record) -> StageSummary | None:
     boundaries = {str(k): str(v) for k, v in items if v is not None}
     total = p50_of(record)
     attributed = sum(p50.values())
-    # Rounded to the nanosecond: medians of ns samples differ from their sum by float dust.
-    remainder = round(max(0.0, total - attributed), 6) if total is not None else 0.0
+    remainder = _per_iteration_remainder(record, samples)
     whole = attributed + remainder
     shares = {s: v / whole for s, v in p50.items()} if whole > 0 else {}
     if remainder > 0 and whole > 0:

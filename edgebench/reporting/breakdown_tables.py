@@ -183,8 +183,14 @@ def stage_tables(records: Sequence[Record]) -> list[tuple[Table, list[StageSumma
                 text = "; ".join(f"{_STAGE_HEADS.get(k, k)}: {v}" for k, v in boundaries)
                 notes.append(f"{framework}: {text}")
         caption = (
-            "p50 of each stage (share of the iteration's p50); merged = the framework does "
-            "that stage inside another (see its boundaries below)"
+            "p50 of each stage (its share; shares add up to 100%); "
+            + (
+                "unattributed = per iteration, its time less its stages' (median over "
+                "iterations, from the raw samples); "
+                if remainder
+                else ""
+            )
+            + "merged = the framework does that stage inside another (see its boundaries below)"
         )
         out.append((Table(model, header, rows, caption, notes), group))
     return out

@@ -1,9 +1,18 @@
-"""Flat tables of records for pandas, spreadsheets and Parquet readers."""
+"""Flat tables of records for pandas, spreadsheets and Parquet readers.
+
+One row per record, one column per field. Raw arrays and bulky detail (samples, outputs,
+telemetry, device facts) stay in the JSON Lines file; the few figures readers want from them
+get columns of their own. What is left nested (``quant``, ``accuracy``, ``stages``,
+``instances``, ...) is written as compact JSON text, without its raw ``samples_ns`` arrays, so
+any reader can parse it back with ``json.loads``.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -52,8 +61,23 @@ def records_frame(records: Sequence[Record]) -> pd.DataFrame:
         for key in _NESTED:
             if key != "inputs":
                 row.pop(key, None)
-        rows.append(row)
+        rows.append({key: _flat(value) for key, value in row.items()})
     return pd.DataFrame(rows)
+
+
+def _without_samples(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_samples(v) for k, v in value.items() if k != "samples_ns"}
+    if isinstance(value, list):
+        return [_without_samples(v) for v in value]
+    return value
+
+
+def _flat(value: Any) -> Any:
+    """A cell of the flat table: scalars as they are, a dict or list as JSON text."""
+    if isinstance(value, dict | list):
+        return json.dumps(_without_samples(value), separators=(",", ":"))
+    return value
 
 
 def export_run(records: Sequence[Record], target: Path, fmt: str) -> int:

@@ -35,7 +35,7 @@ from edgebench.reporting.matrix import (
 from edgebench.reporting.precisions import precision_table
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
-from edgebench.statuses import Status
+from edgebench.statuses import MEASURED, Status
 
 #: Metrics shown as heatmaps, in order (keys of the metrics registry).
 HEATMAP_METRICS = ("p50", "p99", "throughput", "memory", "energy")
@@ -193,7 +193,7 @@ def _details(r: Record, anchor: str, expand: bool = False) -> str:
     stats += [
         ("samples", r.n_samples or len(r.samples_ns) or "-"),
         ("throughput", fmt_number(r.throughput_ips, "inf/s")),
-        ("peak RSS", fmt_number(r.peak_rss_mb, "MB")),
+        ("peak RSS", fmt_number(r.peak_rss_mb if r.status in MEASURED else None, "MB")),
         ("energy / inference", fmt_number(r.energy_mj_per_inf, "mJ")),
         ("average power", fmt_number(r.avg_power_w, "W")),
         ("framework version", r.framework_version or "-"),

@@ -23,9 +23,9 @@ from edgebench.analysis.ranking import (
 )
 from edgebench.analysis.statistics import HIGH_CV, warning_figures
 from edgebench.frameworks import display_order
-from edgebench.reporting.tables import fmt_number, format_table
+from edgebench.reporting.tables import fmt_number, format_table, shorten
 from edgebench.results.records import Record
-from edgebench.statuses import Status
+from edgebench.statuses import MEASURED, Status
 
 GroupKey = tuple[str, str, int, str, int, str]
 
@@ -49,6 +49,8 @@ REPORT_MARKS = {"best": " ★", "tied": " ≈"}
 #: What an emulated cell shows after its figure, instead of a mark: it ranks nothing.
 EMULATED_MARK = " (emulated)"
 EMULATED_LEGEND = f"(emulated) = on an emulated CPU, {EMULATED_RULE}"
+#: The longest "energy:" note per device; longer ones end with "…" after a whole word.
+ENERGY_NOTE_WIDTH = 240
 
 
 def _fmt(value: float | None) -> str:
@@ -237,7 +239,7 @@ def format_details(records: Sequence[Record]) -> str:
                 _fmt(lat.get("p99")),
                 "-" if cv is None else f"{cv:.1%}",
                 _fmt(r.throughput_ips),
-                _fmt(r.peak_rss_mb),
+                _fmt(r.peak_rss_mb if r.status in MEASURED else None),
                 _fmt(r.energy_mj_per_inf) + ("!" if r.energy_flags and r.energy_mj_per_inf else ""),
                 str(r.n_samples or "-"),
             ]
@@ -254,7 +256,7 @@ def format_details(records: Sequence[Record]) -> str:
             notes.append(f"  {cell}: {_describe_sustained(r.sustained)}")
         unavailable = [f for f in r.energy_flags if f.startswith("energy unavailable")]
         if unavailable:
-            energy_gaps.setdefault(r.device, unavailable[0][:160])
+            energy_gaps.setdefault(r.device, shorten(unavailable[0], ENERGY_NOTE_WIDTH))
         notes.extend(
             f"  {cell}: energy: {f}"
             for f in r.energy_flags

@@ -24,7 +24,7 @@ from edgebench.reporting.matrix import (
     status_word,
 )
 from edgebench.reporting.precisions import precision_table
-from edgebench.reporting.tables import fmt_number
+from edgebench.reporting.tables import fmt_number, shorten
 from edgebench.results.records import Record
 from edgebench.results.store import RunDir
 from edgebench.statuses import PROBLEMS, Status
@@ -147,8 +147,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
                 if (r.error or "").strip()
                 else r.status
             )
-            if len(reason) > 200:
-                reason = reason[:197] + "..."
+            reason = shorten(reason, 200)
             lines.append(
                 f"- {_md_cell(r.device)} / {_md_cell(r.model)} / {_md_cell(r.framework)}: "
                 f"{r.status} — {_md_cell(reason)}"
