@@ -108,7 +108,10 @@ class AdbServer:
 
 
 def start_adb_server(workdir: Path, attempts: int = 3) -> AdbServer:
-    """Start ``adb nodaemon server`` on a free port with its own HOME; wait until it answers."""
+    """Start ``adb nodaemon server`` on a free port with its own HOME; wait until it answers.
+    Skips the calling test where adb is not installed."""
+    if not os.path.exists(ADB):
+        pytest.skip("adb is not installed")
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
     last_error = ""
@@ -167,8 +170,6 @@ class EmulatedPhone:
 @pytest.fixture(scope="session", name="adb_server")
 def adb_server_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdbServer]:
     """The real adb server, private to this test session (own port, own HOME)."""
-    if not os.path.exists(ADB):
-        pytest.skip("adb is not installed")
     server = start_adb_server(tmp_path_factory.mktemp("adb-server"))
     try:
         yield server

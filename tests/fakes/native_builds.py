@@ -3,8 +3,9 @@ user cache by `edgebench runners build` (like the converter toolchains and the a
 
 A build takes minutes on two cores, so when a session collects a test that needs one and it is
 not built yet, the build starts in the background as collection ends (``start_prebuild``) and
-overlaps the tests before it; the fixtures wait for it. Tests skip only where the ncnn source
-is absent (its one line says how to get it); a failed build fails them with the log's path.
+overlaps the tests before it; the fixtures wait for it. Tests skip only where the ncnn source,
+the target's compiler or cmake is missing (the line names it and how to get it); a failed
+build fails them with the log's path.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from edgebench.builds import BuildError
+from edgebench.builds.compilers import find_compiler
 from edgebench.builds.native_runner import BuiltRunner, build_runner, find_runner
 from edgebench.builds.sources import find_source
 from edgebench.builds.targets import parse_target
@@ -39,10 +42,27 @@ def source_problem() -> str | None:
     return None
 
 
+def build_problem(target_name: str) -> str | None:
+    """What this machine lacks to build for ``target_name``: the ncnn source, the target's
+    compiler (g++, aarch64-linux-gnu-g++) or cmake; each message names it and the fix."""
+    problem = source_problem()
+    if problem is not None:
+        return problem
+    try:
+        find_compiler(parse_target(target_name))
+    except BuildError as exc:
+        return str(exc)
+    if shutil.which("cmake") is None:
+        return "cmake is not installed (apt-get install cmake)"
+    return None
+
+
 def start_prebuild(targets: list[str], log: Path) -> None:
     """Build what is missing in one background process (at a lower priority than the tests)."""
-    missing = [t for t in targets if find_runner(parse_target(t)) is None]
-    if not missing or source_problem() is not None:
+    missing = [
+        t for t in targets if find_runner(parse_target(t)) is None and build_problem(t) is None
+    ]
+    if not missing:
         return
     argv = [sys.executable, "-m", "edgebench", "runners", "build"]
     for target in missing:
@@ -70,7 +90,7 @@ def built(target_name: str) -> BuiltRunner:
     found = find_runner(target)
     if found is not None:
         return found
-    problem = source_problem()
+    problem = build_problem(target_name)
     if problem is not None:
         pytest.skip(f"edgebench-native cannot be built here: {problem}")
     result = subprocess.run(

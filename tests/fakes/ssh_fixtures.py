@@ -75,6 +75,8 @@ def start_sshd(folder: Path, chroot: Path | None = None) -> SshServer:
     into the root: the login shell and everything it starts are the board's programs."""
     if not Path(SSHD).exists():
         pytest.skip("openssh-server is not installed (.ci/run installs it)")
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen is not installed (openssh-client; .ci/run installs it)")
     folder.mkdir(parents=True, exist_ok=True)
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)
     host_key = folder / "host_key"
