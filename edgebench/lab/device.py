@@ -392,15 +392,23 @@ def _pretty_name(os_release: str) -> str | None:
     return None
 
 
-class LocalDevice(Device):
-    """The host: the runner runs from the installed package with this interpreter."""
+def local_work_dir() -> Path:
+    """Where a local device's runner keeps its files when the lab names no work_dir."""
+    return cache_dir() / "runner-home"
 
-    def __init__(self, name: str = "local") -> None:
+
+class LocalDevice(Device):
+    """The host: the runner runs from the installed package, with edgebench's interpreter or
+    the lab's ``python``; its private HOME and each cell's outputs live in ``work_dir``."""
+
+    def __init__(
+        self, name: str = "local", python: str | None = None, work_dir: Path | None = None
+    ) -> None:
         runner = Path(runners.__file__).with_name("runner.py")
-        super().__init__(name, LocalTransport(), sys.executable, str(runner))
+        super().__init__(name, LocalTransport(), python or sys.executable, str(runner))
         # Without taskset the runner still pins itself with sched_setaffinity.
         self.use_taskset = shutil.which("taskset") is not None
-        self._home = cache_dir() / "runner-home"
+        self._home = work_dir or local_work_dir()
 
     def runner_env(self) -> dict[str, str]:
         # A private HOME: frameworks that drop ids or caches into $HOME write there, not into
@@ -423,6 +431,22 @@ class LocalDevice(Device):
 
     def discard_outputs(self, device_path: str) -> None:
         Path(device_path).unlink(missing_ok=True)
+
+    def _probe(self) -> dict[str, Any]:
+        if self.runner_kind == PYTHON_RUNNER and shutil.which(self.python) is None:
+            return {
+                "error": f"{self.python} could not run the runner: no such executable (the lab's "
+                f"python for {self.name}; give an interpreter that exists)"
+            }
+        return super()._probe()
+
+    def _probe_auto(self) -> dict[str, Any]:
+        probe = super()._probe_auto()
+        if self.runner_kind != NATIVE_TOOLS:
+            return probe
+        # The frameworks' benchmark binaries are pushed to ADB and SSH devices only.
+        self.runner_kind = PYTHON_RUNNER
+        return {"error": probe["runner_choice"]}
 
     def _gather_facts(self) -> DeviceFacts:
         facts = super()._gather_facts()

@@ -11,6 +11,10 @@ from collections.abc import Callable
 from edgebench.errors import UserError
 from edgebench.paths import cache_dir
 
+#: Lock files this process holds, and the device name each was taken for: a second flock on one
+#: of them would wait for this very process.
+_HELD_HERE: dict[str, str] = {}
+
 
 class DeviceLock:
     """An exclusive flock on ``<cache>/locks/<device identity>.lock``, released on close.
@@ -21,6 +25,7 @@ class DeviceLock:
     def __init__(self, device_name: str, identity: str) -> None:
         key = re.sub(r"[^A-Za-z0-9_.-]+", "_", identity)[:120] or "device"
         self.device_name = device_name
+        self.identity = identity
         self.path = cache_dir() / "locks" / f"{key}.lock"
         self._fh = None
 
@@ -31,6 +36,12 @@ class DeviceLock:
             return "another edgebench run"
 
     def acquire(self, *, wait: bool, report: Callable[[str], None], timeout_s: float) -> None:
+        holder_here = _HELD_HERE.get(str(self.path))
+        if holder_here is not None:
+            raise UserError(
+                f"devices {holder_here} and {self.device_name} are the same device "
+                f"({self.identity}); keep one of them in --devices"
+            )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(self.path, "a+")  # noqa: SIM115 - held open for the whole run
         try:
@@ -53,6 +64,7 @@ class DeviceLock:
         self._fh.truncate()
         self._fh.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}")
         self._fh.flush()
+        _HELD_HERE[str(self.path)] = self.device_name
 
     def _wait(self, timeout_s: float) -> bool:
         # Blocking flock in slices, so the wait is bounded and Ctrl-C still works.
@@ -67,6 +79,8 @@ class DeviceLock:
 
     def release(self) -> None:
         if self._fh is not None:
+            if _HELD_HERE.get(str(self.path)) == self.device_name:
+                del _HELD_HERE[str(self.path)]
             try:
                 fcntl.flock(self._fh, fcntl.LOCK_UN)
             finally:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edgebench.errors import UserError
-from edgebench.lab.device import EDGEBENCH_NATIVE, Device, LocalDevice
+from edgebench.lab.device import Device, LocalDevice
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.transports import transport_kinds
 from edgebench.lab.transports.base import TransportError
@@ -19,7 +20,8 @@ LOCAL = "local"
 
 def open_device(entry: LabDevice) -> Device:
     if entry.transport == LOCAL:
-        device: Device = LocalDevice(entry.name)
+        device: Device = LocalDevice(entry.name, entry.python, Path(entry.work_dir))
+        device.runner_kind = entry.runner  # the lab file refuses "native" for local devices
     else:
         transport = transport_kinds()[entry.transport].open(entry.name, entry.endpoint)
         device = RemoteDevice(
@@ -28,8 +30,6 @@ def open_device(entry: LabDevice) -> Device:
     if isinstance(device, RemoteDevice):
         device.runner_kind = entry.runner
         device.native_bin = entry.native_bin
-    elif entry.runner == EDGEBENCH_NATIVE:
-        device.runner_kind = entry.runner  # the host's own build; "auto" here is Python
     device.emulated_override = entry.emulated
     if entry.profile is not None:
         device.profile = entry.profile
@@ -52,6 +52,22 @@ def resolve_devices(names: Sequence[str], lab: Lab) -> list[Device]:
             where = f" in {lab.path}" if lab.path else " (no lab file found; see --lab)"
             raise UserError(f"device {name!r} is not defined{where}; available devices: {known}")
     return devices
+
+
+def refuse_aliases(names: Sequence[str], lab: Lab) -> None:
+    """One line when two of ``names`` are lab entries for the same device: a run would lock
+    that device twice and wait for itself, or measure it twice at once."""
+    first_by_identity: dict[str, str] = {}
+    for name in dict.fromkeys(names):
+        if name not in lab.names():
+            continue  # resolve_devices names what the lab has
+        identity = lab.get(name).identity()
+        first = first_by_identity.setdefault(identity, name)
+        if first != name:
+            raise UserError(
+                f"devices {first} and {name} are the same device ({identity}); a run measures "
+                "a device under one name: keep one of them in --devices"
+            )
 
 
 def probe_device(device: Device) -> str | None:

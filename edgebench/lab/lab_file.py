@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import UserError
+from edgebench.lab.device import NATIVE_TOOLS, local_work_dir
 from edgebench.lab.profile_schema import (
     RUNNERS,
     normalize_work_dir,
@@ -33,7 +34,6 @@ from edgebench.lab.toml_input import (
     unknown_key_fix,
 )
 from edgebench.lab.transports import transport_kinds
-from edgebench.paths import cache_dir
 
 LAB_SCHEMA = "edgebench.lab/1"
 ENV_VAR = "EDGEBENCH_LAB"
@@ -99,6 +99,11 @@ class LabDevice:
         """Where the device is, for listings: "adb R5CT..", "ssh bench@orin:22", "local"."""
         return transport_kinds()[self.transport].address(self.endpoint)
 
+    def identity(self) -> str:
+        """Which device this entry reaches ("this machine", "adb serial R5CT..",
+        "ssh orin:22"): two entries with the same identity are two names for one device."""
+        return transport_kinds()[self.transport].device_identity(self.endpoint)
+
     def summary(self) -> str:
         profile = self.profile.name if self.profile else "none (clusters detected)"
         return f"{self.name}: {self.address()}, runner {self.runner}, profile {profile}"
@@ -116,7 +121,7 @@ def local_device() -> LabDevice:
         name=LOCAL,
         transport="local",
         python=sys.executable,
-        work_dir=str(cache_dir() / "local"),
+        work_dir=str(local_work_dir()),
         runner="python",
     )
 
@@ -324,14 +329,13 @@ class _DeviceReader:
             )
         elif runner not in RUNNERS:
             raise self.fail("runner", f"{show(runner)} is not a runner (use {', '.join(RUNNERS)})")
+        if transport == LOCAL:
+            self.refuse_for_local(runner, profile)
         device = LabDevice(
             name=self.name,
             transport=transport,
             profile=profile,
-            python=self.pattern(
-                "python", re.compile(r"\S+"), '"/opt/venv/bin/python3"', "an interpreter path"
-            )
-            or "python3",
+            python=self.python(transport),
             work_dir=self.work_dir(transport, profile),
             runner=runner,
             native_bin=self.host_path("native_bin", '"~/bench/bin"'),
@@ -340,6 +344,37 @@ class _DeviceReader:
             endpoint=transport_kinds()[transport].read_endpoint(self),
         )
         return device
+
+    def python(self, transport: str) -> str:
+        """The interpreter: a path on the device; on this machine (local) a path expands ~ and
+        is taken from the lab file's folder, and the default is edgebench's own interpreter."""
+        value = self.pattern(
+            "python", re.compile(r"\S+"), '"/opt/venv/bin/python3"', "an interpreter path"
+        )
+        if transport != LOCAL:
+            return value or "python3"
+        if value is None:
+            return sys.executable
+        if "/" not in value:
+            return value  # a command name, found through PATH like any other
+        return os.path.abspath(self.host_path("python", '"~/venv/bin/python3"'))
+
+    def refuse_for_local(self, runner: str, profile: DeviceProfile | None) -> None:
+        """What a local device cannot do: the frameworks' benchmark binaries (runner "native"
+        and native_bin) are pushed to adb and ssh devices only."""
+        if "native_bin" in self.table:
+            raise self.fail(
+                "native_bin",
+                "is not used by local devices (native benchmark binaries are pushed to adb or "
+                'ssh devices only); remove it, or use runner = "edgebench-native"',
+            )
+        if runner == NATIVE_TOOLS:
+            origin = "" if "runner" in self.table else f" (from profile {profile.name})"
+            raise self.fail(
+                "runner",
+                f'"native"{origin} is not available for local devices (it pushes benchmark '
+                'binaries to adb or ssh devices); use "python", "edgebench-native" or "auto"',
+            )
 
     def profile(self) -> DeviceProfile | None:
         value = self.text("profile", '"snapdragon-8-gen-2"')
@@ -374,8 +409,8 @@ class _DeviceReader:
             return normalize_work_dir(value)
         if profile is not None and profile.transport == transport and profile.work_dir:
             return profile.work_dir
-        if transport == "local":
-            return str(cache_dir() / "local")
+        if transport == LOCAL:
+            return str(local_work_dir())
         return transport_kinds()[transport].default_work_dir
 
     def raw(self, key: str) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from edgebench.lab.device import Device
 from edgebench.lab.device_lock import DeviceLockFile, LockUnavailable
 from edgebench.lab.host_lock import DeviceLock
-from edgebench.lab.inventory import probe_device, resolve_devices
+from edgebench.lab.inventory import probe_device, refuse_aliases, resolve_devices
 from edgebench.lab.lab_file import load_lab
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.methods import Method, method_for
@@ -57,9 +57,10 @@ class LabDevices:
         self._methods: dict[str, Method] = {}
 
     def open(self, config: RunConfig, progress: LineProgress) -> list[Device]:
-        self.devices = resolve_devices(
-            config.sweep.devices or ["local"], load_lab(config.session.lab)
-        )
+        names = config.sweep.devices or ["local"]
+        lab = load_lab(config.session.lab)
+        refuse_aliases(names, lab)
+        self.devices = resolve_devices(names, lab)
         _connect_devices(self.devices, wait=not config.session.no_wait, progress=progress)
         # Each device measures through one method, chosen here from its lab entry's runner.
         self._methods = {device.name: method_for(device) for device in self.devices}

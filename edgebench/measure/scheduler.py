@@ -102,7 +102,8 @@ def _run_with_retries(
     """A cell whose transport dropped is retried with backoff; the connection is reopened."""
     record = run_cell(run_id, cell, checks, check_outputs, method)
     for delay in RETRY_BACKOFF_S:
-        if record.error_kind != ErrorKind.TRANSPORT:
+        # A cell failed before the run (a device unreachable from the start) has nothing to retry.
+        if record.error_kind != ErrorKind.TRANSPORT or cell.verdict is not None:
             break
         message = getattr(progress, "message", None)
         if message is not None:

@@ -3,8 +3,10 @@
 import json
 from pathlib import Path
 
+import pytest
 from fakes.labs import write_phone_and_board_lab
 
+from edgebench.errors import UserError
 from edgebench.lab.host_lock import DeviceLock
 
 
@@ -82,3 +84,21 @@ def test_a_busy_device_fails_at_once_with_no_wait(run_cli, conv_model):
         ]
     )
     assert free.returncode == 0, free.stderr
+
+
+def test_a_process_never_waits_for_its_own_device_lock():
+    """Two names for one device in one process: the second lock is refused at once, naming
+    both, instead of waiting for the first (held by this very process)."""
+    messages: list[str] = []
+    first = DeviceLock("box", "local")
+    first.acquire(wait=False, report=messages.append, timeout_s=0)
+    try:
+        with pytest.raises(UserError) as refused:
+            DeviceLock("local", "local").acquire(wait=True, report=messages.append, timeout_s=5)
+    finally:
+        first.release()
+    assert "devices box and local are the same device (local)" in str(refused.value)
+    assert messages == []  # no "busy ... waiting for it"
+    again = DeviceLock("local", "local")
+    again.acquire(wait=False, report=messages.append, timeout_s=0)
+    again.release()

@@ -30,6 +30,8 @@ from edgebench.lab.transports.base import (
 DEFAULT_ADB_HOST = "127.0.0.1"
 DEFAULT_ADB_PORT = 5037
 _SERIAL_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+#: A device reached over the network (`adb connect HOST:PORT`), not over USB.
+_NETWORK_SERIAL_RE = re.compile(r"[A-Za-z0-9_.-]+:\d{1,5}")
 #: How long to wait for the adb server to accept a connection before calling it gone.
 SERVER_CONNECT_TIMEOUT_S = 3.0
 #: What a dying link raises inside adbutils: its own errors, a socket error (reset, refused,
@@ -101,11 +103,25 @@ class AdbTransport(Transport):
         except LINK_ERRORS as exc:
             raise self._no_server(link_error_reason(exc)) from exc
         if self.target.serial not in states:
-            raise TransportError(
-                f"device {self.target.name}: serial {self.target.serial} is not connected "
-                "(`adb devices` lists what is); check the cable or `adb connect`"
-            )
+            raise self._not_connected(len(states))
         return self._client.device(self.target.serial)
+
+    def _not_connected(self, others: int) -> TransportError:
+        """The server answers but lacks the serial. A network serial (host:port) is forgotten
+        whenever the server restarts, so the fix is `adb connect`, not the cable."""
+        host, port, serial = self.target.adb_host, self.target.adb_port, self.target.serial
+        server = f"the adb server at {host}:{port}"
+        listing = "it lists no device" if not others else f"it lists {others} others"
+        if _NETWORK_SERIAL_RE.fullmatch(serial):
+            fix = (
+                f"connect it with `adb -P {port} connect {serial}` (an adb server forgets "
+                "network devices when it restarts)"
+            )
+        else:
+            fix = f"check the USB cable and USB debugging (`adb -P {port} devices` lists them)"
+        return TransportError(
+            f"device {self.target.name}: {serial} is not connected to {server} ({listing}); {fix}"
+        )
 
     def _run(self, command: Command) -> CommandResult:
         line = command.shell_line()
@@ -201,4 +217,6 @@ KIND = TransportKind(
     default_work_dir="/data/local/tmp/edgebench",
     default_runner="auto",  # most phones have no Python
     home_relative_work_dir=False,
+    # As the host lock keys it (the serial alone): one phone seen through two servers is one.
+    identity=lambda endpoint: f"adb serial {endpoint['serial']}",
 )

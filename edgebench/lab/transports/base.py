@@ -209,3 +209,9 @@ class TransportKind:
     default_runner: str = "python"
     #: Whether a work dir may start with ~/ (resolved on the device by its shell).
     home_relative_work_dir: bool = True
+    #: Which device an endpoint reaches: two lab entries with equal identities are one device
+    #: (an ssh login's user does not make another machine). None: the address.
+    identity: Callable[[Mapping[str, Any]], str] | None = None
+
+    def device_identity(self, endpoint: Mapping[str, Any]) -> str:
+        return (self.identity or self.address)(endpoint)

@@ -130,4 +130,5 @@ KIND = TransportKind(
     address=lambda endpoint: "local",
     open=lambda name, endpoint: LocalTransport(),
     default_work_dir="",
+    identity=lambda endpoint: "this machine",
 )

@@ -324,4 +324,5 @@ KIND = TransportKind(
     read_endpoint=_read_endpoint,
     address=_address,
     open=_open,
+    identity=lambda endpoint: f"ssh {endpoint['host'].lower()}:{endpoint['port']}",
 )

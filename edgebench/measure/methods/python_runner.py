@@ -44,6 +44,9 @@ class PythonRunner:
         facts = device.facts()
         if facts.framework_available(framework):
             return None
+        if facts.probe_error and not facts.frameworks:
+            # The runner never started there: no framework was even looked for.
+            return (Status.SKIPPED, ErrorKind.NOT_INSTALLED, f"{device.name}: {facts.probe_error}")
         info = facts.frameworks.get(framework, {})
         reason = info.get("reason")
         if reason in (None, ErrorKind.NOT_INSTALLED):
