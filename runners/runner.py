@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import platform
 import sys
@@ -893,9 +894,22 @@ def main(argv: Optional[List[str]] = None) -> int:
             payload = execute(raw)
     sys.stderr.flush()
     with os.fdopen(result_fd, "w") as out:
-        out.write(RESULT_PREFIX + json.dumps(payload, separators=(",", ":")) + "\n")
+        line = json.dumps(json_safe(payload), separators=(",", ":"))
+        out.write(RESULT_PREFIX + line + "\n")
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
+def json_safe(value: Any) -> Any:
+    """``value`` with every NaN or infinite float as None: JSON has no such numbers, and a
+    result line the host cannot read strictly would lose the whole measurement."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+

@@ -117,6 +117,21 @@ def save_conv_model(path: Path, dims: Sequence[int | str], channels: int = 8) ->
     return path
 
 
+def save_sqrt_model(path: Path) -> Path:
+    """y = sqrt(x) on a 1x3x8x8 input: seeded inputs are half negative, so about half the
+    outputs are NaN, from finite inputs."""
+    graph = helper.make_graph(
+        [helper.make_node("Sqrt", ["x"], ["y"])],
+        "sqrt",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
 @pytest.fixture
 def conv_model(tmp_path: Path) -> Path:
     return save_conv_model(tmp_path / "conv.onnx", [1, 3, 32, 32])

@@ -6,6 +6,7 @@ Field names listed in docs/results.md are stable; add fields, never rename them.
 from __future__ import annotations
 
 import functools
+import math
 import types
 import typing
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -111,7 +112,9 @@ class Record:
             raise ValueError(f"record status {self.status!r} is not one of {STATUSES}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record as JSON values: a NaN or infinite float (an output check of NaN outputs,
+        a summary of them) becomes None, so the store can always write the record."""
+        return _finite(asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
@@ -130,6 +133,16 @@ class Record:
                 raise ValueError(f"field {name} holds a JSON {json_kind(value)}")
             values[name] = value
         return cls(**values)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def json_kind(value: Any) -> str:

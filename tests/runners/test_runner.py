@@ -1,12 +1,13 @@
 """The on-device runner, run as a subprocess exactly as a device runs it."""
 
+import json
 import os
 import subprocess
 import sys
 
 import pytest
 
-from conftest import RUNNER, run_runner, save_conv_model
+from conftest import RUNNER, run_runner, save_conv_model, save_sqrt_model
 
 
 def spec_for(model_path, **extra):
@@ -123,6 +124,28 @@ def test_framework_noise_on_stdout_cannot_corrupt_the_result(conv_model, tmp_pat
         timeout=60,
     )
     assert proc.stdout.splitlines()[-1].startswith("EDGEBENCH_RESULT ")
+
+
+def test_nan_outputs_give_a_strict_json_result_line(tmp_path):
+    """NaN is no JSON: the runner writes it as null, so a host that reads its result line
+    strictly still gets the measurement."""
+    model = save_sqrt_model(tmp_path / "sqrt.onnx")
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), "-"],
+        input=json.dumps(spec_for(model, iterations=2)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("EDGEBENCH_RESULT ")]
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in the result line")
+
+    result = json.loads(line.split(" ", 1)[1], parse_constant=refuse)
+    assert result["status"] == "ok", result["error"]
+    (output,) = result["outputs"]
+    assert output["nonfinite"] > 0 and None in output["sample"]
 
 
 def test_probe_lists_every_known_framework():
