@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -12,6 +11,8 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from edgebench import process_group
 
 # Proxies pointing at a closed local port: a tool that tries the network fails fast instead of
 # reaching out. Conversion must work offline.
@@ -75,31 +76,25 @@ class ToolRun:
 
 
 def run_tool(argv: Sequence[str], *, cwd: Path, env: dict[str, str], timeout: float) -> ToolRun:
-    """stdout and stderr merged into one log; the whole process group dies on timeout."""
+    """stdout and stderr merged into one log; the tool and its descendants die on a timeout
+    or when edgebench is interrupted (``process_group``)."""
     started = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-        start_new_session=True,
-    )
     try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
+        done = process_group.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or ""
         return ToolRun(None, out[-LOG_TAIL_CHARS:], time.monotonic() - started, True)
-    except BaseException:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        raise
-    return ToolRun(proc.returncode, out[-LOG_TAIL_CHARS:], time.monotonic() - started)
+    return ToolRun(done.returncode, done.stdout[-LOG_TAIL_CHARS:], time.monotonic() - started)
 
 
 def last_line(log: str) -> str:

@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgebench import process_group
 from edgebench.builds import BuildError
 from edgebench.builds.targets import Target, normalize_machine
 
@@ -70,7 +71,7 @@ def short_version(line: str) -> str:
 
 def compiler_version(cxx: Path) -> str:
     try:
-        proc = subprocess.run(
+        proc = process_group.run(
             [str(cxx), "--version"],
             capture_output=True,
             text=True,

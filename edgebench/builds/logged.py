@@ -6,43 +6,32 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import subprocess
 from pathlib import Path
+
+from edgebench import process_group
 
 
 def run_logged(argv: list[str], log_path: Path, timeout: float) -> tuple[int | None, int]:
     """Run ``argv`` with its output appended to the log, after a ``$ command`` line. Returns
-    its exit code (None when it ran over ``timeout`` and was killed, with its children) and
-    the log offset where its output starts."""
+    its exit code (None when it ran over ``timeout`` and was stopped, with its children) and
+    the log offset where its output starts. Interrupted, it stops make's children too."""
     with open(log_path, "a") as out:
         out.write(f"\n$ {shlex.join(argv)}\n")
         out.flush()
         start = out.tell()
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=dict(os.environ, LC_ALL="C"),
-            start_new_session=True,  # so a timeout stops make's children too
-        )
         try:
-            return proc.wait(timeout=timeout), start
+            done = process_group.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=dict(os.environ, LC_ALL="C"),
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
             return None, start
-        except BaseException:
-            _kill_group(proc)
-            raise
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        proc.kill()
-    proc.wait()
+        return done.returncode, start
 
 
 def first_error(

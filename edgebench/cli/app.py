@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from edgebench import __version__
+from edgebench import __version__, process_group
 from edgebench.analysis.metrics import METRICS
 from edgebench.errors import UserError
 
@@ -53,13 +53,27 @@ def cli(verbose: bool) -> None:
 
 
 def main() -> None:
+    # SIGTERM and SIGHUP unwind like Ctrl-C: the children stop, half-built folders go.
+    process_group.raise_on_terminate()
+    try:
+        _main()
+    finally:
+        process_group.shutdown()
+
+
+def _main() -> None:
     try:
         cli(standalone_mode=False)
     except UserError as exc:
         click.echo(f"edgebench: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        # Ctrl-C outside a run's own handling: the shell's code for SIGINT, never 2 (usage).
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        # Ctrl-C or a signal outside a run's own handling: the shell's code for the signal
+        # (130, 143, 129), never 2 (usage). click turns an interrupt into Abort.
+        cause = exc if isinstance(exc, KeyboardInterrupt) else exc.__cause__
+        if isinstance(cause, process_group.Terminated):
+            click.echo(f"edgebench: terminated by {cause}", err=True)
+            sys.exit(128 + cause.signum)
         click.echo("edgebench: aborted", err=True)
         sys.exit(INTERRUPTED)
     except click.UsageError as exc:

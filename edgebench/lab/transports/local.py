@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
-import signal
 import subprocess
 import threading
 import time
 from pathlib import Path
 
+from edgebench import process_group
 from edgebench.lab.transports.base import (
     Command,
     CommandResult,
@@ -30,15 +28,14 @@ class LocalTransport(Transport):
     def abort(self) -> None:
         with self._running_lock:
             running = list(self._running)
-        for proc in running:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+        process_group.stop_many(running)
 
     def _run(self, command: Command) -> CommandResult:
         started = time.monotonic()
         stdin, timeout = command.stdin, command.timeout
-        # Own session so a timeout kills the runner and every thread/child it started.
-        proc = subprocess.Popen(
+        # Its own process group, so a timeout or an abort stops the runner and every
+        # thread and child it started; process_group also stops it if edgebench exits.
+        with process_group.child(
             list(command.argv),
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -46,28 +43,21 @@ class LocalTransport(Transport):
             text=True,
             errors="replace",
             env=command.env,
-            start_new_session=True,
-        )
-        with self._running_lock:
-            self._running.add(proc)
-        try:
-            if command.on_output is None:
-                out, err = proc.communicate(stdin, timeout=timeout)
-            else:
-                out, err = _communicate_streaming(proc, stdin, timeout, command.on_output)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            return CommandResult(None, out or "", err or "", True, time.monotonic() - started)
-        except BaseException:
-            # Ctrl-C or similar: never leave an orphaned runner measuring on the device.
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            raise
-        finally:
+        ) as proc:
             with self._running_lock:
-                self._running.discard(proc)
+                self._running.add(proc)
+            try:
+                if command.on_output is None:
+                    out, err = proc.communicate(stdin, timeout=timeout)
+                else:
+                    out, err = _communicate_streaming(proc, stdin, timeout, command.on_output)
+            except subprocess.TimeoutExpired:
+                process_group.stop(proc)
+                out, err = proc.communicate()
+                return CommandResult(None, out or "", err or "", True, time.monotonic() - started)
+            finally:
+                with self._running_lock:
+                    self._running.discard(proc)
         return CommandResult(proc.returncode, out, err, False, time.monotonic() - started)
 
     def read_text(self, path: str) -> str | None:
