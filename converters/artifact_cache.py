@@ -2,13 +2,17 @@
 
 Key: source model sha256 + target format + converter version + options. An entry is a folder
 with the artifact files and a ``manifest.json`` written last; an entry whose manifest is missing
-or whose files do not match their recorded sha256 is rebuilt.
+or whose files do not match their recorded sha256 is rebuilt. A conversion writes into
+``.<key>.<pid>.<random>/`` beside the entry and renames it into place when complete; an
+interrupted one removes that folder, and one a killed process left is removed by the next
+conversion of the same key.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -19,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from .base import ConversionError, ConversionOptions, Converter
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = "edgebench.artifact/1"
@@ -117,7 +123,8 @@ class ArtifactCache:
             )
         entry = self.entry_path(converter, source_sha256, options)
         entry.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
+        _remove_abandoned(entry)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{entry.name}.{os.getpid()}.", dir=entry.parent))
         try:
             started = time.monotonic()
             names = converter.convert(onnx_path, scratch, options)
@@ -164,6 +171,27 @@ class ArtifactCache:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
         return Artifact(converter.format, converter.framework, entry, tuple(names), manifest, False)
+
+
+def _remove_abandoned(entry: Path) -> None:
+    """Remove the scratch folders of conversions into ``entry`` whose process is gone (killed
+    before it could clean up); those of a live process may still be converting."""
+    for scratch in entry.parent.glob(f".{entry.name}.*"):
+        pid = scratch.name.split(".")[2]
+        if not pid.isdigit() or not scratch.is_dir() or _alive(int(pid)):
+            continue
+        log.warning("removing %s, left half-built by an interrupted conversion", scratch)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _remove(path: Path) -> None:

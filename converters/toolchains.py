@@ -11,7 +11,9 @@ TensorFlow, NumPy, ONNX and ONNX Runtime. Each lives in ``<root>/<name>/`` where
 
 An install builds a new ``venv-<stamp>`` beside the current one and switches to it by
 replacing toolchain.json atomically, so an interrupted install never leaves a half-built
-environment in use. A failed install records state "broken" with pip's error tail.
+environment in use: an interrupted install removes its own (pip and what it started are
+stopped first), and the next install removes one a killed edgebench left, saying so. A failed
+install records state "broken" with pip's error tail.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from edgebench import process_group
 from edgebench.paths import (
     cache_dir,
     exclusive_lock,
@@ -210,6 +213,7 @@ def install_toolchain(
     folder = toolchain_dir(name)
     folder.mkdir(parents=True, exist_ok=True)
     with exclusive_lock(folder.parent / f".{name}.lock"):
+        _remove_half_built(folder, progress)
         current = toolchain_status(name)
         if current.state == "installed" and not force:
             progress(f"{name}: already installed ({spec.main_package} {current.version})")
@@ -299,7 +303,7 @@ def _run(step: str, argv: list[str], log_path: Path, progress: Callable[[str], N
     lines: list[str] = []
     with open(log_path, "a", encoding="utf-8") as log_file:
         log_file.write(f"$ {' '.join(argv)}\n")
-        proc = subprocess.Popen(
+        with process_group.child(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -307,29 +311,27 @@ def _run(step: str, argv: list[str], log_path: Path, progress: Callable[[str], N
             text=True,
             errors="replace",
             env=_tool_env(),
-        )
-        timer = threading.Timer(INSTALL_TIMEOUT_S, proc.kill)
-        timer.start()
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                log_file.write(line)
-                lines.append(line.rstrip())
-                if line.startswith(_PIP_MILESTONES):
-                    progress(line.rstrip()[:200])
-            returncode = proc.wait()
-        finally:
-            timer.cancel()
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        ) as proc:
+            # pip and the builds it starts, not only pip, when the install runs too long.
+            timer = threading.Timer(INSTALL_TIMEOUT_S, process_group.stop, (proc,))
+            timer.start()
+            try:
+                assert proc.stdout is not None
+                for line in proc.stdout:
+                    log_file.write(line)
+                    lines.append(line.rstrip())
+                    if line.startswith(_PIP_MILESTONES):
+                        progress(line.rstrip()[:200])
+                returncode = proc.wait()
+            finally:
+                timer.cancel()
     if returncode != 0:
         raise _InstallError(f"{step} exited with status {returncode}", "\n".join(lines))
 
 
 def _check_output(argv: list[str]) -> str:
     try:
-        proc = subprocess.run(
+        proc = process_group.run(
             argv,
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -358,6 +360,20 @@ def _installed_packages(python: Path) -> dict[str, str]:
 
 def _normalize(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
+
+
+def _remove_half_built(folder: Path, progress: Callable[[str], None]) -> None:
+    """Remove the environments an install killed before it finished left behind (toolchain.json
+    never named them); called with the install lock held, so none of them is being built."""
+    state = _read_state(folder.name) or {}
+    for child in sorted(folder.glob("venv-*")):
+        if child.name != state.get("venv") and child.is_dir():
+            size_mb = tree_size(child) / 1e6
+            progress(
+                f"{folder.name}: removing {child} ({size_mb:.0f} MB), left half-built by an "
+                "interrupted install"
+            )
+            shutil.rmtree(child, ignore_errors=True)
 
 
 def _remove_old_venvs(folder: Path, keep: str | None) -> None:

@@ -51,6 +51,23 @@ def exclusive_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def is_locked(path: Path) -> bool:
+    """Whether a process holds :func:`exclusive_lock` on ``path`` now (False when no file)."""
+    if fcntl is None:
+        return False
+    try:
+        handle = open(path)  # noqa: SIM115 - closed below; read-only suffices for flock
+    except OSError:
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
+
+
 def tree_size(path: Path) -> int:
     """Bytes in the files under ``path`` (links not followed, unreadable files skipped)."""
     total = 0

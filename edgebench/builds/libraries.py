@@ -1,7 +1,7 @@
 """Each framework's static library, built with CMake once per (framework, version, target,
 flags) into ``native_root()/libs/<fw>-<version>-<target>-<hash10>/``::
 
-    build/       CMake's build tree (kept: an interrupted build resumes)
+    build/       CMake's build tree (kept: an interrupted build says so, and the next resumes)
     install/     include/ and lib/ as the framework installs them
     build.log    every command and all of its output
     done.json    written last (atomically): present means the library is usable
@@ -177,10 +177,12 @@ def build_library(
         if built is not None:
             say(f"{what}: built by another edgebench meanwhile ({folder})")
             return built
-        folder.mkdir(parents=True, exist_ok=True)
         build_dir, install_dir = folder / "build", folder / "install"
         log_path = folder / "build.log"
+        folder.mkdir(parents=True, exist_ok=True)
         _forget_other_source(build_dir, source.root)
+        if build_dir.is_dir():
+            say(f"{what}: resuming the unfinished build in {folder}")
         shutil.rmtree(install_dir, ignore_errors=True)
         low, high = (max(1, round(m / jobs)) for m in RECIPES[source.framework].core_minutes)
         say(
@@ -201,9 +203,18 @@ def build_library(
             *framework_flags(source, target),
         ]
         log.debug("%s: %s", what, " ".join(configure))
-        _run_step(what, "configure", configure, log_path, min(timeout, CONFIGURE_TIMEOUT_S))
         build = [cmake, "--build", str(build_dir), "-j", str(jobs), "--target", "install"]
-        _run_step(what, "build", build, log_path, timeout)
+        try:
+            _run_step(what, "configure", configure, log_path, min(timeout, CONFIGURE_TIMEOUT_S))
+            _run_step(what, "build", build, log_path, timeout)
+        except KeyboardInterrupt:
+            # cmake and the compilers are stopped by now; without done.json nothing uses the
+            # tree, and keeping it lets the next build resume instead of starting over.
+            say(
+                f"{what}: interrupted; the unfinished build in {folder} is kept for the next "
+                f"build to resume (or remove it: rm -rf {folder})"
+            )
+            raise
         recipe = RECIPES[source.framework]
         if not (install_dir / recipe.lib).is_file():
             raise BuildError(

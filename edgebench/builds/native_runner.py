@@ -191,6 +191,10 @@ def _compile(
 ) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)
+    # The caller holds the key's lock: a binary being written here is one a killed build left.
+    for stale in out.glob(f".{BINARY}.*.tmp"):
+        log.warning("removing %s, left half-written by an interrupted build", stale)
+        stale.unlink(missing_ok=True)
     tmp = out / f".{BINARY}.{os.getpid()}.tmp"
     argv = [str(compiler.cxx), *RUNNER_CXXFLAGS, f"-I{folder}"]
     argv += [f"-I{lib.include_dir}" for lib in libraries]
@@ -199,7 +203,11 @@ def _compile(
         argv += lib.link_args
     argv += [*compiler.link_flags, "-o", str(tmp)]
     log_path = out / "build.log"
-    code, start = run_logged(argv, log_path, COMPILE_TIMEOUT_S)
+    try:
+        code, start = run_logged(argv, log_path, COMPILE_TIMEOUT_S)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     if code != 0:
         tmp.unlink(missing_ok=True)
         if code is None:

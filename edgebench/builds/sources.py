@@ -149,8 +149,12 @@ def extract_archive(archive: Path) -> Path:
     with exclusive_lock(folder.with_name(f".{folder.name}.lock")):
         if done.is_file():
             return folder
+        # With the lock held, no other extraction of this archive is under way: these are
+        # what killed ones left.
+        for stale in folder.parent.glob(f".{folder.name}.*.tmp"):
+            log.warning("removing %s, left half-extracted by an interrupted build", stale)
+            shutil.rmtree(stale, ignore_errors=True)
         tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(folder, ignore_errors=True)
         tmp.mkdir(parents=True)
         try:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
 
 from edgebench.cli.app import cli
 from edgebench.lab import emulated_board as boards
+from edgebench.lab.board_host import emulation_problem
+from edgebench.paths import tree_size
 
 
 @cli.group()
@@ -38,9 +41,11 @@ def board_status() -> None:
     click.echo(f"{status.name}: {status.state}")
     if status.state == "missing":
         click.echo(f"  build it: {boards.build_command()}")
+    elif status.state == "building":
+        click.echo(f"  {status.detail}")
     elif status.state == "broken":
         click.echo(f"  {status.detail}; rebuild: {boards.build_command()} --force")
-    else:
+    elif status.state == "installed":
         info = status.info
         click.echo(f"  root: {status.root}")
         click.echo(
@@ -53,5 +58,11 @@ def board_status() -> None:
         click.echo("  frameworks: " + ", ".join(f"{k} {v}" for k, v in frameworks.items()))
         for version, why in (info.get("onnxruntime_rejected") or {}).items():
             click.echo(f"  onnxruntime {version} left out: {why}")
-    problem = boards.emulation_problem()
+    for left in status.leftovers:  # "half-built" says no more than these lines
+        click.echo(
+            f"  left half-built by an interrupted build: {left} ({tree_size(left) / 1e6:.0f} MB); "
+            f"remove it: rm -rf {shlex.quote(str(left))} (or {boards.build_command()}, which "
+            "removes it first)"
+        )
+    problem = emulation_problem()
     click.echo(f"  emulation: {problem or 'aarch64 programs run here (binfmt_misc + qemu)'}")

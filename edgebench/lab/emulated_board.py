@@ -12,6 +12,9 @@ output check will meet on a phone. Built once into ``<root>/arm64/`` where root 
 
 A build makes a new ``root-<stamp>`` and switches to it by replacing board.json atomically, so
 an interrupted build never leaves a half-built root in use; ``.arm64.lock`` serialises builds.
+An interrupted build stops mmdebstrap, pip and dpkg under qemu (``process_group``) and removes
+its root; a root that a killed edgebench left is shown by ``board status`` (state
+``half-built`` when no board is built) and removed by the next build.
 
 Programs in the root run through binfmt_misc (the kernel starts qemu-aarch64-static for any
 aarch64 ELF, with the F flag, so they also run after chroot). :func:`board_command` runs a
@@ -35,10 +38,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from edgebench import process_group
 from edgebench.errors import UserError
+from edgebench.lab.board_host import QEMU, build_problem
 from edgebench.paths import (
     cache_dir,
     exclusive_lock,
+    is_locked,
     stamped_folder,
     tree_size,
     write_json_atomically,
@@ -85,9 +91,6 @@ ONNXRUNTIME_CANDIDATES = (
 #: manylinux tags pip may take for an arm64 bookworm root (glibc 2.36); pip does not widen an
 #: explicit --platform to older glibc versions by itself.
 PLATFORMS = ("manylinux2014_aarch64", *(f"manylinux_2_{v}_aarch64" for v in range(17, 37)))
-QEMU = "qemu-aarch64-static"
-BINFMT_DIR = Path("/proc/sys/fs/binfmt_misc")
-BINFMT_ENTRY = "qemu-aarch64"
 BUILD_TIMEOUT_S = 1800.0
 SMOKE_TIMEOUT_S = 300.0
 PRIVATE_MOUNTS = ("unshare", "--mount", "--propagation", "private", "--")
@@ -101,10 +104,12 @@ _ENTER_SCRIPT = (
 @dataclass
 class BoardStatus:
     name: str
-    state: str  # "installed" | "missing" | "broken"
+    state: str  # "installed" | "missing" | "broken" | "building" | "half-built"
     root: Path | None
     detail: str | None
     info: dict
+    #: root-* folders no finished build names: what builds killed before the end left.
+    leftovers: tuple[Path, ...] = ()
 
 
 class BoardError(UserError):
@@ -134,9 +139,25 @@ def _read_state(name: str) -> dict:
     return state if isinstance(state, dict) else {}
 
 
+def _lock_path(name: str) -> Path:
+    return board_dir(name).parent / f".{name}.lock"
+
+
 def board_status(name: str = NAME) -> BoardStatus:
+    return _status(name, building=is_locked(_lock_path(name)))
+
+
+def _status(name: str, building: bool) -> BoardStatus:
     state = _read_state(name)
+    # While a build holds the lock, its root-* is not left over: it is being written.
+    leftovers = () if building else _leftover_roots(name, state)
     if not state:
+        if building:
+            detail = f"a build is under way, log: {board_dir(name) / 'build.log'}"
+            return BoardStatus(name, "building", None, detail, {})
+        if leftovers:
+            detail = "a build was interrupted before it finished"
+            return BoardStatus(name, "half-built", None, detail, {}, leftovers)
         return BoardStatus(name, "missing", None, None, {})
     root = board_dir(name) / str(state.get("root") or "root")
     problem = None
@@ -146,75 +167,25 @@ def board_status(name: str = NAME) -> BoardStatus:
         problem = f"built by recipe {state.get('recipe')}, this edgebench uses recipe {RECIPE}"
     elif not (root / PYTHON.lstrip("/")).exists():
         problem = f"its Python is missing: {root / PYTHON.lstrip('/')}"
-    return BoardStatus(name, "broken" if problem else "installed", root, problem, state)
+    state_name = "broken" if problem else "installed"
+    return BoardStatus(name, state_name, root, problem, state, leftovers)
+
+
+def _leftover_roots(name: str, state: dict) -> tuple[Path, ...]:
+    current = state.get("root") if state.get("state") == "installed" else None
+    found = board_dir(name).glob("root-*")
+    return tuple(sorted(p for p in found if p.is_dir() and p.name != current))
 
 
 def board_root(name: str = NAME) -> Path:
     """The root of a healthy board; BoardError with the build line otherwise."""
     status = board_status(name)
     if status.state != "installed" or status.root is None:
-        why = "is not built" if status.state == "missing" else f"is broken ({status.detail})"
+        why = f"is broken ({status.detail})" if status.state == "broken" else "is not built"
+        if status.state in ("building", "half-built"):
+            why += f" ({status.detail})"
         raise BoardError(f"the {name} board {why}: {build_command(name)}")
     return status.root
-
-
-# --- what the machine must offer --------------------------------------------------------------
-
-
-def emulation_problem() -> str | None:
-    """None when aarch64 programs exec here (binfmt_misc hands them to qemu), else what is
-    missing and the line that fixes it."""
-    if shutil.which(QEMU) is None:
-        return f"{QEMU} is not installed: apt-get install qemu-user-static binfmt-support"
-    entry = BINFMT_DIR / BINFMT_ENTRY
-    try:
-        text = entry.read_text()
-    except OSError:
-        return (
-            f"binfmt_misc has no {BINFMT_ENTRY} entry: as root, mount -t binfmt_misc binfmt_misc "
-            f"{BINFMT_DIR} && update-binfmts --enable {BINFMT_ENTRY}"
-        )
-    if not text.startswith("enabled"):
-        fix = f"update-binfmts --enable {BINFMT_ENTRY}"
-        return f"binfmt_misc's {BINFMT_ENTRY} entry is disabled: {fix}"
-    flags = next((ln.split(":", 1)[1] for ln in text.splitlines() if ln.startswith("flags:")), "")
-    if "F" not in flags:
-        return (
-            f"binfmt_misc's {BINFMT_ENTRY} entry lacks the F flag, so aarch64 programs cannot "
-            "run after chroot: use Debian's qemu-user-static, which registers it with F"
-        )
-    return None
-
-
-def enable_emulation() -> str | None:
-    """Mount binfmt_misc and enable qemu-aarch64 when running as root; returns what is still
-    missing (None when aarch64 programs now exec)."""
-    problem = emulation_problem()
-    if problem is None or os.geteuid() != 0 or shutil.which(QEMU) is None:
-        return problem
-    if not (BINFMT_DIR / "register").exists():
-        subprocess.run(
-            ["mount", "-t", "binfmt_misc", "binfmt_misc", str(BINFMT_DIR)],
-            capture_output=True,
-            check=False,
-        )
-    if shutil.which("update-binfmts"):
-        subprocess.run(
-            ["update-binfmts", "--enable", BINFMT_ENTRY], capture_output=True, check=False
-        )
-    return emulation_problem()
-
-
-def build_problem() -> str | None:
-    """What stops a build on this machine, or None."""
-    if sys.platform != "linux":
-        return "the emulated board needs Linux (binfmt_misc, chroot, mount namespaces)"
-    if os.geteuid() != 0:
-        return "building and entering the emulated board needs root (mmdebstrap, chroot, mount)"
-    for tool, package in (("mmdebstrap", "mmdebstrap"), ("unshare", "util-linux")):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed: apt-get install {package}"
-    return enable_emulation()
 
 
 # --- running things inside --------------------------------------------------------------------
@@ -232,7 +203,7 @@ def board_command(root: Path, argv: Sequence[str], *, chroot: bool = True) -> li
 def run_in_board(
     root: Path, argv: Sequence[str], timeout: float = SMOKE_TIMEOUT_S, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return process_group.run(
         board_command(root, argv),
         input=stdin,
         capture_output=True,
@@ -269,8 +240,12 @@ def build_board(
         mode = path.stat().st_mode
         if mode & 0o022 and path.stat().st_uid == os.geteuid():
             os.chmod(path, mode & ~0o022 & 0o7777)
-    with exclusive_lock(folder.parent / f".{name}.lock"):
-        current = board_status(name)
+    with exclusive_lock(_lock_path(name)):
+        for stale in _status(name, building=False).leftovers:
+            size_mb = tree_size(stale) / 1e6
+            progress(f"{name}: removing {stale} ({size_mb:.0f} MB), left by an interrupted build")
+            shutil.rmtree(stale, ignore_errors=True)
+        current = _status(name, building=False)
         if current.state == "installed" and not force:
             progress(f"{name}: already built ({current.root})")
             return current
@@ -284,7 +259,7 @@ def build_board(
             shutil.rmtree(root, ignore_errors=True)
             _write_state(folder, {"schema": SCHEMA, "state": "broken", "detail": str(exc)})
             progress(f"{name}: build failed: {exc} (log: {build_log})")
-            return board_status(name)
+            return _status(name, building=False)
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
@@ -294,7 +269,7 @@ def build_board(
         for old in folder.glob("root-*"):
             if old.name != root.name:
                 shutil.rmtree(old, ignore_errors=True)
-        status = board_status(name)
+        status = _status(name, building=False)
         progress(
             f"{name}: built in {state['build_seconds']:.0f} s, "
             f"{state['size_bytes'] / 1e6:.0f} MB at {root}"
@@ -352,7 +327,7 @@ def _run(argv: list[str], build_log: Path, timeout: float = BUILD_TIMEOUT_S) -> 
     with open(build_log, "a") as out:
         out.write(f"$ {shlex.join(argv)}\n")
         out.flush()
-        proc = subprocess.run(
+        proc = process_group.run(
             argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -463,7 +438,7 @@ def _probe(root: Path) -> dict:
 
 def _qemu_version() -> str | None:
     try:
-        out = subprocess.run([QEMU, "--version"], capture_output=True, text=True, check=False)
+        out = process_group.run([QEMU, "--version"], capture_output=True, text=True, check=False)
     except OSError:
         return None
     first = out.stdout.strip().splitlines()[:1]

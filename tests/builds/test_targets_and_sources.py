@@ -38,6 +38,7 @@ from edgebench.builds.targets import (
     targets_for_device,
 )
 from edgebench.cli.runners import parse_sources
+from edgebench.converters.artifact_cache import file_sha256
 
 NCNN_CMAKE = "cmake_minimum_required(VERSION 3.5)\nproject(ncnn)\n"
 GXX_VERSION = "g++ (Debian 12.2.0-14) 12.2.0"
@@ -507,6 +508,51 @@ def test_runner_build_manifest_reuse_and_tamper_check(tools, tmp_path, runner_fo
         assert find_runner(TARGETS["x86_64-linux"]) is None
     assert "changed since it was built" in caplog.text
     assert list_runners() == []
+
+
+def test_what_killed_builds_left_is_removed_or_resumed(tools, tmp_path, runner_folder, caplog):
+    """A build killed outright (no chance to clean up) leaves a half-extracted source, a
+    half-written binary and a library without done.json: the next build removes the first
+    two, saying so, and resumes the library's tree, saying so."""
+    archive = tarball(
+        tmp_path / "dl" / "ncnn-1.0.20240101.tar.gz",
+        ncnn_tree(tmp_path / "t" / "n", "1.0.20240101"),
+    )
+    stem = f"ncnn-1.0.20240101-{file_sha256(archive)[:12]}"
+    half_extracted = native_root() / "extracted" / f".{stem}.999999.tmp"
+    (half_extracted / "n").mkdir(parents=True)
+    lines: list[str] = []
+    with caplog.at_level(logging.WARNING):
+        built = build_runner(
+            "x86_64-linux",
+            sources={"ncnn": archive},
+            progress=lines.append,
+            runner_folder=runner_folder,
+        )
+    assert f"removing {half_extracted}, left half-extracted" in caplog.text
+    assert not half_extracted.exists()
+    assert not any("resuming" in line for line in lines)
+
+    half_written = built.path.with_name(".edgebench-native.999999.tmp")
+    half_written.write_bytes(b"ELF half")
+    (library,) = [p for p in (native_root() / "libs").iterdir() if (p / "done.json").exists()]
+    (library / "done.json").unlink()
+    lines.clear()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        again = build_runner(
+            "x86_64-linux",
+            sources={"ncnn": archive},
+            progress=lines.append,
+            force=True,
+            runner_folder=runner_folder,
+        )
+    assert f"removing {half_written}, left half-written" in caplog.text
+    assert not half_written.exists() and again.path == built.path
+    assert (
+        f"ncnn 1.0.20240101 for x86_64-linux: resuming the unfinished build in {library}" in lines
+    )
+    assert (library / "done.json").is_file()
 
 
 def test_runner_compile_failure_and_missing_backend(tools, tmp_path, runner_folder):
