@@ -866,6 +866,18 @@ def probe() -> Dict[str, Any]:
     }
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with every NaN or infinite float as None: JSON has no such numbers, and a
+    result line the host cannot read strictly would lose the whole measurement."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
@@ -901,15 +913,3 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-def json_safe(value: Any) -> Any:
-    """``value`` with every NaN or infinite float as None: JSON has no such numbers, and a
-    result line the host cannot read strictly would lose the whole measurement."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
-
-
