@@ -117,7 +117,27 @@ def input_file(value: Any) -> Path:
         raise ValueError(f"{checked} is not an image ({', '.join(IMAGE_SUFFIXES)}), .npy or .npz")
     if not checked.is_file():
         raise ValueError(f"{checked}: no such file")
+    if suffix in (".npy", ".npz"):
+        _check_arrays(checked)
     return checked
+
+
+def _check_arrays(source: Path) -> None:
+    """An --input array file must be numpy's and hold finite numbers: a NaN input makes every
+    output and every comparison NaN, so it is refused before any run rather than in each cell."""
+    from edgebench.runners.backends.tensors import (
+        load_array_file,
+        nonfinite_array,
+        nonfinite_message,
+    )
+
+    try:
+        arrays = load_array_file(str(source))
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
+    bad = nonfinite_array(arrays)
+    if bad is not None:
+        raise ValueError(f"{source} {nonfinite_message(bad)}")
 
 
 def calibration_source(value: Any) -> Path:

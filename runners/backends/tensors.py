@@ -155,27 +155,104 @@ PREPROCESS_DEFAULTS = {
     "color": "rgb",
 }
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm")
+#: The longest side ``--preprocess size`` may ask for: an edgebench limit, far above what a
+#: vision model takes, so a typo cannot ask for a tensor of hundreds of gigabytes.
+MAX_IMAGE_SIDE = 16384
+#: The most pixels an image file may have to be decoded (Pillow's own decompression-bomb limit).
+MAX_DECODED_PIXELS = 89478485
+#: Bytes per pixel and channel while an image becomes a tensor: the decoded byte, the float64
+#: working copy and the float32 result (with margin); times the batch for the result.
+_WORK_BYTES = 13
+_RESULT_BYTES = 8
+
+
+def available_memory() -> Optional[int]:
+    """MemAvailable of /proc/meminfo in bytes, or None where there is none."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def image_tensor_bytes(height: int, width: int, channels: int = 3, batch: int = 1) -> int:
+    """About how much memory turning an image into a ``height`` x ``width`` tensor takes."""
+    return height * width * channels * (_WORK_BYTES + _RESULT_BYTES * max(batch, 1))
+
+
+def image_size_problem(
+    height: int, width: int, channels: int = 3, batch: int = 1, available: Optional[int] = None
+) -> Optional[str]:
+    """Why an image cannot become a ``height`` x ``width`` tensor on this host ("too large: at
+    most ..."), naming the limit and where it comes from: ``MAX_IMAGE_SIDE`` or the memory
+    /proc/meminfo says is available, whichever is smaller. None when it can."""
+    import math
+
+    per_pixel = image_tensor_bytes(1, 1, channels, batch)
+    available = available_memory() if available is None else available
+    side, source = MAX_IMAGE_SIDE, "edgebench's limit for images"
+    if available is not None:
+        fits = math.isqrt(available // per_pixel)
+        if fits < side:
+            side = fits
+            source = (
+                "what the %.1f GB this host has available holds (MemAvailable in /proc/meminfo)"
+                % (available / 1e9)
+            )
+    too_big = max(height, width) > MAX_IMAGE_SIDE or (
+        available is not None and height * width * per_pixel > available
+    )
+    if not too_big:
+        return None
+    return "too large: at most %dx%d pixels, %s" % (side, side, source)
+
+
+def check_fits_memory(what: str, needed: int, available: Optional[int] = None) -> None:
+    """ValueError when ``needed`` bytes exceed the memory this host has available."""
+    available = available_memory() if available is None else available
+    if available is not None and needed > available:
+        raise ValueError(
+            "%s needs about %.1f GB, more than the %.1f GB this host has available "
+            "(MemAvailable in /proc/meminfo)" % (what, needed / 1e9, available / 1e9)
+        )
 
 
 def _numbers(key: str, text: str) -> List[float]:
-    try:
-        values = [float(eval_fraction(part)) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise ValueError("%s must be numbers separated by commas, not %r" % (key, text)) from None
+    import math
+
+    values = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        try:
+            value = eval_fraction(part)
+        except ValueError:
+            raise ValueError(
+                "%s must be numbers separated by commas, not %r" % (key, text)
+            ) from None
+        except ZeroDivisionError:
+            raise ValueError("%s: %r divides by zero" % (key, part.strip())) from None
+        if not math.isfinite(value):
+            raise ValueError("%s must be finite numbers, not %r" % (key, part.strip()))
+        values.append(value)
     if not values:
         raise ValueError("%s is empty" % key)
     return values
 
 
 def eval_fraction(text: str) -> float:
-    """'0.5', '1/255' -> a number."""
+    """'0.5', '1/255' -> a number (ZeroDivisionError for '1/0')."""
     top, sep, bottom = text.strip().partition("/")
     return float(top) / float(bottom) if sep else float(top)
 
 
 def parse_preprocess(text: str) -> Dict[str, Any]:
     """``mean=0.485,0.456,0.406;std=0.229,0.224,0.225;layout=nchw;size=224x224;scale=1/255``
-    (items separated by ';' or spaces, any subset) -> settings; ValueError names the bad item."""
+    (items separated by ';' or spaces, any subset) -> settings; ValueError names the bad item.
+    A size must fit this host's memory (``image_size_problem``): it is parsed on the host."""
     settings = dict(PREPROCESS_DEFAULTS)
     for item in text.replace(";", " ").split():
         key, sep, value = item.partition("=")
@@ -199,9 +276,16 @@ def parse_preprocess(text: str) -> Dict[str, Any]:
             settings[key] = value.lower()
         else:
             dims = value.lower().split("x")
-            if len(dims) not in (1, 2) or not all(d.isdigit() and int(d) > 0 for d in dims):
+            if len(dims) not in (1, 2) or not all(
+                d.isascii() and d.isdigit() and d.strip("0") for d in dims
+            ):
                 raise ValueError("size must be N or HxW, e.g. 224 or 320x240, not %r" % value)
-            settings[key] = [int(dims[0]), int(dims[-1])]
+            # Digits beyond a dozen are over any limit (and past Python's int parsing limit).
+            sides = [int(d) if len(d) <= 12 else 10**12 for d in dims]
+            problem = image_size_problem(sides[0], sides[-1])
+            if problem:
+                raise ValueError("size=%s is %s" % (value, problem))
+            settings[key] = [sides[0], sides[-1]]
     return settings
 
 
@@ -209,12 +293,6 @@ def _image_tensor(path: str, spec: InputSpec, settings: Dict[str, Any]) -> Any:
     """An image file as the model's image input: resized, scaled, normalised, laid out."""
     import numpy as np
 
-    try:
-        from PIL import Image
-    except ImportError:
-        raise ValueError(
-            "reading images needs Pillow (pip install pillow); or give a .npy"
-        ) from None
     if len(spec.shape) != 4 or np.dtype(spec.dtype).kind != "f":
         raise ValueError(
             "an image feeds a 4-d float input; %s is %s %s; give a .npy or .npz"
@@ -230,20 +308,62 @@ def _image_tensor(path: str, spec: InputSpec, settings: Dict[str, Any]) -> Any:
         raise ValueError("input %s has a dynamic size; give --preprocess size=HxW" % spec.name)
     if c not in (1, 3):
         raise ValueError("input %s has %d channels; images give 1 or 3" % (spec.name, c))
-    try:
-        with Image.open(path) as image:
-            pixels = image.convert("RGB" if c == 3 else "L").resize((w, h), Image.BILINEAR)
-    except OSError as exc:
-        raise ValueError("cannot read image %s: %s" % (path, exc)) from None
-    hwc = np.asarray(pixels, dtype=np.float64).reshape(h, w, c) * settings["scale"]
-    if settings["color"] == "bgr" and c == 3:
-        hwc = hwc[:, :, ::-1]
+    problem = image_size_problem(h, w, c, max(n, 1))
+    if problem:
+        raise ValueError("input %s as a %dx%d image is %s" % (spec.name, h, w, problem))
     mean, std = np.asarray(settings["mean"]), np.asarray(settings["std"])
     if mean.size not in (1, c) or std.size not in (1, c):
         raise ValueError("mean and std need 1 or %d values for input %s" % (c, spec.name))
-    hwc = (hwc - mean) / std
-    one = hwc.transpose(2, 0, 1) if layout == "nchw" else hwc
-    return np.repeat(one[None], max(n, 1), axis=0).astype(spec.dtype)
+    pixels = _decoded(path, "RGB" if c == 3 else "L", (w, h))
+    hwc = np.asarray(pixels, dtype=np.float64).reshape(h, w, c)
+    del pixels
+    # In place: one float64 copy of the image at a time.
+    hwc *= settings["scale"]
+    if settings["color"] == "bgr" and c == 3:
+        hwc = hwc[:, :, ::-1]
+    hwc -= mean
+    hwc /= std
+    one = (hwc.transpose(2, 0, 1) if layout == "nchw" else hwc).astype(spec.dtype)
+    del hwc
+    if not np.isfinite(one).all():
+        raise ValueError(
+            "--preprocess scale, mean and std turn image %s into values beyond %s "
+            "(Inf); give smaller factors" % (path, np.dtype(spec.dtype).name)
+        )
+    return np.repeat(one[None], max(n, 1), axis=0)
+
+
+def _decoded(path: str, mode: str, size: Any) -> Any:
+    """The image at ``path`` in ``mode``, resized to ``size`` (w, h); the file's own size is
+    checked from its header before anything is decoded."""
+    import warnings
+
+    try:
+        from PIL import Image
+    except ImportError:
+        raise ValueError(
+            "reading images needs Pillow (pip install pillow); or give a .npy"
+        ) from None
+    too_big = (
+        "image %s has more than %d megapixels; edgebench decodes at most that many (Pillow's "
+        "decompression-bomb limit): shrink it first" % (path, MAX_DECODED_PIXELS // 1000000)
+    )
+    try:
+        with warnings.catch_warnings():
+            # The check below says it in edgebench's words.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(path)
+        with image:
+            width, height = image.size
+            if width * height > MAX_DECODED_PIXELS:
+                raise ValueError(too_big)
+            check_fits_memory("decoding image %s" % path, width * height * 8)
+            return image.convert(mode).resize(size, Image.BILINEAR)
+    except Image.DecompressionBombError:
+        raise ValueError(too_big) from None
+    except (OSError, SyntaxError, EOFError) as exc:
+        # Pillow reports some damaged files as SyntaxError ("broken PNG file").
+        raise ValueError("cannot read image %s: %s" % (path, exc)) from None
 
 
 def _fit(name: str, array: Any, spec: InputSpec) -> Any:
@@ -287,27 +407,72 @@ def fit_sample(arrays: Dict[str, Any], specs: List[InputSpec], label: str) -> Di
     )
 
 
+def load_array_file(path: str) -> Dict[str, Any]:
+    """The arrays of an .npy (one, named "") or an .npz (by name). ValueError, without the
+    path, when the file is not a numpy array file: never numpy's advice to unpickle it."""
+    import numpy as np
+
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+    except OSError as exc:
+        raise ValueError("cannot read it: %s" % (exc.strerror or exc)) from None
+    if magic != b"\x93NUMPY" and not magic.startswith(b"PK"):
+        raise ValueError(
+            "not a numpy array file; save arrays with numpy.save (.npy) or numpy.savez (.npz)"
+        )
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.ndarray):
+            return {"": loaded}
+        with loaded:
+            return {k: loaded[k] for k in loaded.files}
+    except ValueError as exc:
+        if "pickle" in str(exc):  # an object array: numpy would suggest unpickling it
+            raise ValueError(
+                "holds Python objects, not numeric arrays; save numeric arrays only"
+            ) from None
+        raise ValueError("a damaged numpy array file (%s)" % exc) from None
+    except Exception as exc:  # zipfile, zlib and EOF errors of a cut or damaged file
+        reason = str(exc) or type(exc).__name__
+        raise ValueError("a damaged numpy array file (%s)" % reason) from None
+
+
+def nonfinite_array(arrays: Dict[str, Any]) -> Optional[str]:
+    """The name of the first floating-point array holding NaN or Inf, else None."""
+    import numpy as np
+
+    for name, array in arrays.items():
+        if array.dtype.kind in "fc" and not np.isfinite(array).all():
+            return name
+    return None
+
+
+def nonfinite_message(name: str) -> str:
+    where = " (array %s)" % name if name else ""
+    return (
+        "holds NaN or Inf values%s; outputs computed from them cannot be compared, so give "
+        "finite numbers" % where
+    )
+
+
 def read_input_file(
     path: str, specs: List[InputSpec], preprocess: Optional[str] = None
 ) -> Dict[str, Any]:
     """The tensors of an input file for ``specs``: an ``.npz`` (one array per input name, or
     one array for a one-input model), an ``.npy`` or an image (one-input models), the latter
     through ``--preprocess``. ValueError says what does not fit."""
-    import numpy as np
-
     lower = path.lower()
     if lower.endswith(".npz") or lower.endswith(".npy"):
         if preprocess:
             raise ValueError("--preprocess applies to images; .npy and .npz are fed as they are")
         try:
-            loaded = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise ValueError("cannot read %s: %s" % (path, exc)) from None
-        if isinstance(loaded, np.ndarray):
-            arrays = {"": loaded}
-        else:
-            with loaded:
-                arrays = {k: loaded[k] for k in loaded.files}
+            arrays = load_array_file(path)
+        except ValueError as exc:
+            raise ValueError("%s: %s" % (path, exc)) from None
+        bad = nonfinite_array(arrays)
+        if bad is not None:
+            raise ValueError("%s: %s" % (path, nonfinite_message(bad)))
         return fit_sample(arrays, specs, path)
     if not lower.endswith(IMAGE_SUFFIXES):
         raise ValueError(
