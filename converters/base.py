@@ -80,7 +80,9 @@ class ConversionOptions:
             "precision": self.precision,
             "input_shapes": {k: list(v) for k, v in sorted(self.input_shapes.items())},
         }
-        if self.calibration_sha256:
+        # Only a precision that calibrates depends on the set: int8-weights, which does not
+        # read it, reuses its artifact whatever --calibration is.
+        if self.calibration_sha256 and self.precision in CALIBRATED_PRECISIONS:
             fields["calibration"] = self.calibration_sha256
         if self.dynamic:  # only when set: fixed conversions keep the keys they always had
             fields["dynamic"] = True

@@ -25,7 +25,9 @@ _STATUS_OF_KIND = {
 
 
 def conversion_options(cell: Cell) -> ConversionOptions:
-    calibration = cell.quantization.calibration if cell.quantization else None
+    # The set goes only to conversions that calibrate (int8-weights evaluates on it, no more).
+    calibrates = cell.quantization is not None and cell.precision in CALIBRATED_PRECISIONS
+    calibration = cell.quantization.calibration if calibrates else None
     dynamic = cell.shape_mode == "dynamic"
     # A dynamic artifact serves every shape of the sweep: one conversion, keyed on its first.
     shaped = cell.shape_base if dynamic and cell.shape_base else cell.inputs
