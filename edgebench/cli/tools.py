@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +27,8 @@ from edgebench.paths import cache_dir
 from edgebench.planning.config import PRECISIONS
 from edgebench.planning.modelref import input_shapes, parse_shape_overrides, resolve_models
 from edgebench.reporting.tables import format_table
+
+log = logging.getLogger(__name__)
 
 
 @cli.command()
@@ -88,8 +91,23 @@ def convert(
     options = ConversionOptions(
         precision=precision, input_shapes={i["name"]: list(i["shape"]) for i in inputs}
     )
+    preprocess = _checked_preprocess(preprocess)
     if precision in CALIBRATED_PRECISIONS:
         options = _with_calibration(options, inputs, calibration, calibration_samples, preprocess)
+    else:
+        unused = (
+            ("--calibration", calibration, "the calibration set"),
+            ("--preprocess", preprocess, "how calibration images become tensors"),
+        )
+        for option, value, what in unused:
+            if value is not None:
+                log.warning(
+                    "warning: %s has no effect at %s: it is %s, and only %s conversions calibrate",
+                    option,
+                    precision,
+                    what,
+                    " and ".join(CALIBRATED_PRECISIONS),
+                )
     cache = ArtifactCache(cache_dir() / "artifacts")
     failures = 0
     for fmt in formats:
@@ -104,6 +122,15 @@ def convert(
         click.echo(f"{fmt}: {how} -> {artifact.path} ({', '.join(artifact.files)})")
     if failures:
         sys.exit(1)
+
+
+def _checked_preprocess(preprocess: str | None) -> str | None:
+    from edgebench.planning.checks import preprocessing
+
+    try:
+        return preprocessing(preprocess) if preprocess is not None else None
+    except ValueError as exc:
+        raise UserError(f"--preprocess: {exc}") from None
 
 
 def _with_calibration(

@@ -29,7 +29,9 @@ from edgebench.runners.backends.base import InputSpec
 from edgebench.runners.backends.tensors import (
     IMAGE_SUFFIXES,
     fit_sample,
+    load_array_file,
     make_inputs,
+    nonfinite_array,
     read_input_file,
 )
 
@@ -99,22 +101,81 @@ def _stacked(samples: Sequence[Sample]) -> dict[str, np.ndarray]:
 
 
 def _split_stack(arrays: dict[str, np.ndarray], specs: list[InputSpec]) -> list[Sample] | None:
-    """Samples of a file whose arrays stack samples on a leading axis, else None."""
+    """Samples of a file whose arrays stack samples on their first axis, else None (the file
+    is one sample). An input of batch 1 takes samples with or without their batch axis:
+    ``(N, 1, C, H, W)`` or ``(N, C, H, W)``. ValueError, saying what shape is expected, for an
+    array that is neither one sample nor a stack of them."""
     by_name = {s.name: s for s in specs}
     if len(specs) == 1 and len(arrays) == 1:
         arrays = {specs[0].name: next(iter(arrays.values()))}
     if not set(by_name) <= set(arrays):
         return None
-    if not all(arrays[n].ndim == len(s.shape) + 1 for n, s in by_name.items()):
+    stacks: dict[str, np.ndarray] = {}
+    single: list[str] = []
+    for name, spec in by_name.items():
+        array, shape = arrays[name], list(spec.shape)
+        batch_one = bool(shape) and shape[0] == 1
+        if array.ndim == len(shape) + 1 and _fits(array.shape[1:], shape):
+            stacks[name] = array
+        elif array.ndim == len(shape) and _fits(array.shape, shape):
+            single.append(name)
+        elif array.ndim == len(shape) and batch_one and _fits(array.shape[1:], shape[1:]):
+            stacks[name] = array[:, None]  # N samples without their batch axis
+        elif array.ndim != len(shape) - 1:  # one sample without its batch axis is fine
+            raise ValueError(_expected(name, array, shape))
+    if not stacks:
         return None
-    counts = {arrays[n].shape[0] for n in by_name}
+    for name in single:  # beside stacks, an exact (1, ...) array is a stack of one sample
+        if by_name[name].shape[0] != 1:
+            raise ValueError(
+                f"array {name} holds one sample while {sorted(stacks)} stack several; stack "
+                "every input's samples on the first axis"
+            )
+        stacks[name] = arrays[name][:, None]
+    if len(stacks) != len(by_name):
+        raise ValueError(
+            f"arrays {sorted(stacks)} stack samples, the others do not; stack every input's "
+            "samples on the first axis"
+        )
+    counts = {stacks[n].shape[0] for n in by_name}
     if len(counts) != 1:
         raise ValueError(f"its arrays hold different numbers of samples ({sorted(counts)})")
-    return [{n: arrays[n][i] for n in by_name} for i in range(counts.pop())]
+    return [{n: stacks[n][i] for n in by_name} for i in range(counts.pop())]
+
+
+def _fits(dims: Sequence[int], shape: Sequence[int]) -> bool:
+    """``dims`` are ``shape``'s (a dimension below 1 in ``shape`` takes any size)."""
+    if len(dims) != len(shape):
+        return False
+    return all(w < 1 or w == d for d, w in zip(dims, shape, strict=True))
+
+
+def _expected(name: str, array: np.ndarray, shape: list[int]) -> str:
+    dims = ", ".join(map(str, shape))
+    stacked = f"(N, {dims})"
+    if shape and shape[0] == 1:
+        stacked += f" or (N, {', '.join(map(str, shape[1:]))})"
+    return (
+        f"array {name} has shape {tuple(array.shape)}; input {name} takes one sample of shape "
+        f"{tuple(shape)}, or N samples stacked as {stacked}"
+    )
+
+
+def _finite(samples: list[Sample], names: list[str]) -> list[Sample]:
+    """``samples``; ValueError naming the first one (``names``) holding NaN or Inf."""
+    for sample, label in zip(samples, names, strict=True):
+        bad = nonfinite_array(sample)
+        if bad is not None:
+            raise ValueError(
+                f"{label} (input {bad}) holds NaN or Inf values; calibration and evaluation "
+                "need finite numbers"
+            )
+    return samples
 
 
 def read_samples(path: Path, specs: list[InputSpec], preprocess: str | None) -> list[Sample]:
-    """Every sample ``path`` holds, checked against ``specs``; ValueError says what is wrong."""
+    """Every sample ``path`` holds, checked against ``specs``; ValueError says what is wrong
+    (which file, which sample)."""
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
         unknown = [p.name for p in files if p.suffix.lower() not in IMAGE_SUFFIXES + DATA_SUFFIXES]
@@ -122,29 +183,25 @@ def read_samples(path: Path, specs: list[InputSpec], preprocess: str | None) -> 
             raise ValueError(
                 f"{unknown[0]!r} is not an image ({', '.join(IMAGE_SUFFIXES)}), .npy or .npz"
             )
-        return [_read_one(p, specs, preprocess) for p in files]
+        return _finite([_read_one(p, specs, preprocess) for p in files], [p.name for p in files])
     if not path.is_file():
         raise ValueError("no such file or folder")
-    if path.suffix.lower() in DATA_SUFFIXES:
-        try:
-            loaded = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read it: {exc}") from None
-        if isinstance(loaded, np.ndarray):
-            arrays = {"": loaded}
-        else:
-            with loaded:
-                arrays = {k: loaded[k] for k in loaded.files}
-        stacked = _split_stack(arrays, specs)
-        if stacked is not None:
-            return [fit_sample(s, specs, f"sample {i}") for i, s in enumerate(stacked)]
-    return [_read_one(path, specs, preprocess)]
+    if path.suffix.lower() not in DATA_SUFFIXES:
+        return _finite([_read_one(path, specs, preprocess)], ["its sample"])
+    arrays = load_array_file(str(path))  # ValueError: not a numpy array file
+    stacked = _split_stack(arrays, specs)
+    if stacked is None:
+        return _finite([fit_sample(arrays, specs, path.name)], ["its sample"])
+    samples = [fit_sample(s, specs, f"sample {i}") for i, s in enumerate(stacked)]
+    return _finite(samples, [f"sample {i}" for i in range(len(samples))])
 
 
 def _read_one(path: Path, specs: list[InputSpec], preprocess: str | None) -> Sample:
     image = path.suffix.lower() in IMAGE_SUFFIXES
     try:
-        return read_input_file(str(path), specs, preprocess if image else None)
+        if image:
+            return read_input_file(str(path), specs, preprocess)
+        return fit_sample(load_array_file(str(path)), specs, path.name)
     except ValueError as exc:
         raise ValueError(f"{path.name}: {exc}") from None
 
