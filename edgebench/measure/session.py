@@ -48,6 +48,7 @@ from edgebench.planning.model_precision import precisions_by_model
 from edgebench.planning.modelref import ModelRef, parse_shape_overrides, resolve_models
 from edgebench.planning.plan_file import Plan, load_plan
 from edgebench.planning.prepare import calibration_sets, prepare_cells
+from edgebench.planning.unused import warn_unused
 from edgebench.planning.variants import base_shapes, breakdown_of, expand
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir, utc_now
@@ -148,6 +149,7 @@ def _run_session(
         config = plan.apply(config)
     elif config.output.junit is not None:
         raise UserError("--junit needs --plan (it reports the comparison with the baseline)")
+    warn_unused(config)
     store = ResultsStore(config.output.results_dir or default_results_dir())
     resumed = store.open(config.session.resume) if config.session.resume else None
     if resumed is not None:
