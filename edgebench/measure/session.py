@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from edgebench import __version__
+from edgebench import __version__, process_group
 from edgebench.analysis.compare import CellVerdict, any_regression, compare_runs
 from edgebench.converters import ArtifactCache
 from edgebench.errors import UserError
@@ -59,15 +59,6 @@ from edgebench.statuses import PROBLEMS, Status
 SUSTAINED_MAX_SAMPLES = 2_000_000
 #: Signals that end a run like a second Ctrl-C: what is measuring is killed, the run is marked.
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, raised in the main thread as Ctrl-C is: whatever runs there (a
-    conversion, the scheduler) unwinds, and the converters kill their tools on the way."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 class RunStopped(UserError):
@@ -125,13 +116,13 @@ def run_session(
     """
 
     def on_terminate(signum: int, frame: object) -> None:
-        raise Terminated(signum)
+        raise process_group.Terminated(signum)
 
     previous = {sig: signal.signal(sig, on_terminate) for sig in TERMINATING_SIGNALS}
     source = devices or LabDevices()
     try:
         return _run_session(config, output, source, precision_chosen)
-    except Terminated as exc:
+    except process_group.Terminated as exc:
         # Before or after measuring (during it, _measure marks the run and says what is kept).
         raise RunStopped(f"terminated by {exc}", exc.signum) from None
     finally:
@@ -338,7 +329,7 @@ def _measure(
         # The second Ctrl-C, or a signal to end: kill what is measuring, store none of it.
         stop.requested = stop.aborted = True
         threading.Thread(target=_abort_devices, args=(device_list,), name="abort").start()
-        raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
+        raise KeyboardInterrupt if signum == signal.SIGINT else process_group.Terminated(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, *TERMINATING_SIGNALS)}
     # Announced only once Ctrl-C is handled: from here a first Ctrl-C finishes the cell.
@@ -357,7 +348,7 @@ def _measure(
         )
     except KeyboardInterrupt as exc:
         run_dir.update_metadata(status="interrupted", finished_at=utc_now())
-        signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+        signum = exc.signum if isinstance(exc, process_group.Terminated) else signal.SIGINT
         how = "aborted" if signum == signal.SIGINT else f"terminated by {exc}"
         raise RunStopped(
             f"{how}: {len(run_dir.records())} finished cells are kept in {run_dir.path}; "
@@ -424,7 +415,7 @@ def git_sha() -> str | None:
     import subprocess
 
     try:
-        done = subprocess.run(
+        done = process_group.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
         )
     except (OSError, subprocess.TimeoutExpired):
