@@ -65,6 +65,8 @@ class DeviceFacts:
     runner: str | None = None
     #: Why that runner, when the lab left the choice to edgebench (runner = "auto").
     runner_choice: str | None = None
+    #: MemTotal of /proc/meminfo, kB: what the run's size limits are checked against.
+    mem_total_kb: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,6 +92,16 @@ def parse_runner_output(stdout: str) -> dict[str, Any] | None:
             except ValueError:
                 return None
             return payload if isinstance(payload, dict) else None
+    return None
+
+
+def mem_total_kb(meminfo: str) -> int | None:
+    """``MemTotal:  16330228 kB`` from /proc/meminfo, in kB; None when it is not there."""
+    for line in meminfo.splitlines():
+        name, _, value = line.partition(":")
+        number = value.split()[:1]
+        if name.strip() == "MemTotal" and number and number[0].isdigit():
+            return int(number[0])
     return None
 
 
@@ -292,8 +304,10 @@ class Device:
             "/etc/os-release",
             "/proc/device-tree/model",
             "/sys/class/dmi/id/product_name",
+            "/proc/meminfo",
         ]
         first = self.transport.read_many(base)
+        facts.mem_total_kb = mem_total_kb(first["/proc/meminfo"] or "")
         facts.hostname = (first["/proc/sys/kernel/hostname"] or "").strip() or None
         facts.kernel = (first["/proc/sys/kernel/osrelease"] or "").strip() or None
         facts.os = (first["/proc/sys/kernel/ostype"] or "").strip() or None

@@ -19,7 +19,9 @@ from edgebench.errors import UserError
 
 MAX_FILE_BYTES = 1 << 20
 
-_LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]+")
+#: C0 and C1 controls (line breaks, CR, the escape that starts a terminal sequence, 8-bit CSI)
+#: and the Unicode line and paragraph separators.
+_LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 #: TOML's names for parsed value types, most specific first (a bool is also an int).
 _TYPE_NAMES: tuple[tuple[type, str], ...] = (

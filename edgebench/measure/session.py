@@ -44,12 +44,13 @@ from edgebench.planning.cells import (
     resolve_inputs,
 )
 from edgebench.planning.config import RunConfig
+from edgebench.planning.limits import check_memory
 from edgebench.planning.model_precision import precisions_by_model
 from edgebench.planning.modelref import ModelRef, parse_shape_overrides, resolve_models
 from edgebench.planning.plan_file import Plan, load_plan
 from edgebench.planning.prepare import calibration_sets, prepare_cells
 from edgebench.planning.unused import warn_unused
-from edgebench.planning.variants import base_shapes, breakdown_of, expand
+from edgebench.planning.variants import base_shapes, breakdown_of, check_sweep_shapes, expand
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir, utc_now
 from edgebench.statuses import PROBLEMS, Status
@@ -148,6 +149,7 @@ def _run_session(
     matrix = _resolve_matrix(config)
     chosen = ("sweep", "precision") in plan.values if plan is not None else precision_chosen
     by_precision = precisions_by_model(matrix.model_refs, matrix.precisions, chosen)
+    check_sweep_shapes(matrix.model_refs, config.sweep.shapes)
     model_inputs = resolve_inputs(
         matrix.model_refs, parse_shape_overrides(base_shapes(config, matrix.model_refs))
     )
@@ -173,6 +175,7 @@ def _run_session(
         )
     ]
     cells = expand(base_cells, breakdown_of(config), cache_dir())
+    check_memory(cells)
     conversions = prepare_cells(
         cells,
         ArtifactCache(cache_dir() / "artifacts"),

@@ -270,6 +270,8 @@ def _model_route(
 
 #: Devices already warned about thread counts (build_cells runs once per precision).
 _WARNED_THREADS: weakref.WeakKeyDictionary[Device, set[int]] = weakref.WeakKeyDictionary()
+#: Devices already warned about more threads than pinned cores: (core selection, threads).
+_WARNED_CORES: weakref.WeakKeyDictionary[Device, set[tuple[str, int]]] = weakref.WeakKeyDictionary()
 
 
 def _warn_oversubscribed(device: Device, threads: Sequence[int], n_cpus: int) -> None:
@@ -287,6 +289,33 @@ def _warn_oversubscribed(device: Device, threads: Sequence[int], n_cpus: int) ->
         n_cpus,
         ",".join(str(t) for t in over),
     )
+
+
+def _warn_shared_cores(
+    device: Device, threads: Sequence[int], core_sets: Sequence[tuple[str, list[int] | None]]
+) -> None:
+    """One warning line per device, thread count and core selection that pins more threads
+    than cores (``--threads 4 --cores 0``): the threads take turns on the pinned cores, so the
+    cells measure that, not the speed of that many threads."""
+    warned = _WARNED_CORES.setdefault(device, set())
+    for selection, cpu_ids in core_sets:
+        if cpu_ids is None:
+            continue  # all cores: _warn_oversubscribed
+        for n_threads in threads:
+            if n_threads <= len(cpu_ids) or (selection, n_threads) in warned:
+                continue
+            warned.add((selection, n_threads))
+            share = "one core" if len(cpu_ids) == 1 else f"{len(cpu_ids)} cores"
+            log.warning(
+                "warning: --threads %d with --cores %s on device %s: the %d threads share %s, "
+                "so those cells measure threads taking turns, not %d-thread speed",
+                n_threads,
+                selection,
+                device.name,
+                n_threads,
+                share,
+                n_threads,
+            )
 
 
 def build_cells(
@@ -316,6 +345,7 @@ def build_cells(
             core_sets = [
                 (sel, resolve_cores(sel, cpus, device.core_names(), device.name)) for sel in cores
             ]
+            _warn_shared_cores(device, threads, core_sets)
         emulated = not unreachable and device.facts().emulated
         device_timing = correctness_timing(timing) if emulated else timing
         for model in models:

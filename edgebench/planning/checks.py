@@ -4,10 +4,14 @@ the value must be. The command line and plan files use the same checker for a se
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
+
+from edgebench.lab.toml_input import has_breaks
+from edgebench.planning.limits import over_limit, tensor_problem
 
 Check = Callable[[Any], Any]
 
@@ -16,22 +20,41 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def whole(minimum: int) -> Check:
+def _control_problem(text: str) -> str | None:
+    """Why a typed string may not be echoed to a terminal as it is (a line break, a carriage
+    return or an escape sequence would forge or hide output), or None."""
+    if has_breaks(text):
+        return f"{text!r} contains a control character (line break, tab or escape)"
+    return None
+
+
+def whole(minimum: int, limit: int | None = None) -> Check:
+    """A whole number >= ``minimum``; over ``limit`` (planning/limits.py) is its own error."""
+
     def check(value: Any) -> int:
         if isinstance(value, str):
+            typed = value.strip()
             try:
-                value = int(value.strip())
+                value = int(typed)
             except ValueError:
+                if limit is not None and typed.isdigit():  # past Python's digit limit
+                    raise ValueError(over_limit(typed, limit)) from None
                 raise ValueError(f"must be a whole number >= {minimum}") from None
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             raise ValueError(f"must be a whole number >= {minimum}")
+        if limit is not None and value > limit:
+            raise ValueError(over_limit(value, limit))
         return value
 
     check.metavar = "N"  # type: ignore[attr-defined]
     return check
 
 
-def number(minimum: float | None = None, maximum: float | None = None) -> Check:
+def number(
+    minimum: float | None = None, maximum: float | None = None, limit: float | None = None
+) -> Check:
+    """A finite number in [minimum, maximum]; over ``limit`` (planning/limits.py) is its own
+    error."""
     span = " and ".join(
         part
         for part in (
@@ -43,15 +66,21 @@ def number(minimum: float | None = None, maximum: float | None = None) -> Check:
     problem = f"must be a number {span}".rstrip()
 
     def check(value: Any) -> float:
+        typed = value
         if isinstance(value, str):
+            typed = value.strip()
             try:
-                value = float(value.strip())
+                value = float(typed)
             except ValueError:
                 raise ValueError(problem) from None
-        if not _is_number(value) or value != value:  # NaN
+        if limit is not None and _is_number(value) and value == math.inf:
+            raise ValueError(over_limit(typed, limit))  # 1e400 as typed, not "inf"
+        if not _is_number(value) or not math.isfinite(value):  # NaN, -inf
             raise ValueError(problem)
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
             raise ValueError(problem)
+        if limit is not None and value > limit:
+            raise ValueError(over_limit(f"{value:g}", limit))
         return float(value)
 
     check.metavar = "X"  # type: ignore[attr-defined]
@@ -61,7 +90,9 @@ def number(minimum: float | None = None, maximum: float | None = None) -> Check:
 def fraction(low_open: bool) -> Check:
     """A probability-like value: (0, 1) or [0, 1)."""
     problem = (
-        "must be between 0 and 1, e.g. 0.01" if low_open else "must be a fraction such as 0.05"
+        "must be between 0 and 1, e.g. 0.01"
+        if low_open
+        else "must be between 0 and 1 (0 allowed), e.g. 0.05"
     )
 
     def check(value: Any) -> float:
@@ -95,12 +126,18 @@ def choice(*allowed: str) -> Check:
 def text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError("must be a non-empty string")
+    problem = _control_problem(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 
 def path(value: Any) -> Path:
     if not isinstance(value, (str, Path)) or not str(value).strip():
         raise ValueError("must be a path")
+    problem = _control_problem(str(value))
+    if problem:
+        raise ValueError(problem)
     try:
         return Path(value).expanduser()
     except RuntimeError as exc:  # "~user" with no such user
@@ -171,21 +208,42 @@ def flag(value: Any) -> bool:
     return value
 
 
-def _items(value: Any, split: bool) -> list[Any]:
-    """A list from "a,b", ("a,b", "c"), ["a", "b"] or a single TOML value."""
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, (list, tuple)):
-        raise ValueError("must be a list")
+EMPTY = "is empty; name at least one"
+
+
+def comma_items(
+    value: Any, split: bool = True, rejoin: bool = False, unique: bool = True
+) -> list[Any]:
+    """The one comma-list parser: a list from "a,b", ("a,b", "c") (an option given twice),
+    ["a", "b"] (a TOML array) or a single TOML value; duplicates dropped, order kept.
+
+    An empty value (``''``, ``','``, ``[]``) is an error, never "the default", and so is an
+    empty item inside a list (``fp32,,int8``, ``1,,2``, ``1,``). ``split``: strings are split
+    on commas (not for cpu lists and --shape, whose syntax has commas). ``rejoin``: a run of
+    parts that names an existing file is kept whole (``--models /tmp/a,b.onnx``).
+    """
+    raw = list(value) if isinstance(value, (list, tuple)) else [value]
     items: list[Any] = []
-    for item in value:
-        if isinstance(item, str) and split:
-            items += [part.strip() for part in item.split(",") if part.strip()]
-        elif isinstance(item, str):
-            items += [item.strip()] if item.strip() else []
-        else:
+    for item in raw:
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise ValueError("must be a list")
+        if not isinstance(item, str):
             items.append(item)
-    return items
+            continue
+        parts = [p.strip() for p in item.split(",")] if split else [item.strip()]
+        if rejoin:
+            parts = _rejoin_files(parts)
+        if not any(parts) and len(raw) > 1:
+            shown = ", ".join(repr(i) for i in raw)
+            raise ValueError(f"has an empty item ({shown}); remove it or give a value")
+        if not any(parts):
+            raise ValueError(EMPTY)
+        if not all(parts):
+            raise ValueError(f"{item!r} has an empty item; separate the items with single commas")
+        items += parts
+    if not items:
+        raise ValueError(EMPTY)
+    return list(dict.fromkeys(items)) if unique else items
 
 
 def _rejoin_files(parts: list[str]) -> list[str]:
@@ -206,51 +264,41 @@ def _rejoin_files(parts: list[str]) -> list[str]:
     return out
 
 
-def _listed(value: Any, split: bool) -> list[str]:
-    raw = value if isinstance(value, (list, tuple)) else [value]
-    if any(isinstance(v, str) and not v.replace(",", "").strip() for v in raw):
-        # An explicit "" or "," (--frameworks '') never means "the default" (every framework).
-        raise ValueError("is empty; name at least one")
-    items = _items(value, split)
-    if not all(isinstance(i, str) and i for i in items):
+def _strings(items: list[Any]) -> list[str]:
+    if not all(isinstance(i, str) for i in items):
         raise ValueError("must be a list of strings")
-    if not items:  # [] in a plan
-        raise ValueError("is empty; name at least one")
-    return list(dict.fromkeys(items))
+    for item in items:
+        problem = _control_problem(item)
+        if problem:
+            raise ValueError(problem)
+    return items
 
 
 def names(value: Any) -> list[str]:
-    """Comma-separated or repeated names; duplicates dropped, order kept. An empty value is an
-    error. A comma inside an existing file's path does not split it (``--models /tmp/a,b.onnx``
-    is one model when that file exists)."""
-    if isinstance(value, str):
-        value = [value]
-    if isinstance(value, (list, tuple)):
-        value = [
-            part
-            for item in value
-            for part in (
-                _rejoin_files([p.strip() for p in item.split(",")])
-                if isinstance(item, str)
-                else [item]
-            )
-        ]
-    return _listed(value, split=False)
+    """Comma-separated or repeated names; duplicates dropped, order kept. An empty value or
+    item is an error. A comma inside an existing file's path does not split it (``--models
+    /tmp/a,b.onnx`` is one model when that file exists)."""
+    return _strings(comma_items(value, split=True, rejoin=True))
 
 
 def entries(value: Any) -> list[str]:
     """Like ``names`` but never split on commas (cpu lists such as 0,2 contain them)."""
-    return _listed(value, split=False)
+    return _strings(comma_items(value, split=False))
 
 
-def wholes(minimum: int) -> Check:
+def wholes(minimum: int, limit: int | None = None) -> Check:
+    """Whole numbers >= ``minimum`` (and not over ``limit``), comma-separated or repeated."""
+    one = whole(minimum, limit)
+
     def check(value: Any) -> list[int]:
-        try:
-            numbers = [whole(minimum)(item) for item in _items(value, split=True)]
-        except ValueError:
-            raise ValueError(f"must be whole numbers >= {minimum}, e.g. 1,4") from None
-        if not numbers:
-            raise ValueError(f"must be whole numbers >= {minimum}, e.g. 1,4")
+        numbers = []
+        for item in comma_items(value):
+            try:
+                numbers.append(one(item))
+            except ValueError as exc:
+                if str(exc).startswith("must be"):
+                    raise ValueError(f"must be whole numbers >= {minimum}, e.g. 1,4") from None
+                raise
         return list(dict.fromkeys(numbers))
 
     check.metavar = "N[,N...]"  # type: ignore[attr-defined]
@@ -290,13 +338,27 @@ entries.metavar = "VALUE"  # type: ignore[attr-defined]
 
 
 def shapes(value: Any) -> list[str]:
-    """Input shapes to sweep: ``1x3x160x160`` or ``name=1x3x160x160``, comma separated."""
+    """Input shapes to sweep: ``1x3x160x160`` or ``name=1x3x160x160``, comma separated.
+
+    A shape's dimensions are joined by ``x``; commas separate shapes. So ``1,3,32,32``, which
+    reads as one shape written like --shape, is refused rather than swept as four 1-D shapes."""
+    typed = comma_items(value, unique=False)
+    if len(typed) > 1 and all(isinstance(i, str) and i.isdigit() for i in typed):
+        joined = "x".join(typed)
+        raise ValueError(
+            f"{','.join(typed)!r} is one shape written with commas; join a shape's "
+            f"dimensions with x ({joined}) and separate shapes with commas "
+            "(1x3x160x160,1x3x224x224)"
+        )
     items = names(value)
     for item in items:
         dims = item.rpartition("=")[2].split("x")
         if not all(d.isdigit() and int(d) > 0 for d in dims):
             raise ValueError(f"{item!r} is not a shape such as 1x3x224x224 or input=1x3x224x224")
-    return list(dict.fromkeys(items))
+        problem = tensor_problem([int(d) for d in dims])
+        if problem:
+            raise ValueError(f"{item!r}: {problem}")
+    return items
 
 
 shapes.metavar = "[NAME=]1x3xHxW[,...]"  # type: ignore[attr-defined]

@@ -17,6 +17,7 @@ from typing import Any
 
 from edgebench.analysis.metrics import METRICS
 from edgebench.errors import UserError
+from edgebench.planning import limits
 from edgebench.planning.checks import (
     Check,
     calibration_source,
@@ -70,7 +71,9 @@ class Sweep:
     frameworks: list[str] = setting(
         [], names, "Frameworks [default: every one with a Python runtime].", repeat=True
     )
-    threads: list[int] = setting([1], wholes(1), "Thread counts to sweep, e.g. 1,4.", repeat=True)
+    threads: list[int] = setting(
+        [1], wholes(1, limits.MAX_THREADS), "Thread counts to sweep, e.g. 1,4.", repeat=True
+    )
     cores: list[str] = setting(
         ["all"],
         entries,
@@ -84,7 +87,9 @@ class Sweep:
         "int8-weights (weight-only; MNN).",
         repeat=True,
     )
-    concurrency: int = setting(1, whole(1), "Concurrent inference streams (throughput mode).")
+    concurrency: int = setting(
+        1, whole(1, limits.MAX_CONCURRENCY), "Concurrent inference streams (throughput mode)."
+    )
     shape: list[str] = setting(
         [],
         entries,
@@ -93,7 +98,7 @@ class Sweep:
     )
     instances: list[int] = setting(
         [1],
-        wholes(1),
+        wholes(1, limits.MAX_INSTANCES),
         "Instances of each model in one process, e.g. 1,2,4,8: memory per instance, and "
         "latency and throughput with all of them running.",
         repeat=True,
@@ -125,14 +130,20 @@ class Sweep:
 class TimingConfig:
     """How long and how often each cell is timed. In a plan: ``[timing]``."""
 
-    warmup: int = setting(10, whole(0), "Untimed iterations first.")
-    iterations: int = setting(100, whole(1), "Minimum timed iterations.")
-    min_time: float = setting(2.0, number(0), "Minimum timed seconds per cell.")
-    max_time: float = setting(120.0, number(0.01), "Stop timing a cell after this many seconds.")
-    timeout: float = setting(600.0, number(1), "Seconds before a cell is abandoned.")
+    warmup: int = setting(10, whole(0, limits.MAX_WARMUP), "Untimed iterations first.")
+    iterations: int = setting(100, whole(1, limits.MAX_ITERATIONS), "Minimum timed iterations.")
+    min_time: float = setting(
+        2.0, number(0, limit=limits.MAX_SECONDS), "Minimum timed seconds per cell."
+    )
+    max_time: float = setting(
+        120.0, number(0.01, limit=limits.MAX_SECONDS), "Stop timing a cell after this many seconds."
+    )
+    timeout: float = setting(
+        600.0, number(1, limit=limits.MAX_SECONDS), "Seconds before a cell is abandoned."
+    )
     rounds: int | None = setting(
         None,
-        optional(whole(1)),
+        optional(whole(1, limits.MAX_ROUNDS)),
         "Visit each device's cells in N interleaved rounds (A B C A B C) and pool the samples "
         "[default: 3 when several frameworks share a device, else 1].",
     )
@@ -143,7 +154,7 @@ class TimingConfig:
     )
     sustained: float | None = setting(
         None,
-        optional(number(1)),
+        optional(number(1, limit=limits.MAX_SECONDS)),
         "Run each cell continuously for this many seconds and compare its first and last 10%.",
     )
 
@@ -158,7 +169,9 @@ class BreakdownConfig:
         "ops: per-operator times from a separate profiled pass after the timed window.",
         repeat=True,
     )
-    profile_iterations: int = setting(10, whole(1), "Inferences in the profiled pass.")
+    profile_iterations: int = setting(
+        10, whole(1, limits.MAX_PROFILE_ITERATIONS), "Inferences in the profiled pass."
+    )
     no_stages: bool = setting(
         False, flag, "Time whole inferences only, not copy-in, compute and copy-out apart."
     )
@@ -174,11 +187,13 @@ class TelemetryConfig:
         "Energy source on the devices [default: the device profile's, else auto].",
     )
     baseline_s: float = setting(
-        1.0, number(0), "Idle power is measured this long before each cell."
+        1.0,
+        number(0, limit=limits.MAX_SECONDS),
+        "Idle power is measured this long before each cell.",
     )
     period_s: float = setting(
         0.05,
-        number(0.005),
+        number(0.005, limit=limits.MAX_PERIOD_S),
         "Seconds between telemetry samples on the device.",
         option="--telemetry-period",
     )
@@ -189,10 +204,12 @@ class TelemetryConfig:
     )
     cooldown_temp: float | None = setting(
         None,
-        optional(number()),
+        optional(number(limit=limits.MAX_TEMPERATURE_C)),
         "Before each cell, wait until the hottest thermal zone is below this, C.",
     )
-    cooldown_max_wait: float = setting(120.0, number(0), "Longest cool-down wait per cell, s.")
+    cooldown_max_wait: float = setting(
+        120.0, number(0, limit=limits.MAX_SECONDS), "Longest cool-down wait per cell, s."
+    )
     set_governor: str | None = setting(
         None,
         optional(text),
@@ -201,7 +218,7 @@ class TelemetryConfig:
     )
     temp_limit: float | None = setting(
         None,
-        optional(number()),
+        optional(number(limit=limits.MAX_TEMPERATURE_C)),
         "Flag cells hotter than this, C [default: the profile's max_temp_c].",
     )
 
@@ -210,7 +227,7 @@ class TelemetryConfig:
 class CheckConfig:
     """The inputs and the output check against ONNX Runtime. In a plan: ``[checks]``."""
 
-    seed: int = setting(0, whole(0), "Seed of the input tensors.")
+    seed: int = setting(0, whole(0, limits.MAX_SEED), "Seed of the input tensors.")
     input: Path | None = setting(
         None,
         optional(input_file),
@@ -230,14 +247,14 @@ class CheckConfig:
     )
     tolerance: float = setting(
         DEFAULT_TOLERANCE["fp32"],
-        number(0),
+        number(0, limit=limits.MAX_TOLERANCE),
         "Output check of fp32 cells: the error each output element may have vs ONNX Runtime, "
         "as a fraction of the element's size plus the output's peak size (allclose rtol; "
         "atol = rtol x peak).",
     )
     tolerance_fp16: float = setting(
         DEFAULT_TOLERANCE["fp16"],
-        number(0),
+        number(0, limit=limits.MAX_TOLERANCE),
         "Like --tolerance, for fp16 cells.",
     )
     force_convert: bool = setting(
@@ -273,9 +290,13 @@ class QuantizationConfig:
         "--calibration) [default: the samples calibration did not use].",
     )
     calibration_samples: int = setting(
-        32, whole(1), "At most this many samples calibrate (the synthetic set has this many)."
+        32,
+        whole(1, limits.MAX_SAMPLES),
+        "At most this many samples calibrate (the synthetic set has this many).",
     )
-    eval_samples: int = setting(8, whole(1), "At most this many samples evaluate accuracy.")
+    eval_samples: int = setting(
+        8, whole(1, limits.MAX_SAMPLES), "At most this many samples evaluate accuracy."
+    )
     int8_min_top1: float = setting(
         AccuracyRule.min_top1,
         number(0, 1),
@@ -284,7 +305,7 @@ class QuantizationConfig:
     )
     int8_min_sqnr: float = setting(
         AccuracyRule.min_sqnr_db,
-        number(),
+        number(limit=limits.MAX_SQNR_DB),
         "Quantized cells: the least SQNR (dB) of every output against fp32 ONNX Runtime on the "
         "evaluation set, else mismatch.",
     )

@@ -14,8 +14,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from edgebench.runners.protocol import MAX_CPU_ID
+from edgebench.statuses import ErrorKind, Status
+
+if TYPE_CHECKING:
+    from edgebench.planning.cells import Cell
 
 __all__ = [
     "MAX_CONCURRENCY",
@@ -29,10 +36,14 @@ __all__ = [
     "MAX_SAMPLES",
     "MAX_SECONDS",
     "MAX_SEED",
+    "MAX_SQNR_DB",
     "MAX_TEMPERATURE_C",
     "MAX_TENSOR_ELEMENTS",
     "MAX_THREADS",
+    "MAX_TOLERANCE",
     "MAX_WARMUP",
+    "check_memory",
+    "memory_problem",
     "over_limit",
     "tensor_problem",
 ]
@@ -63,6 +74,10 @@ MAX_PERIOD_S = 60.0
 MAX_SEED = 2**63 - 1
 #: --cooldown-temp, --temp-limit, in degrees C: no thermal zone reads hotter.
 MAX_TEMPERATURE_C = 200.0
+#: --tolerance, --tolerance-fp16: a relative error of 1 (100%) already lets any output pass.
+MAX_TOLERANCE = 1.0
+#: --int8-min-sqnr, dB: float32 itself holds about 150 dB.
+MAX_SQNR_DB = 200.0
 #: One dimension of an input tensor (--shape, --shapes, a preprocessing size).
 MAX_DIMENSION = 1 << 24
 #: Elements of one input tensor: frameworks index tensors with 32-bit integers.
@@ -71,8 +86,11 @@ MAX_TENSOR_ELEMENTS = 2**31 - 1
 
 def over_limit(value: object, limit: float, unit: str = "") -> str:
     """The one wording of a value over its bound (the caller prefixes the option)."""
+    typed = str(value)
+    if len(typed) > 24:
+        typed = f"{typed[:20]}... ({len(typed)} digits)" if typed.isdigit() else typed[:20] + "..."
     shown = f"{limit:g}" if isinstance(limit, float) else str(limit)
-    return f"{value} is over the limit of {shown}{unit}"
+    return f"{typed} is over the limit of {shown}{unit}"
 
 
 def tensor_problem(dims: Sequence[int]) -> str | None:
@@ -85,3 +103,64 @@ def tensor_problem(dims: Sequence[int]) -> str | None:
         shown = "x".join(map(str, dims))
         return f"{shown} has {elements} elements, over the limit of {MAX_TENSOR_ELEMENTS}"
     return None
+
+
+def _bytes(size: float) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size / 1024:.1f} kB"
+
+
+def _input_bytes(inputs: Sequence[dict[str, Any]]) -> int:
+    total = 0
+    for spec in inputs:
+        try:
+            itemsize = np.dtype(spec.get("dtype") or "float32").itemsize
+        except TypeError:
+            itemsize = 4
+        total += math.prod(int(d) for d in spec.get("shape") or []) * itemsize
+    return total
+
+
+def memory_problem(cell: Cell) -> str | None:
+    """Why ``cell`` cannot fit its device's memory, or None (also when the memory is unknown).
+
+    What it needs at least: the model file once per load (N loads for separate instances)
+    and the input tensors once per stream. Weights unpack and activations come on top, so a
+    cell refused here would certainly not fit; one let through still may not.
+    """
+    device = cell.device
+    if device.unreachable:
+        return None
+    total_kb = device.facts().mem_total_kb
+    if not total_kb:
+        return None
+    model = cell.model.path
+    model_bytes = sum(
+        p.stat().st_size for p in [model, *cell.model.companions] if p and p.is_file()
+    )
+    loads = cell.instances if cell.instances > 1 and cell.instance_mode == "separate" else 1
+    streams = max(cell.concurrency, cell.instances)
+    inputs = _input_bytes(cell.inputs)
+    need = model_bytes * loads + inputs * streams
+    if need <= total_kb * 1024:
+        return None
+    parts = []
+    if model_bytes:
+        parts.append(f"{loads} x {_bytes(model_bytes)} of model" if loads > 1 else "the model")
+    if inputs:
+        parts.append(f"{streams} x {_bytes(inputs)} of inputs" if streams > 1 else "the inputs")
+    return (
+        f"needs at least {_bytes(need)} ({' + '.join(parts)}), more than device {device.name}'s "
+        f"memory ({_bytes(total_kb * 1024)} MemTotal); use fewer --instances or a smaller shape"
+    )
+
+
+def check_memory(cells: Sequence[Cell]) -> None:
+    """Fail, before anything is converted or measured, each cell its device cannot hold."""
+    for cell in cells:
+        if cell.verdict is None:
+            problem = memory_problem(cell)
+            if problem:
+                cell.verdict = (Status.FAILED, ErrorKind.OUT_OF_MEMORY, problem)

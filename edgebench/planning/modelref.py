@@ -14,6 +14,7 @@ from edgebench.converters import artifact_format
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.errors import UserError
 from edgebench.models import BUILTIN_MODELS, TensorSpec, builtin_model_path, summarize_model
+from edgebench.planning.limits import tensor_problem
 from edgebench.runners.backends.io_map import IO_MAP_FILE
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,9 @@ def parse_shape_overrides(values: Sequence[str]) -> list[ShapeOverride]:
                 raise UserError(
                     f"--shape {item!r} is not a shape; use 1,3,640,640 or name=1,3,640,640"
                 )
+            too_big = tensor_problem(shape)
+            if too_big:
+                raise UserError(f"--shape {item!r}: {too_big}")
             overrides.append(ShapeOverride(name.strip() if sep else None, shape))
     return overrides
 

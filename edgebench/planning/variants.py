@@ -19,6 +19,7 @@ import onnx
 
 from edgebench.converters import ConversionError, get_converter
 from edgebench.converters.artifact_cache import file_sha256
+from edgebench.errors import UserError
 from edgebench.models import BUILTIN_MODELS, summarize_model
 from edgebench.models.dynamic import relax_inputs
 from edgebench.planning.cells import Cell, Verdict
@@ -138,6 +139,31 @@ def shape_points(
             [dict(i, shape=shape) if i["name"] == target else dict(i) for i in base_inputs]
         )
     return points
+
+
+def check_sweep_shapes(models: Sequence[ModelRef], entries: Sequence[str]) -> None:
+    """Refuse, before any device is contacted, a --shapes entry that no model can take: a
+    rank other than its input's (``1x3x32`` for a 1x3x32x32 input would otherwise be swept
+    as a shape it is not), or an input name no model has."""
+    usable = [m for m in models if m.error is None and m.format == "onnx" and m.inputs]
+    for entry in entries:
+        name, _, dims = entry.rpartition("=")
+        rank = len(dims.split("x"))
+        if name and usable and not any(s.name == name for m in usable for s in m.inputs):
+            known = "; ".join(f"{m.name}: {', '.join(s.name for s in m.inputs)}" for m in usable)
+            raise UserError(f"--shapes {entry}: no model has an input named {name!r} ({known})")
+        for model in usable:
+            target = name or model.inputs[0].name
+            match = [s for s in model.inputs if s.name == target]
+            if match and len(match[0].shape) != rank:
+                have = "x".join(
+                    str(d) if isinstance(d, int) and d > 0 else "N" for d in match[0].shape
+                )
+                raise UserError(
+                    f"--shapes {entry}: model {model.name}'s input {target!r} has "
+                    f"{len(match[0].shape)} dimensions ({have}), the shape gives {rank}; "
+                    "give one number per dimension"
+                )
 
 
 def _sweep_model(

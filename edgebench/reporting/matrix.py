@@ -10,7 +10,7 @@ emulated and how that was known.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.ranking import (
@@ -211,6 +211,33 @@ def quiet_machine_advice(records: Sequence[Record]) -> list[str]:
     ]
 
 
+def _streams(r: Record) -> str | None:
+    """A plain cell's streams (an instance cell's are its instances, in its variant label)."""
+    count = (r.instances or {}).get("count")
+    return None if isinstance(count, int) and count > 1 else f"{r.concurrency} streams"
+
+
+#: The swept settings a cell's label names when the records differ in them.
+_SWEPT: tuple[Callable[[Record], str | None], ...] = (
+    lambda r: r.precision,
+    lambda r: f"{r.threads}t",
+    lambda r: f"cores {r.cores}",
+    _streams,
+)
+
+
+def cell_labels(records: Sequence[Record]) -> list[str]:
+    """``device/model/framework``, then each swept setting whose value differs between the
+    records (precision, threads, cores, streams): ``--threads 1,2`` gives ``.../1t`` and
+    ``.../2t``, never two rows that read alike."""
+    parts = [f for f in _SWEPT if len({f(r) for r in records} - {None}) > 1]
+    labels = []
+    for r in records:
+        named = [value for f in parts if (value := f(r)) is not None]
+        labels.append("/".join([r.device, r.model, r.framework, *named]))
+    return labels
+
+
 def format_details(records: Sequence[Record]) -> str:
     """Every cell with its full statistics, then the reasons for cells that did not run, the
     notes (warnings grouped per cell and kind) and, for a mostly noisy run, one word on noise."""
@@ -220,9 +247,7 @@ def format_details(records: Sequence[Record]) -> str:
     skipped: dict[str, str] = {}
     energy_gaps: dict[str, str] = {}
     advice = quiet_machine_advice(records)
-    several = len({r.precision for r in records}) > 1
-    for r in records:
-        cell = f"{r.device}/{r.model}/{r.framework}" + (f"/{r.precision}" if several else "")
+    for r, cell in zip(records, cell_labels(records), strict=True):
         if variant_label(r):
             cell += f" ({variant_label(r)})"
         if r.status == Status.SKIPPED:

@@ -192,7 +192,7 @@ def test_a_cell_over_its_timeout_is_killed_and_recorded(run_cli, conv_model):
             "--warmup",
             "0",
             "--iterations",
-            "100000000",
+            "2000000",
             "--baseline-s",
             "0",
         ]

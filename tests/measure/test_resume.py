@@ -135,7 +135,7 @@ def test_second_interrupt_kills_the_cells_running_on_every_device(
             "1",
             # Far more than could run before the test interrupts: only --max-time ends it.
             "--iterations",
-            "100000000",
+            "2000000",
             "--max-time",
             "300",
         ],
@@ -233,7 +233,7 @@ def loaded(pid: int, library: str) -> bool:
 def test_sigterm_or_sighup_kills_the_runner_and_marks_the_run(eb_env, conv_model, sig):
     """Like a second Ctrl-C: the runner is killed by its PID, the run is marked interrupted,
     and the exit code is the shell's for that signal. No runner is left measuring."""
-    long_cell = ["--warmup", "1", "--iterations", "100000000", "--max-time", "300"]
+    long_cell = ["--warmup", "1", "--iterations", "2000000", "--max-time", "300"]
     proc = edgebench(
         ["--models", str(conv_model), "--frameworks", "onnxruntime", *long_cell], eb_env
     )
