@@ -260,7 +260,12 @@ def measure_concurrent(
     max_iterations: int,
     max_time_ns: int,
 ) -> Dict[str, Any]:
-    """Run every stream in its own thread; per-request latency plus aggregate throughput."""
+    """Run every stream in its own thread; per-request latency plus aggregate throughput.
+
+    The window ends once ``iterations`` requests and ``min_time_ns`` have passed and every
+    stream has finished a request (so N instances are N running, not the first few), or at
+    ``max_time_ns``/``max_iterations``. ``at_once`` is the most requests in flight together.
+    """
     clock = time.perf_counter_ns
     barrier = threading.Barrier(len(streams) + 1)
     stop = threading.Event()
@@ -268,6 +273,15 @@ def measure_concurrent(
     per_stream: List[List[int]] = [[] for _ in streams]
     completion: List[int] = []  # stream index of every finished request, in order
     state = {"start": 0, "reason": "max_iterations", "error": None}
+    # Requests in flight now and at most; streams that started and that finished a request.
+    flight = {"now": 0, "most": 0, "started": 0, "ran": 0}
+    # Set once every stream has started its first request: until then no stream starts a
+    # second one, so the first streams cannot keep the others from ever running.
+    all_started = threading.Event()
+
+    def halt() -> None:
+        stop.set()
+        all_started.set()  # wakes the streams waiting for it
 
     def worker(index: int, run: Callable[[], Any]) -> None:
         samples = per_stream[index]
@@ -275,25 +289,43 @@ def measure_concurrent(
         start = state["start"]
         try:
             while not stop.is_set():
+                if samples and not all_started.is_set():
+                    left = max_time_ns - (clock() - start)
+                    if left <= 0 or not all_started.wait(left / 1e9):
+                        state["reason"] = "max_time"
+                        halt()
+                    if stop.is_set():
+                        break
+                with lock:
+                    flight["now"] += 1
+                    flight["most"] = max(flight["most"], flight["now"])
+                    if not samples:
+                        flight["started"] += 1
+                        if flight["started"] == len(streams):
+                            all_started.set()
                 t0 = clock()
                 run()
                 t1 = clock()
                 samples.append(t1 - t0)
                 with lock:
+                    flight["now"] -= 1
                     completion.append(index)
                     done = len(completion)
+                    if len(samples) == 1:
+                        flight["ran"] += 1
+                    every = flight["ran"] == len(streams)
                 elapsed = t1 - start
-                if done >= iterations and elapsed >= min_time_ns:
+                if done >= iterations and elapsed >= min_time_ns and every:
                     state["reason"] = "target_reached"
-                    stop.set()
+                    halt()
                 elif done >= max_iterations:
-                    stop.set()
+                    halt()
                 elif elapsed >= max_time_ns:
                     state["reason"] = "max_time"
-                    stop.set()
+                    halt()
         except Exception as exc:  # surfaced by the main thread as an inference error
             state["error"] = exc
-            stop.set()
+            halt()
 
     threads = [
         threading.Thread(target=worker, args=(i, run), daemon=True) for i, run in enumerate(streams)
@@ -317,6 +349,7 @@ def measure_concurrent(
         "measure_wall_ns": wall,
         "stop_reason": state["reason"],
         "per_stream_counts": [len(s) for s in per_stream],
+        "at_once": flight["most"],
     }
 
 
@@ -619,6 +652,10 @@ def _measure_cell(
         outputs = result.pop("_last_outputs", None) or streams[0]()
         if "instances" in result:
             result["instances"]["rss_running_kb"] = rss_kb()
+            # How many of the N took part: finished a timed request, and were in flight at once.
+            counts = result.get("per_stream_counts") or []
+            result["instances"]["ran"] = sum(1 for c in counts if c)
+            result["instances"]["at_once"] = result.get("at_once")
     except (BackendError, MemoryError):
         raise
     except Exception as exc:

@@ -44,6 +44,13 @@ class InstancePoint(NamedTuple):
     per_instance_mb: float | None
     p50_ms: float | None
     throughput_ips: float | None
+    #: The most of the N that were inferring at the same moment (None: not recorded).
+    at_once: int | None = None
+
+    @property
+    def fewer_at_once(self) -> bool:
+        """Fewer than N ran at once: the point is not "all N running"."""
+        return self.at_once is not None and self.at_once < self.n
 
 
 class ShapePoint(NamedTuple):
@@ -104,12 +111,14 @@ def memory_series(records: Sequence[Record]) -> dict[SeriesKey, list[InstancePoi
             str(data.get("mode") or "separate"),
             _setting(r, _shape_text(r)),
         )
+        at_once = data.get("at_once")
         series.setdefault(key, {})[n] = InstancePoint(
             n,
             as_number(data.get("rss_running_mb")),
             as_number(data.get("per_instance_mb")),
             p50_of(r),
             as_number(r.throughput_ips),
+            at_once if isinstance(at_once, int) and not isinstance(at_once, bool) else None,
         )
     # N = 1 is the plain cell of the same setting: its peak is one instance running.
     for r in ok_records(records):

@@ -71,7 +71,33 @@ def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> dict[str,
         "rss_running_mb": running,
         "per_instance_mb": per_instance,
         "load_mb_per_instance": load_growth,
+        "ran": raw.get("ran"),
+        "at_once": raw.get("at_once"),
     }
+
+
+def instances_warning(instances: dict[str, Any] | None, stop_reason: Any) -> str | None:
+    """The record's warning when fewer than the cell's N instances ran in its timed window, or
+    were ever inferring at the same moment: its figures are then not "all N running"."""
+    if not instances:
+        return None
+    count, ran, at_once = instances.get("count"), instances.get("ran"), instances.get("at_once")
+    if not isinstance(count, int) or count < 2:
+        return None
+    if isinstance(ran, int) and ran < count:
+        ended = "at --max-time" if stop_reason == "max_time" else f"({stop_reason})"
+        return (
+            f"only {ran} of the {count} instances finished an inference before the timed "
+            f"window ended {ended}: latency, throughput and memory are not with all of them "
+            "running; raise --max-time"
+        )
+    if isinstance(at_once, int) and at_once < count:
+        return (
+            f"at most {at_once} of the {count} instances were inferring at the same moment "
+            "(one inference is shorter than starting them all): throughput and memory are "
+            f"with up to {at_once} running, not {count}"
+        )
+    return None
 
 
 def shape_field(cell: Cell, raw_change: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -108,6 +134,8 @@ def attach_breakdowns(record: Record, cell: Cell, result: dict[str, Any]) -> Non
         instances_field(result.get("instances"), result.get("rss_before_load_kb"))
         or record.instances
     )
+    if (fewer := instances_warning(record.instances, record.stop_reason)) is not None:
+        record.warnings.append(fewer)
     record.shape = shape_field(cell, result.get("shape_change"))
 
 

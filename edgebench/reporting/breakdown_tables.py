@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from edgebench.analysis.breakdown_series import (
+    InstancePoint,
     SeriesKey,
     cliffs,
     first_input_dims,
@@ -312,7 +313,7 @@ def memory_tables(records: Sequence[Record]) -> dict[str, Table]:
     for model, keys in _by_model(list(series), lambda k: k.model).items():
         settings = key_settings(keys)
         rows = [
-            [k.device, k.framework, k.mode, str(p.n), fmt_number(p.rss_running_mb),
+            [k.device, k.framework, k.mode, _instances_text(p), fmt_number(p.rss_running_mb),
              fmt_number(p.per_instance_mb), fmt_number(p.p50_ms), fmt_number(p.throughput_ips)]
             for k in keys
             for p in series[k]
@@ -322,11 +323,19 @@ def memory_tables(records: Sequence[Record]) -> dict[str, Table]:
         row_settings = [s for k, s in zip(keys, settings, strict=True) for _ in series[k]]
         header, rows = _with_setting(header, rows, row_settings, 2)
         caption = (
-            "N instances running at once: separate = N loads of the model, shared = one load "
-            "serving N streams; p50 and throughput measured with all N running"
+            "N instances in one process: separate = N loads of the model, shared = one load "
+            "serving N streams; p50, throughput and RSS measured with the N running, except "
+            "where N says how many were inferring at once (fewer: the record warns)"
         )
         out[model] = Table(model, header, rows, caption)
     return out
+
+
+def _instances_text(point: InstancePoint) -> str:
+    """``4``, or ``4 (at most 3 at once)`` when fewer than N were inferring together."""
+    if point.fewer_at_once:
+        return f"{point.n} (at most {point.at_once} at once)"
+    return str(point.n)
 
 
 def shape_tables(records: Sequence[Record]) -> dict[str, list[Table]]:

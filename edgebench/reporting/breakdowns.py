@@ -191,7 +191,9 @@ def instances_section(records: Sequence[Record]) -> str:
             for key, label, colour, dashed in _series_lines(keys, "shared", colours):
                 points = series[key]
                 tips = [
-                    f"{label}: N={p.n}, {fmt_number(p.rss_running_mb, 'MB')} running, "
+                    f"{label}: N={p.n}"
+                    + (f" (at most {p.at_once} at once)" if p.fewer_at_once else "")
+                    + f", {fmt_number(p.rss_running_mb, 'MB')} running, "
                     f"{fmt_number(p.per_instance_mb, 'MB')} per instance, p50 "
                     f"{fmt_number(p.p50_ms, 'ms')}, {fmt_number(p.throughput_ips, 'inf/s')}"
                     for p in points

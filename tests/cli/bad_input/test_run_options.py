@@ -234,3 +234,52 @@ def test_instances_that_cannot_fit_the_devices_memory_fail_naming_it(mod_env, mo
     assert many["status"] == "failed" and many["error_kind"] == "out_of_memory", many
     assert "device local's memory" in many["error"] and "MemTotal" in many["error"]
     assert many["n_samples"] == 0 and "\n" not in many["error"]
+
+
+# --------------------------------------------------------------------------- instances
+
+
+@pytest.fixture(scope="module")
+def thousand(mod_env, models) -> dict:
+    """One run of 1000 instances sharing a load, with three timed iterations asked for."""
+    args = ["--instances", "1000", "--instance-mode", "shared"]
+    result = cli(run_args(models["conv"], *args), mod_env)
+    assert result.returncode == 0, result.stderr
+    (record,) = [r for r in records_of(result) if r["instances"]]
+    return record
+
+
+def test_n_instances_all_run_in_the_timed_window(thousand):
+    instances = thousand["instances"]
+    assert (instances["count"], instances["mode"], instances["ran"]) == (1000, "shared", 1000)
+    assert thousand["n_samples"] >= 1000  # every instance timed at least once
+
+
+def test_the_record_says_how_many_ran_at_once_and_warns_when_fewer(thousand):
+    at_once = thousand["instances"]["at_once"]
+    assert isinstance(at_once, int) and 1 <= at_once <= 1000
+    fewer = [w for w in thousand["warnings"] if "instances were inferring at the same" in w]
+    if at_once < 1000:
+        assert fewer == [
+            f"at most {at_once} of the 1000 instances were inferring at the same moment (one "
+            "inference is shorter than starting them all): throughput and memory are with up "
+            f"to {at_once} running, not 1000"
+        ]
+    else:
+        assert not fewer
+
+
+def test_the_report_does_not_call_fewer_all_n_running(mod_env, thousand, tmp_path):
+    out = tmp_path / "report"
+    result = cli(["report", thousand["run_id"], "--format", "md", "--out", str(out)], mod_env)
+    assert result.returncode == 0, result.stderr
+    (markdown,) = out.glob("*.md")
+    text = markdown.read_text()
+    at_once = thousand["instances"]["at_once"]
+    if at_once < 1000:
+        assert f"1000 (at most {at_once} at once)" in text
+    else:
+        assert "at once)" not in text
+    assert "with all N running" not in text
+    shown = cli(["show", thousand["run_id"]], mod_env)
+    assert all(w in shown.stdout for w in thousand["warnings"] if "at once" in w)
