@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import UserError
+from edgebench.lab.toml_input import has_breaks
+from edgebench.models import BUILTIN_MODELS
 from edgebench.planning.config import RunConfig, SettingSpec, assign, settings
 
 PLAN_SCHEMA = "edgebench.plan/1"
@@ -110,6 +112,9 @@ def load_plan(path: Path) -> Plan:
     name = data.get("name") or path.stem
     if not isinstance(name, str):
         raise _fail(path, "name", "must be a string")
+    if has_breaks(name):
+        # Printed with every comparison: a line break or an escape sequence would forge output.
+        raise _fail(path, "name", f"{name!r} contains a control character; give a one-line name")
 
     scratch = RunConfig()
     values: dict[tuple[str, str], Any] = {}
@@ -124,19 +129,39 @@ def load_plan(path: Path) -> Plan:
             if key not in content:
                 continue
             label = key if table == "" else f"[{table}] {key}"
-            assign(scratch, spec, content[key], f"plan {path.name}: {label}")
-            values[spec.part, spec.name] = getattr(getattr(scratch, spec.part), spec.name)
+            raw = content[key]
+            if getattr(spec.check, "metavar", "") == "PATH":
+                raw = _in_plan_folder(path, raw)
+            assign(scratch, spec, raw, f"plan {path.name}: {label}")
+            value = getattr(getattr(scratch, spec.part), spec.name)
+            if (spec.part, spec.name) == ("sweep", "models"):
+                value = [m if m in BUILTIN_MODELS else _in_plan_folder(path, m) for m in value]
+            values[spec.part, spec.name] = value
     return Plan(name=name, path=path, lab=_lab_path(path, data.get("lab")), values=values)
 
 
+def _in_plan_folder(path: Path, value: Any) -> Any:
+    """A relative path a plan gives (models, [checks] input, lab, ...) is relative to the
+    plan's folder, wherever the run starts; other values are left to their checker."""
+    if not isinstance(value, str) or not value.strip() or value.startswith("~"):
+        return value
+    return value if Path(value).is_absolute() else str(path.parent / value)
+
+
 def _lab_path(path: Path, lab: Any) -> Path | None:
-    """The plan's lab file; a relative path is relative to the plan."""
+    """The plan's lab file (relative to the plan's folder), which must exist."""
     if lab is None:
         return None
-    if not isinstance(lab, str):
+    if not isinstance(lab, str) or not lab.strip():
         raise _fail(path, "lab", "must be a path")
+    if has_breaks(lab):
+        raise _fail(path, "lab", f"{lab!r} contains a control character")
     try:
-        lab_path = Path(lab).expanduser()
+        lab_path = Path(_in_plan_folder(path, lab)).expanduser()
     except RuntimeError as exc:  # "~user" with no such user
         raise _fail(path, "lab", f"cannot expand {lab!r} ({exc})") from None
-    return lab_path if lab_path.is_absolute() else path.parent / lab_path
+    if not lab_path.is_file():
+        where = "" if Path(lab).expanduser().is_absolute() else ", relative to the plan's folder"
+        reason = "is a folder" if lab_path.is_dir() else "does not exist"
+        raise _fail(path, "lab", f"{str(lab_path)!r}{where} {reason}; give the lab's .toml file")
+    return lab_path
