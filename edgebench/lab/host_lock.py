@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 
 from edgebench.errors import UserError
-from edgebench.paths import cache_dir
+from edgebench.paths import cache_dir, is_locked
 
 #: Lock files this process holds, and the device name each was taken for: a second flock on one
 #: of them would wait for this very process.
@@ -91,13 +91,4 @@ class DeviceLock:
 def held_elsewhere(device_name: str, identity: str) -> bool:
     """Whether a process (a run, or a cluster actor) holds this device's lock on this host now;
     the check takes the lock for an instant and gives it back."""
-    path = DeviceLock(device_name, identity).path
-    if not path.exists():
-        return False
-    with open(path, "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(fh, fcntl.LOCK_UN)
-    return False
+    return is_locked(DeviceLock(device_name, identity).path)
