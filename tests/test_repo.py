@@ -57,6 +57,15 @@ def test_every_package_folder_is_listed_for_the_wheel():
     assert found <= listed, f"missing from [tool.setuptools] packages: {sorted(found - listed)}"
 
 
+
+def test_test_files_have_unique_names():
+    """The tests folders have no __init__.py, so pytest imports each test file by its bare name:
+    two files with one name in different folders stop the whole run at collection."""
+    seen: dict[str, list[str]] = {}
+    for path in (REPO / "tests").rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(path.relative_to(REPO).as_posix())
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
 # --------------------------------------------------------------------------- docs vs the code
 
 
