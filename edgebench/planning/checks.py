@@ -22,10 +22,18 @@ def _is_number(value: Any) -> bool:
 
 def _control_problem(text: str) -> str | None:
     """Why a typed string may not be echoed to a terminal as it is (a line break, a carriage
-    return or an escape sequence would forge or hide output), or None."""
-    if has_breaks(text):
+    return or an escape sequence would forge or hide output), or None. The name of a file that
+    exists is what it is: it is taken, and shown escaped wherever it is printed."""
+    if has_breaks(text) and not _names_a_file(text):
         return f"{text!r} contains a control character (line break, tab or escape)"
     return None
+
+
+def _names_a_file(text: str) -> bool:
+    try:
+        return Path(text).expanduser().is_file()
+    except (OSError, ValueError, RuntimeError):  # NUL bytes, overlong names, "~nobody"
+        return False
 
 
 def whole(minimum: int, limit: int | None = None) -> Check:
