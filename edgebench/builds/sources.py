@@ -25,13 +25,14 @@ log = logging.getLogger(__name__)
 #: The frameworks the native runner can link, and their CMake project() names.
 FRAMEWORKS = {"ncnn": "ncnn", "mnn": "MNN"}
 
-#: The pinned ncnn source: PyPI's sdist. `pip download` cannot fetch it (its setup.py stamps
-#: today's date into the version), so it is downloaded as a plain file.
+#: The pinned ncnn source: the sdist of the `ncnn` package, version 1.0.20250428, on PyPI (it
+#: carries glslang and the Vulkan shaders). `pip download` cannot fetch it (its setup.py stamps
+#: today's date into the version), so the user fetches the file from the package's page.
 NCNN_SDIST_NAME = "ncnn-1.0.20250428.tar.gz"
 NCNN_SDIST_SHA256 = "891ebd7ce68172fb8cdc2455c34c01ecf8f814ea233d043489bb35f5daab2dd2"
-NCNN_SDIST_URL = (
-    "https://files.pythonhosted.org/packages/bb/e0/"
-    "b7c375d78220240724f131586c85bc0f52098be6400959c9c04486088c4b/" + NCNN_SDIST_NAME
+NCNN_SDIST_WHERE = (
+    f"the source distribution {NCNN_SDIST_NAME} from the PyPI page of the package ncnn, "
+    "version 1.0.20250428 (project: github.com/Tencent/ncnn)"
 )
 KNOWN_SHA256 = {NCNN_SDIST_NAME: NCNN_SDIST_SHA256}
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
@@ -59,7 +60,7 @@ def sources_dir() -> Path:
 def missing_source_message(framework: str) -> str:
     if framework == "ncnn":
         return (
-            f"no ncnn source: download {NCNN_SDIST_URL} (sha256 {NCNN_SDIST_SHA256}) into "
+            f"no ncnn source: download {NCNN_SDIST_WHERE}, sha256 {NCNN_SDIST_SHA256}, into "
             f"{sources_dir()}/ or pass --source ncnn=FILE"
         )
     return (
@@ -140,7 +141,7 @@ def extract_archive(archive: Path) -> Path:
     if expected and sha != expected:
         raise BuildError(
             f"{archive} has sha256 {sha}, not the pinned {expected}: download it again "
-            f"({NCNN_SDIST_URL if archive.name == NCNN_SDIST_NAME else 'from its source'})"
+            f"({NCNN_SDIST_WHERE if archive.name == NCNN_SDIST_NAME else 'from its source'})"
         )
     folder = native_root() / "extracted" / f"{archive_stem(archive)}-{sha[:12]}"
     done = folder / ".extracted"

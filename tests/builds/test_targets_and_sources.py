@@ -23,7 +23,7 @@ from edgebench.builds.native_runner import build_runner, find_runner, list_runne
 from edgebench.builds.sources import (
     NCNN_SDIST_NAME,
     NCNN_SDIST_SHA256,
-    NCNN_SDIST_URL,
+    NCNN_SDIST_WHERE,
     Source,
     find_source,
     mnn_version,
@@ -302,7 +302,7 @@ def test_missing_ncnn_source_names_the_pinned_file(tmp_path):
     with pytest.raises(BuildError) as exc:
         find_source("ncnn")
     text = one_line(exc)
-    assert NCNN_SDIST_URL in text and NCNN_SDIST_SHA256 in text and "--source ncnn=FILE" in text
+    assert NCNN_SDIST_WHERE in text and NCNN_SDIST_SHA256 in text and "--source ncnn=FILE" in text
     assert str(native_root() / "sources") in text
     with pytest.raises(BuildError) as exc:
         find_source("ncnn", tmp_path / "nope.tar.gz")
