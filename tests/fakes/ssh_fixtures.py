@@ -69,6 +69,18 @@ def _wait_listening(port: int, process: subprocess.Popen, limit_s: float = 10.0)
     raise RuntimeError(f"sshd did not listen on {port} within {limit_s} s")
 
 
+def _unsafe_chroot_component(chroot: Path) -> Path | None:
+    """The first folder on the way to ``chroot`` that sshd's ChrootDirectory check rejects (not
+    owned by root, or writable by group or others, as /tmp is), or None. sshd would accept the
+    login and then end every session: paramiko sees "EOF during negotiation"."""
+    resolved = chroot.resolve()
+    for folder in (*reversed(resolved.parents), resolved):
+        info = folder.stat()
+        if info.st_uid != 0 or info.st_mode & 0o022:
+            return folder
+    return None
+
+
 def start_sshd(folder: Path, chroot: Path | None = None) -> SshServer:
     """sshd on a free port of 127.0.0.1. With ``chroot`` (an emulated board's root) every
     session runs chrooted there, from a private mount namespace that binds /proc, /sys and /dev
@@ -77,6 +89,12 @@ def start_sshd(folder: Path, chroot: Path | None = None) -> SshServer:
         pytest.skip("openssh-server is not installed (.ci/run installs it)")
     if shutil.which("ssh-keygen") is None:
         pytest.skip("ssh-keygen is not installed (openssh-client; .ci/run installs it)")
+    unsafe = _unsafe_chroot_component(chroot) if chroot else None
+    if unsafe:
+        pytest.skip(
+            f"sshd refuses ChrootDirectory {chroot}: {unsafe} is writable by others or not "
+            "root's; keep the board under a root-owned folder (EDGEBENCH_BOARDS_DIR)"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)
     host_key = folder / "host_key"
