@@ -14,6 +14,7 @@ import onnx
 import pytest
 from fakes.labs import write_phone_lab
 
+from edgebench.analysis.breakdowns import op_sum_warning
 from edgebench.converters import ConversionOptions, get_converter
 from edgebench.models.registry import build_model
 from edgebench.runners import op_profile
@@ -393,4 +394,9 @@ def test_native_run_adds_the_profile_of_a_second_run(run_cli, emulated_phone, tm
     profile = record["op_profile"]
     assert profile["source"] == "benchmark_app -pc" and profile["iterations"] == 3, profile
     assert {op["type"] for op in profile["ops"]} & CONV_TYPES
-    assert not [w for w in record["warnings"] if "--profile ops" in w]
+    # benchmark_app's counters take in its untimed first inference, which with 2 profiled
+    # inferences can lift the ops past the timed inference: the record then says so, and only
+    # then (the rule itself is tested on fixed figures in test_op_profile_sums.py).
+    expected = op_sum_warning(profile)
+    warned = [w for w in record["warnings"] if "--profile ops" in w]
+    assert warned == ([expected] if expected else []), (warned, profile["inference_ms"])
