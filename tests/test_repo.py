@@ -57,7 +57,6 @@ def test_every_package_folder_is_listed_for_the_wheel():
     assert found <= listed, f"missing from [tool.setuptools] packages: {sorted(found - listed)}"
 
 
-
 def test_test_files_have_unique_names():
     """The tests folders have no __init__.py, so pytest imports each test file by its bare name:
     two files with one name in different folders stop the whole run at collection."""
@@ -65,6 +64,20 @@ def test_test_files_have_unique_names():
     for path in (REPO / "tests").rglob("test_*.py"):
         seen.setdefault(path.name, []).append(path.relative_to(REPO).as_posix())
     assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+def test_tests_import_helpers_from_fakes_never_from_conftest():
+    """tests/conftest.py only registers tests/fakes/ modules as plugins; helpers are imported as
+    ``fakes.*``, so each exists once, under one name."""
+    pattern = re.compile(r"^\s*(?:from\s+conftest\b|import\s+conftest\b)", flags=re.M)
+    offenders = [
+        path.relative_to(REPO).as_posix()
+        for path in (REPO / "tests").rglob("*.py")
+        if pattern.search(path.read_text())
+    ]
+    assert offenders == []
+    assert pattern.search("x = 1\n    from conftest import REPO\n")  # the check can see one
+
 
 # --------------------------------------------------------------------------- docs vs the code
 

@@ -25,6 +25,7 @@ from fakes.cli_checks import (
     cli,
     records_of,
 )
+from fakes.models import save_conv_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
@@ -34,8 +35,6 @@ from edgebench.lab.lab_file import load_lab
 from edgebench.lab.profiles import load_profile
 from edgebench.planning.plan_file import load_plan
 from edgebench.runners.native import NATIVE_TOOLS, NativeParseError
-
-from conftest import save_conv_model
 
 # --------------------------------------------------------------------------- malformed ONNX
 

@@ -23,6 +23,7 @@ from fakes.cli_checks import (
     cli,
     records_of,
 )
+from fakes.models import save_conv_model
 
 from edgebench.errors import UserError
 from edgebench.lab.cores import resolve_cores
@@ -31,8 +32,6 @@ from edgebench.planning.checks import names
 from edgebench.planning.config import from_options
 from edgebench.planning.modelref import resolve_model, resolve_models
 from edgebench.planning.plan_file import load_plan
-
-from conftest import save_conv_model
 
 ORT = ["--frameworks", "onnxruntime"]
 

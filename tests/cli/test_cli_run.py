@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from conftest import save_conv_model
+from fakes.models import save_conv_model
 
 QUICK = ["--warmup", "2", "--iterations", "20", "--min-time", "0"]
 

@@ -20,12 +20,11 @@ pytest.importorskip("ray")
 
 from fakes.adb_fixtures import connect_phone, disconnect_phone
 from fakes.labs import write_lab, write_phone_lab
+from fakes.models import save_conv_model
 from fakes.ray_cluster import LabCluster
 from fakes.ssh_fixtures import start_sshd
 
 from edgebench.cluster.naming import DeviceInfo
-
-from conftest import save_conv_model
 
 FAST = ["--iterations", "3", "--warmup", "1", "--min-time", "0", "--rounds", "1"]
 

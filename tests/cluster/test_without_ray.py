@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import save_conv_model
+from fakes.models import save_conv_model
 
 # Ray made unimportable (``import ray`` raises ImportError) before edgebench starts.
 BLOCKED = """

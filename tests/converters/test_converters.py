@@ -5,12 +5,11 @@ import shutil
 
 import numpy as np
 import pytest
+from fakes.models import save_conv_model
 
 from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.measure.output_check import check_outputs, compare_arrays
-
-from conftest import save_conv_model
 
 pytest.importorskip("MNN")
 pytest.importorskip("openvino")

@@ -26,14 +26,13 @@ from fakes.dynamic_models import (
     dynamic_classifier,
     reshape_head,
 )
+from fakes.runner_process import RUNNER
 
 from edgebench.converters import ConversionError, ConversionOptions, Converter, get_converter
 from edgebench.models.dynamic import relax_inputs
 from edgebench.runners.backends.base import InputSpec
 from edgebench.runners.backends.io_map import TensorMap
 from edgebench.runners.backends.tensors import make_inputs
-
-from conftest import RUNNER
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -1,6 +1,7 @@
 """pytest fixtures: the real adb server (Debian's `adb`) plus an emulated phone connected to it.
 
-Import them into a test module (or conftest) to use them::
+tests/conftest.py registers this module as a plugin, so every test can name them as parameters.
+A module may also import them::
 
     from fakes.adb_fixtures import adb_server, emulated_phone  # noqa: F401, F811
 

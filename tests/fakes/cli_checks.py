@@ -1,8 +1,6 @@
-"""What every bad-input test asserts of the real CLI: one ``edgebench: error:`` line, exit 2,
-no traceback; and how those tests run it (a subprocess with a private cache, results and HOME).
-
-Shared by tests/cli/test_bad_input*.py and tests/cli/bad_input/, which import it as
-``fakes.cli_checks``."""
+"""The real CLI run in a subprocess (``run_cli``, ``cli``) with a private cache, results and HOME;
+and what every bad-input test asserts of it: one ``edgebench: error:`` line, exit 2, no
+traceback."""
 
 from __future__ import annotations
 
@@ -11,19 +9,35 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from conftest import CliResult
 
 FAST = ["--iterations", "3", "--min-time", "0", "--warmup", "0", "--format", "jsonl"]
 ERROR_PREFIX = "edgebench: error:"
 
 
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(eb_env: dict[str, str]):
+    """Run the real `edgebench` entry point in a subprocess."""
+
+    def run(args: Sequence[str], timeout: float = 300) -> CliResult:
+        return cli(args, eb_env, timeout=timeout)
+
+    return run
+
+
 @pytest.fixture(scope="module")
 def mod_env(tmp_path_factory: pytest.TempPathFactory, shared_models: Path) -> dict[str, str]:
-    """Like conftest's eb_env, but shared by the module's one-run-many-cases fixtures."""
+    """Like fakes.environment's eb_env, but shared by the module's one-run-many-cases fixtures."""
     base = tmp_path_factory.mktemp("bad-input-env")
     cache = base / "eb-cache"
     cache.mkdir()
@@ -37,14 +51,16 @@ def mod_env(tmp_path_factory: pytest.TempPathFactory, shared_models: Path) -> di
     return env
 
 
-def cli(args: Sequence[str], env: dict[str, str], cwd: Path | None = None) -> CliResult:
+def cli(
+    args: Sequence[str], env: dict[str, str], cwd: Path | None = None, timeout: float = 300
+) -> CliResult:
     proc = subprocess.run(
         [sys.executable, "-m", "edgebench", *args],
         capture_output=True,
         text=True,
         env=env,
         cwd=cwd,
-        timeout=300,
+        timeout=timeout,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 

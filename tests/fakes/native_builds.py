@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,21 @@ def convert_builtin(model: str, fmt: str, cache: Path, shared_models: Path) -> P
     assert made.returncode == 0, made.stderr
     (folder, first), *_ = re.findall(r"-> (\S+) \(([^,)]+)", made.stdout)
     return Path(folder) / first
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the edgebench-native builds the collected tests need, in the background."""
+    wanted = {
+        FIXTURES[name]
+        for item in session.items
+        for name in getattr(item, "fixturenames", ())
+        if name in FIXTURES
+    }
+    if wanted:
+        cache = getattr(session.config, "cache", None)
+        folder = Path(cache.mkdir("native-prebuild")) if cache else Path(tempfile.mkdtemp())
+        start_prebuild(sorted(wanted), folder / "log")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    stop_prebuild()

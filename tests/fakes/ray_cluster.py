@@ -35,7 +35,7 @@ class LabCluster:
     """Head (no devices, no CPUs for tasks) plus one node per lab host, all on loopback."""
 
     def __init__(self, root: Path) -> None:
-        assert os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == "0", "set in conftest"
+        assert os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == "0", "see fakes.environment"
         from ray.cluster_utils import Cluster
 
         self.root = root

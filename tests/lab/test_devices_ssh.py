@@ -133,7 +133,7 @@ def test_run_over_ssh_end_to_end(run_cli, shared_sshd, tmp_path, conv_model):
 
 
 def test_hostile_model_file_name_runs_and_deletes_nothing(run_cli, shared_sshd, tmp_path):
-    from conftest import save_conv_model
+    from fakes.models import save_conv_model
 
     victim = tmp_path / "x.onnx"
     victim.write_text("do not delete")

@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.runner_process import run_runner
 
 from edgebench.models import BUILTIN_MODELS
 from edgebench.planning.modelref import resolve_model
 from edgebench.planning.variants import _sweep_model, shape_points
 from edgebench.runners.protocol import SPEC_SCHEMA
-
-from conftest import run_runner
 
 FRAMEWORKS = ("onnxruntime", "openvino", "mnn", "ncnn", "tflite")
 #: Frameworks whose shared mode serves every stream from one copy of the weights.

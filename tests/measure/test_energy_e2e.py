@@ -58,7 +58,7 @@ class SyntheticBattery:
 
 
 def test_energy_per_inference_matches_the_known_extra_power(run_cli, adb_server, tmp_path):
-    from conftest import save_conv_model
+    from fakes.models import save_conv_model
 
     sandbox = tmp_path / "phone"
     sandbox.mkdir()
@@ -148,7 +148,7 @@ def test_local_cell_without_a_source_says_energy_unavailable(run_cli, conv_model
 def test_native_tool_gets_energy_from_a_device_shell_loop(run_cli, adb_server, tmp_path):
     import shutil
 
-    from conftest import save_conv_model
+    from fakes.models import save_conv_model
 
     sandbox = tmp_path / "phone"
     sandbox.mkdir()

@@ -157,7 +157,7 @@ def assert_run_complete(eb_env: dict[str, str], cells: int) -> None:
 
 
 def three_models(tmp_path: Path, conv_model: Path) -> list[Path]:
-    from conftest import save_conv_model
+    from fakes.models import save_conv_model
 
     extra = [save_conv_model(tmp_path / f"m{i}.onnx", [1, 3, 16 + 8 * i, 16]) for i in (1, 2)]
     return [conv_model, *extra]

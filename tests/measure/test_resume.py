@@ -18,7 +18,7 @@ from edgebench.results.store import ResultsStore
 
 
 def test_interrupt_then_resume_completes_the_run(eb_env, conv_model, tmp_path):
-    from conftest import save_conv_model
+    from fakes.models import save_conv_model
 
     second = save_conv_model(tmp_path / "second.onnx", [1, 3, 16, 16])
     third = save_conv_model(tmp_path / "third.onnx", [1, 3, 24, 24])
@@ -332,7 +332,7 @@ def test_resume_with_other_settings_is_refused(run_cli, eb_env, conv_model):
 def test_resume_after_a_crash_mid_write_keeps_every_cell(run_cli, eb_env, conv_model, tmp_path):
     """A crash tore the last line of records.jsonl; --resume measures the cell again and its
     record gets a line of its own, so `show` has both cells."""
-    from conftest import save_conv_model
+    from fakes.models import save_conv_model
 
     second = save_conv_model(tmp_path / "second.onnx", [1, 3, 16, 16])
     args = ["run", "--models", f"{conv_model},{second}", "--frameworks", "onnxruntime"]

@@ -12,11 +12,10 @@ from fakes.adb_fixtures import EmulatedPhone
 from fakes.arm_board import BOARD_PYTHON, board_lab_entry
 from fakes.native_builds import convert_builtin, run_native
 from fakes.records import stored_records
+from fakes.runner_process import run_runner
 
 from edgebench.builds.native_runner import BuiltRunner
 from edgebench.runners import protocol
-
-from conftest import run_runner
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes.environment import REPO
 from fakes.native_builds import convert_builtin, run_native
+from fakes.runner_process import run_runner
 
 from edgebench.builds.native_runner import BuiltRunner
 from edgebench.runners import protocol
 from edgebench.runners.backends.tensors import INPUT_GENERATOR, seeded_values
-
-from conftest import REPO, run_runner
 
 NATIVE_SOURCES = REPO / "runners" / "native_runner"
 

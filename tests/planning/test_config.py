@@ -5,14 +5,13 @@ import json
 from pathlib import Path
 
 import pytest
+from fakes.models import save_conv_model
 
 from edgebench.errors import UserError
 from edgebench.measure.session import _resolve_matrix
 from edgebench.planning.cells import TelemetrySettings
 from edgebench.planning.config import RunConfig, from_options, settings
 from edgebench.planning.plan_file import load_plan
-
-from conftest import save_conv_model
 
 #: A value other than the default for every key a plan file may set: (table, key) -> TOML text.
 #: Adding a plan key without a line here fails test_every_plan_key_is_exercised.

@@ -5,11 +5,10 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from fakes.models import save_conv_model
 
 from edgebench.errors import UserError
 from edgebench.planning.plan_file import load_plan
-
-from conftest import save_conv_model
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "nightly.toml"
 

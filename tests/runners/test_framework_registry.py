@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from fakes.environment import REPO
+from fakes.runner_process import RUNNER
 from onnx import TensorProto, helper, numpy_helper
 
 from edgebench import frameworks
@@ -23,8 +25,6 @@ from edgebench.paths import cache_dir
 from edgebench.planning.cells import Timing, build_cells, check_frameworks, resolve_inputs
 from edgebench.planning.modelref import resolve_model
 from edgebench.runners.backends import discover
-
-from conftest import REPO, RUNNER
 
 # A whole framework: y = 2 * x, with numpy as the "framework module".
 DUMMY_BACKEND = '''

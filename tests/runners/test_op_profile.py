@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from fakes.environment import REPO
 from fakes.labs import write_phone_lab
 
 from edgebench.analysis.breakdowns import op_sum_warning
@@ -25,8 +26,6 @@ from edgebench.runners.native import (
     OpenvinoBenchmarkAppAdapter,
     TfliteBenchmarkAdapter,
 )
-
-from conftest import REPO
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("openvino")

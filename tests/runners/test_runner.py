@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
-from conftest import RUNNER, run_runner, save_conv_model, save_sqrt_model
+from fakes.models import save_conv_model, save_sqrt_model
+from fakes.runner_process import RUNNER, run_runner
 
 
 def spec_for(model_path, **extra):

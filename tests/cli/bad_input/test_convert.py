@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes.cli_checks import FAST, assert_no_traceback, assert_one_error_line, cli, records_of
+from fakes.models import save_conv_model
 
 from edgebench.converters import get_converter
-
-from conftest import save_conv_model
 
 WARNING = "edgebench: warning:"
 

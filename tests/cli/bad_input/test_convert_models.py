@@ -9,8 +9,7 @@ from pathlib import Path
 import onnx
 import pytest
 from fakes.cli_checks import FAST, assert_no_traceback, assert_one_error_line, cli, records_of
-
-from conftest import save_conv_model
+from fakes.models import save_conv_model
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "paddleocr"
 #: PaddleOCR's direction classifier as paddle2onnx exported it: opset 9, every size dynamic.

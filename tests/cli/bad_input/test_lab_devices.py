@@ -22,8 +22,7 @@ from fakes.cli_checks import (
     cli,
     records_of,
 )
-
-from conftest import save_conv_model
+from fakes.models import save_conv_model
 
 ORT = ["--frameworks", "onnxruntime"]
 

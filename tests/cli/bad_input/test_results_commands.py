@@ -24,18 +24,18 @@ import numpy as np
 import pytest
 from fakes.cli_checks import (
     FAST,
+    CliResult,
     assert_no_traceback,
     assert_one_error_line,
     cli,
     records_of,
 )
+from fakes.models import save_conv_model
 from fakes.records import sampled_record
 
 from edgebench.analysis.statistics import latency_stats
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore
-
-from conftest import CliResult, save_conv_model
 
 ORT = ["--frameworks", "onnxruntime"]
 GOOD, BROKEN = "20260101-000000-good", "20260102-000000-bad0"

@@ -20,10 +20,9 @@ from fakes.cli_checks import (
     cli,
     records_of,
 )
+from fakes.models import save_conv_model, save_sqrt_model
 
 from edgebench.runners.backends.tensors import MAX_IMAGE_SIDE, image_size_problem
-
-from conftest import save_conv_model, save_sqrt_model
 
 WARNING = "edgebench: warning:"
 ORT = ["--frameworks", "onnxruntime", *FAST]

@@ -21,14 +21,13 @@ from fakes.cli_checks import (
     cli,
     records_of,
 )
+from fakes.models import save_conv_model
 from onnx import TensorProto, helper, save
 
 from edgebench.errors import UserError
 from edgebench.planning import limits
 from edgebench.planning.config import from_options, settings
 from edgebench.planning.plan_file import load_plan
-
-from conftest import save_conv_model
 
 ORT = ["--frameworks", "onnxruntime"]
 #: FAST without ``--format jsonl``: the matrix and the cell table on stdout.

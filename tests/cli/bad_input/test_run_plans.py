@@ -11,11 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes.cli_checks import FAST, assert_one_error_line, cli, records_of
+from fakes.models import save_conv_model
 
 from edgebench.errors import UserError
 from edgebench.planning.plan_file import load_plan
-
-from conftest import save_conv_model
 
 TIMING = "[timing]\niterations = 3\nmin_time = 0.0\nwarmup = 0\n"
 

@@ -169,7 +169,7 @@ def closed_port() -> int:
 
 
 def test_convert_removes_the_scratch_folder_a_killed_conversion_left(eb_env, tmp_path):
-    from conftest import save_conv_model
+    from fakes.models import save_conv_model
 
     model = save_conv_model(tmp_path / "tiny.onnx", [1, 3, 32, 32])
     args = [sys.executable, "-m", "edgebench", "convert", str(model), "--to", "tnn"]

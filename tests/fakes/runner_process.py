@@ -1,0 +1,27 @@
+"""runners/runner.py run as a device runs it: a subprocess fed one JSON spec on stdin."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from fakes.environment import REPO
+
+RUNNER = REPO / "runners" / "runner.py"
+
+
+def run_runner(spec: dict | str, timeout: float = 120) -> dict:
+    """Run runners/runner.py as a device would and return its parsed result."""
+    payload = spec if isinstance(spec, str) else json.dumps(spec)
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), "-"],
+        input=payload,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("EDGEBENCH_RESULT ")]
+    assert len(lines) == 1, proc.stdout
+    return json.loads(lines[0].split(" ", 1)[1])
