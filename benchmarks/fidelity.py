@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgebench.runners.native import NativeCell, OpenvinoBenchmarkAppAdapter
+from edgebench.framework_tools import NativeCell, OpenvinoBenchmarkAppAdapter
 
 FRAMEWORKS = ("openvino", "tflite")
 NATIVE_TOOL = {"openvino": "benchmark_app", "tflite": "litert-benchmark"}

@@ -34,8 +34,8 @@ from pathlib import Path
 
 from edgebench.builds.native_runner import find_runner
 from edgebench.builds.targets import host_target
+from edgebench.framework_tools import BenchncnnAdapter, NativeCell
 from edgebench.runners import protocol
-from edgebench.runners.native import BenchncnnAdapter, NativeCell
 
 REPO = Path(__file__).resolve().parent.parent
 RUNNER = REPO / "runners" / "runner.py"

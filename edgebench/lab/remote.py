@@ -15,6 +15,7 @@ from typing import Any
 
 from edgebench import runners
 from edgebench.converters.artifact_cache import file_sha256
+from edgebench.device_shell import RECORD_PID_THEN_EXEC
 from edgebench.lab.device import (
     EDGEBENCH_NATIVE,
     NATIVE_TOOLS,
@@ -25,7 +26,6 @@ from edgebench.lab.device import (
     taskset_mask,
 )
 from edgebench.lab.transports.base import CommandResult, Transport, TransportError, quote_argv
-from edgebench.runners.native.base import RECORD_PID_THEN_EXEC
 
 log = logging.getLogger(__name__)
 

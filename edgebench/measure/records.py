@@ -9,10 +9,10 @@ from edgebench import __version__
 from edgebench.analysis.energy import analyze
 from edgebench.analysis.statistics import latency_stats, stats_warnings, throughput_ips
 from edgebench.analysis.sustained import summarize as summarize_sustained
+from edgebench.framework_tools import NativeResult
 from edgebench.measure.breakdowns import attach_breakdowns, shape_field
 from edgebench.planning.cells import Cell
 from edgebench.results.records import Record
-from edgebench.runners.native import NativeResult
 from edgebench.statuses import ErrorKind, Status
 
 #: How much of a failed runner's stderr a record keeps.

@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from edgebench.errors import UserError
+from edgebench.framework_tools import ADAPTERS, NativeParseError
 from edgebench.lab.lab_file import load_lab
 from edgebench.lab.profiles import load_profile
 from edgebench.planning.plan_file import load_plan
-from edgebench.runners.native import NATIVE_TOOLS, NativeParseError
 
 # --------------------------------------------------------------------------- malformed ONNX
 
@@ -471,12 +471,12 @@ def mutated_output(draw, framework: str) -> str:
     return "\n".join(out)
 
 
-@pytest.mark.parametrize("framework", sorted(NATIVE_TOOLS))
+@pytest.mark.parametrize("framework", sorted(ADAPTERS))
 @PROPERTY
 @given(data=st.data())
 def test_native_parsers_raise_only_native_parse_error(framework, data):
     text = data.draw(mutated_output(framework))
-    adapter = NATIVE_TOOLS[framework]()
+    adapter = ADAPTERS[framework]()
     for model_path in (None, "m.tnnproto", "tinyresnet.mnn"):
         for args in ((text,), ("", text), ("", "", text)):
             try:

@@ -17,15 +17,15 @@ from fakes.labs import write_phone_lab
 
 from edgebench.analysis.breakdowns import op_sum_warning
 from edgebench.converters import ConversionOptions, get_converter
-from edgebench.models.registry import build_model
-from edgebench.runners import op_profile
-from edgebench.runners.native import (
-    NATIVE_TOOLS,
+from edgebench.framework_tools import (
+    ADAPTERS,
     NativeCell,
     NativeParseError,
     OpenvinoBenchmarkAppAdapter,
     TfliteBenchmarkAdapter,
 )
+from edgebench.models.registry import build_model
+from edgebench.runners import op_profile
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("openvino")
@@ -358,7 +358,7 @@ def test_benchmark_model_flag_and_missing_table():
 def test_every_native_tool_has_an_op_table_or_a_reason():
     from edgebench.measure.methods.native_tool import NO_OP_PROFILE
 
-    for framework, adapter in NATIVE_TOOLS.items():
+    for framework, adapter in ADAPTERS.items():
         has_parser = callable(getattr(adapter, "parse_op_profile", None))
         assert has_parser != (framework in NO_OP_PROFILE), framework
     assert all("\n" not in why and "min/max/avg" in why for why in NO_OP_PROFILE.values())

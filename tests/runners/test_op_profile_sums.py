@@ -9,9 +9,9 @@ import pytest
 from fakes.quant_models import save_small_classifier
 
 from edgebench.analysis.breakdowns import OP_SUM_TOLERANCE, op_sum_warning
+from edgebench.framework_tools import OpenvinoBenchmarkAppAdapter
 from edgebench.measure.breakdowns import attach_op_profile
 from edgebench.results.records import Record
-from edgebench.runners.native import OpenvinoBenchmarkAppAdapter
 
 pytest.importorskip("openvino")
 

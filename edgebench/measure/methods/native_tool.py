@@ -9,6 +9,7 @@ import posixpath
 from pathlib import Path
 from typing import Any
 
+from edgebench.framework_tools import ADAPTERS, NativeCell, NativeParseError
 from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice
 from edgebench.measure.breakdowns import attach_op_profile
@@ -24,7 +25,6 @@ from edgebench.measure.records import attach_energy, failed_record, new_record, 
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.quantization import QUANTIZED_PRECISIONS
 from edgebench.results.records import Record
-from edgebench.runners.native import NATIVE_TOOLS, NativeCell, NativeParseError
 from edgebench.statuses import ErrorKind, Status
 
 #: Tools that print no per-operator times, and why (the others have ``parse_op_profile``).
@@ -46,7 +46,7 @@ class NativeTool:
     kind = "native"
 
     def availability(self, device: Device, framework: str) -> Verdict | None:
-        tool = NATIVE_TOOLS.get(framework)
+        tool = ADAPTERS.get(framework)
         if tool is None:
             return (
                 Status.UNSUPPORTED,
@@ -86,7 +86,7 @@ class NativeTool:
 
 
 def _adapter(cell: Cell, device: RemoteDevice) -> Any:
-    cls = NATIVE_TOOLS.get(cell.framework)
+    cls = ADAPTERS.get(cell.framework)
     if cls is None:
         raise NativeRunError(f"no native benchmark tool is known for {cell.framework}")
     if cell.framework == "tnn":

@@ -1,6 +1,6 @@
-"""Native benchmark-tool adapters: command lines, quoting, and output parsers.
+"""The framework tools' adapters: command lines, quoting, and output parsers.
 
-The sample lines are real output (docs/native-runners.md says where each comes from).
+The sample lines are real output (docs/framework-tools.md says where each comes from).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgebench.runners.native import (
-    NATIVE_TOOLS,
+from edgebench.device_shell import taskset_mask
+from edgebench.framework_tools import (
+    ADAPTERS,
     BenchncnnAdapter,
     MnnBenchmarkAdapter,
     NativeAdapter,
@@ -32,7 +33,6 @@ from edgebench.runners.native import (
     ncnn_shape,
     parse_number,
     parse_tnn_output_file,
-    taskset_mask,
 )
 
 # --------------------------------------------------------------------------- sample outputs
@@ -193,8 +193,8 @@ def test_cell_validation():
 
 
 def test_registry():
-    assert set(NATIVE_TOOLS) == {"tflite", "ncnn", "mnn", "tnn", "openvino"}
-    for framework, cls in NATIVE_TOOLS.items():
+    assert set(ADAPTERS) == {"tflite", "ncnn", "mnn", "tnn", "openvino"}
+    for framework, cls in ADAPTERS.items():
         adapter = cls()
         assert isinstance(adapter, NativeAdapter)
         assert adapter.framework == framework
@@ -696,9 +696,9 @@ FAKE_OUTPUT = {
 }
 
 
-@pytest.mark.parametrize("framework", sorted(NATIVE_TOOLS))
+@pytest.mark.parametrize("framework", sorted(ADAPTERS))
 def test_shell_command_quotes_every_word(framework):
-    adapter = NATIVE_TOOLS[framework](env={"LD_LIBRARY_PATH": "/d/lib dir;x"})
+    adapter = ADAPTERS[framework](env={"LD_LIBRARY_PATH": "/d/lib dir;x"})
     c = cell(
         model_path=f"/d/{EVIL_DIR}/{MODEL_FILES[framework]}",
         model_dir=f"/d/{EVIL_DIR}",
@@ -732,11 +732,11 @@ def _fake_binary(path: Path, output: str, to_stderr: bool) -> None:
     shutil.which("taskset") is None or not hasattr(os, "sched_getaffinity"),
     reason="needs taskset (util-linux) and Linux CPU affinity",
 )
-@pytest.mark.parametrize("framework", sorted(NATIVE_TOOLS))
+@pytest.mark.parametrize("framework", sorted(ADAPTERS))
 def test_shell_command_runs_with_a_fake_binary(framework, tmp_path):
     bindir = tmp_path / "bin dir"
     bindir.mkdir()
-    binary = bindir / NATIVE_TOOLS[framework].binary
+    binary = bindir / ADAPTERS[framework].binary
     output, to_stderr = FAKE_OUTPUT[framework]
     _fake_binary(binary, output, to_stderr)
     model_dir = tmp_path / EVIL_DIR
@@ -752,7 +752,7 @@ def test_shell_command_runs_with_a_fake_binary(framework, tmp_path):
         input_shapes={"in 0;rm": [1, 3, 8, 8]},
         output_file=str(model_dir / "out;rm -rf x.tflite"),
     )
-    adapter = NATIVE_TOOLS[framework]()
+    adapter = ADAPTERS[framework]()
     proc = subprocess.run(
         ["/bin/sh", "-c", adapter.shell_command(str(binary), c)],
         capture_output=True,
@@ -819,7 +819,7 @@ PROPERTY = settings(
 )
 
 
-@pytest.mark.parametrize("framework", sorted(NATIVE_TOOLS))
+@pytest.mark.parametrize("framework", sorted(ADAPTERS))
 @PROPERTY
 @given(data=st.data())
 def test_junk_lines_do_not_change_the_result(framework, data):
@@ -830,7 +830,7 @@ def test_junk_lines_do_not_change_the_result(framework, data):
         mixed += data.draw(junk)
         mixed.append(line)
     mixed += data.draw(junk)
-    result = NATIVE_TOOLS[framework]().parse("\n".join(mixed))
+    result = ADAPTERS[framework]().parse("\n".join(mixed))
     for attr, value in EXPECTED[framework].items():
         assert getattr(result, attr) == value, attr
 
@@ -867,13 +867,13 @@ LINE_TEMPLATES = {
 }
 
 
-@pytest.mark.parametrize("framework", sorted(NATIVE_TOOLS))
+@pytest.mark.parametrize("framework", sorted(ADAPTERS))
 @PROPERTY
 @given(value=_values, fmt=_number_formats)
 def test_numbers_round_trip_in_plain_and_scientific_notation(framework, value, fmt):
     text = fmt.format(value)
     build, attr, expected = LINE_TEMPLATES[framework]
-    result = NATIVE_TOOLS[framework]().parse(build(text))
+    result = ADAPTERS[framework]().parse(build(text))
     assert getattr(result, attr) == expected(float(text))
 
 
@@ -885,11 +885,11 @@ def test_parse_number_round_trips(value, fmt):
     assert math.isnan(parse_number("-nan")) and parse_number("inf") == math.inf
 
 
-@pytest.mark.parametrize("framework", sorted(NATIVE_TOOLS))
+@pytest.mark.parametrize("framework", sorted(ADAPTERS))
 @PROPERTY
 @given(text=st.text())
 def test_parsers_raise_only_native_parse_error(framework, text):
-    adapter = NATIVE_TOOLS[framework]()
+    adapter = ADAPTERS[framework]()
     for args in ((text,), ("", text), ("", "", text)):
         for model_path in (None, "m.x"):
             try:
@@ -930,7 +930,7 @@ def test_shell_command_records_the_tools_own_pid(tmp_path):
     binary.chmod(0o755)
     pid_file = tmp_path / "run dir;x" / "run.pid"
     pid_file.parent.mkdir()
-    adapter = NATIVE_TOOLS["openvino"](env={"LD_LIBRARY_PATH": "/d/lib dir;x"})
+    adapter = ADAPTERS["openvino"](env={"LD_LIBRARY_PATH": "/d/lib dir;x"})
     c = cell(model_path=str(tmp_path / "m.xml"), model_dir=str(tmp_path), cores=None)
     line = adapter.shell_command(str(binary), c, pid_file=str(pid_file))
     proc = subprocess.run(["/bin/sh", "-c", line], capture_output=True, text=True, timeout=30)

@@ -1,7 +1,9 @@
-"""Adapters for the frameworks' own native benchmark binaries, for devices without Python.
+"""The framework tools: adapters for the frameworks' own benchmark binaries (benchmark_model,
+benchncnn, MNN's benchmark.out, TNNTest, benchmark_app), the runner kind "framework-tools".
 
 Each adapter builds the shell command a device runs for a :class:`NativeCell` and parses the
-tool's output into a :class:`NativeResult` (see docs/native-runners.md). They run on the host.
+tool's output into a :class:`NativeResult` (see docs/framework-tools.md). They run on the host;
+the device runs only the binary.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from .base import (
     clean_line,
     clean_lines,
     parse_number,
-    taskset_mask,
 )
 from .benchncnn import BenchncnnAdapter, ncnn_shape
 from .mnn_benchmark import MnnBenchmarkAdapter
@@ -23,7 +24,7 @@ from .tflite_benchmark import TfliteBenchmarkAdapter
 from .tnn_test import TnnTestAdapter, parse_tnn_output_file
 
 #: Framework name -> adapter class (construct with keyword options, all optional).
-NATIVE_TOOLS: dict[str, type[NativeAdapter]] = {
+ADAPTERS: dict[str, type[NativeAdapter]] = {
     "tflite": TfliteBenchmarkAdapter,
     "ncnn": BenchncnnAdapter,
     "mnn": MnnBenchmarkAdapter,
@@ -32,7 +33,7 @@ NATIVE_TOOLS: dict[str, type[NativeAdapter]] = {
 }
 
 __all__ = [
-    "NATIVE_TOOLS",
+    "ADAPTERS",
     "BenchncnnAdapter",
     "MnnBenchmarkAdapter",
     "NativeAdapter",
@@ -47,5 +48,4 @@ __all__ = [
     "ncnn_shape",
     "parse_number",
     "parse_tnn_output_file",
-    "taskset_mask",
 ]

@@ -54,7 +54,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..op_profile import profile_result
+from edgebench.runners.op_profile import profile_result
+
 from .base import (
     NUMBER,
     NativeAdapter,
@@ -219,7 +220,7 @@ def _op_rows(lines: list[str]) -> list[dict[str, Any]] | None:
         match = row_re.match(line)
         if match is None:
             break
-        values = dict(zip(numbers, match.groups()[1 : 1 + len(numbers)]))
+        values = dict(zip(numbers, match.groups()[1 : 1 + len(numbers)], strict=False))
         avg_ms = finite_or_none(values["avg ms"])
         if avg_ms is None:
             continue

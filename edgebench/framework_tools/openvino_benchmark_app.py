@@ -60,7 +60,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..op_profile import profile_result
+from edgebench.runners.op_profile import profile_result
+
 from .base import (
     NUMBER,
     NativeAdapter,

@@ -1,4 +1,4 @@
-"""What every native-tool adapter shares: the cell and result types, the adapter interface,
+"""What every framework-tool adapter shares: the cell and result types, the adapter interface,
 shell quoting and the line cleaning and number parsing the output parsers rely on.
 
 These adapters run on the host. They build the command line a device runs (over adb or ssh)
@@ -14,6 +14,8 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
+
+from edgebench.device_shell import RECORD_PID_THEN_EXEC, taskset_mask
 
 PRECISIONS = ("fp32", "fp16")
 
@@ -164,18 +166,6 @@ class NativeResult:
         return out
 
 
-def taskset_mask(cores: Sequence[int]) -> str:
-    """The hexadecimal affinity mask ``taskset`` takes for ``cores``: [4, 5, 6, 7] -> "f0"."""
-    if isinstance(cores, (str, bytes)) or not cores:
-        raise ValueError(f"taskset needs at least one core, got {cores!r}")
-    mask = 0
-    for core in cores:
-        if isinstance(core, bool) or not isinstance(core, int) or core < 0 or core > 4095:
-            raise ValueError(f"invalid core index {core!r}")
-        mask |= 1 << core
-    return format(mask, "x")
-
-
 def parse_number(text: str) -> float:
     """Parse one number as C/C++ tools print it (plain or scientific notation).
 
@@ -245,10 +235,6 @@ def label_matches(label: str, model_path: str) -> bool:
     """Whether a tool's result label names ``model_path`` (same path or same file name)."""
     label = label.strip()
     return label == model_path or basename(label) == basename(model_path)
-
-
-#: ``sh -c`` script: $0 is the PID file, "$@" the command that replaces the shell.
-RECORD_PID_THEN_EXEC = 'echo $$ > "$0" && exec "$@"'
 
 
 @dataclass(kw_only=True, eq=False)
