@@ -14,6 +14,8 @@ Figures (docs/quantization.md defines each and justifies the default floors):
 - ``sqnr_db``: signal-to-quantization-noise ratio ``10 log10(sum ref^2 / sum (out - ref)^2)``
   over all samples, for the worst output (each output in its own right, so a small output is
   not drowned by a large one).
+
+Each figure is computed by ``edgebench.agreement``, which the output check uses too.
 """
 
 from __future__ import annotations
@@ -25,11 +27,18 @@ from typing import Any
 
 import numpy as np
 
-#: A score vector: the last axis has at least this many entries, at most this many rows.
-SCORE_MIN_CLASSES = 2
-SCORE_MAX_ROWS = 64
-#: SQNR reported for outputs that equal the reference exactly (JSON has no infinity).
-SQNR_EXACT_DB = 200.0
+from edgebench.agreement import (
+    NOT_FINITE,
+    cosine,
+    decisive_rows,
+    is_score_vector,
+    match_outputs,
+    rel_l2,
+    sqnr_db,
+    top_k_hits,
+    worst,
+)
+
 #: A reference row is decisive when its top-1 leads the runner-up by this share of the row's
 #: standard deviation (docs/quantization.md: sound int8 at 25 dB moves logits by ~6% of it).
 DECISIVE_MARGIN = 0.1
@@ -63,27 +72,6 @@ class Accuracy:
         return asdict(self)
 
 
-def _is_score_vector(shape: Sequence[int]) -> bool:
-    if len(shape) == 0 or shape[-1] < SCORE_MIN_CLASSES:
-        return False
-    rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
-    return rows <= SCORE_MAX_ROWS
-
-
-def sqnr_db(out: np.ndarray, ref: np.ndarray) -> float:
-    """10 log10(signal / noise); ``SQNR_EXACT_DB`` for no noise, -inf-safe for a zero signal."""
-    ref64, out64 = np.asarray(ref, np.float64), np.asarray(out, np.float64)
-    noise = float(np.sum((out64 - ref64) ** 2))
-    signal = float(np.sum(ref64**2))
-    if not math.isfinite(noise):
-        return -SQNR_EXACT_DB
-    if noise == 0.0:
-        return SQNR_EXACT_DB
-    if signal == 0.0:
-        return -SQNR_EXACT_DB
-    return max(-SQNR_EXACT_DB, min(SQNR_EXACT_DB, 10.0 * math.log10(signal / noise)))
-
-
 def measure_accuracy(
     names: Sequence[str],
     outputs: Sequence[np.ndarray],
@@ -92,20 +80,16 @@ def measure_accuracy(
 ) -> Accuracy:
     """Stacked outputs (samples on the leading axis) against stacked references, matched by
     name, else by position. ValueError when they cannot be matched."""
-    by_name = dict(zip(names, outputs, strict=False))
-    use_names = set(ref_names) <= set(by_name)
-    if not use_names and len(outputs) < len(references):
-        raise ValueError(
-            f"the framework returned {len(outputs)} outputs, ONNX has {len(references)}"
-        )
+    pairs, unmatched = match_outputs(names, outputs, ref_names, references)
+    if unmatched:
+        raise ValueError(unmatched)
     n = 0
-    agree: list[float] = []
-    decisive: list[float] = []
+    agree: list[bool] = []
+    decisive: list[bool] = []
     cosines: list[float] = []
-    rel_l2: list[float] = []
-    worst: tuple[float, str] | None = None
-    for position, (ref_name, ref) in enumerate(zip(ref_names, references, strict=True)):
-        out = by_name[ref_name] if use_names else outputs[position]
+    rel: list[float] = []
+    sqnr: list[tuple[str, float]] = []
+    for _, out, ref_name, ref in pairs:
         ref = np.asarray(ref, np.float64)
         out = np.asarray(out, np.float64)
         if out.size != ref.size or ref.ndim == 0:
@@ -116,36 +100,21 @@ def measure_accuracy(
         out = out.reshape(ref.shape)
         n = ref.shape[0]
         for o, r in zip(out, ref, strict=True):
-            o_flat, r_flat = o.ravel(), r.ravel()
-            norm_r, norm_o = float(np.linalg.norm(r_flat)), float(np.linalg.norm(o_flat))
-            diff = float(np.linalg.norm(o_flat - r_flat))
-            rel_l2.append(diff / norm_r if norm_r else (0.0 if diff == 0 else math.inf))
-            if norm_r and norm_o:
-                cosines.append(float(np.dot(o_flat, r_flat) / (norm_r * norm_o)))
-            else:
-                cosines.append(1.0 if diff == 0 else 0.0)
-            if _is_score_vector(r.shape):
-                rows_r = r.reshape(-1, r.shape[-1])
-                rows_o = o.reshape(-1, r.shape[-1])
-                same = np.argmax(rows_o, 1) == np.argmax(rows_r, 1)
+            rel.append(rel_l2(o, r))
+            cosines.append(cosine(o, r))
+            if is_score_vector(r.shape):
+                same = top_k_hits(o, r, 1)
                 agree.extend(same)
-                top2 = np.sort(rows_r, axis=1)[:, -2:]
-                spread = np.std(rows_r, axis=1)
-                clear = (top2[:, 1] - top2[:, 0]) >= DECISIVE_MARGIN * spread
-                decisive.extend(same[clear & (spread > 0)])
-        figure = sqnr_db(out, ref)
-        if worst is None or figure < worst[0]:
-            worst = (figure, ref_name)
-    if worst is None:
-        raise ValueError("no outputs to compare")
-    finite_rel = [r if math.isfinite(r) else 1e300 for r in rel_l2]
+                decisive.extend(same[decisive_rows(r, DECISIVE_MARGIN)])
+        sqnr.append((ref_name, sqnr_db(out, ref)))
+    worst_output, worst_sqnr = worst(((entry, entry[1]) for entry in sqnr), high_is_bad=False)
     return Accuracy(
         n=n,
         top1_agreement=float(np.mean(agree)) if agree else None,
-        cosine_min=min(1.0, min(cosines)),
-        rel_l2_mean=float(np.mean(finite_rel)),
-        sqnr_db=round(worst[0], 3),
-        worst_output=worst[1],
+        cosine_min=min(cosines),
+        rel_l2_mean=float(np.mean([r if math.isfinite(r) else NOT_FINITE for r in rel])),
+        sqnr_db=round(worst_sqnr, 3),
+        worst_output=worst_output,
         top1_decisive=float(np.mean(decisive)) if decisive else None,
         decisive_rows=len(decisive),
     )

@@ -7,13 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from edgebench.quantization.accuracy import (
-    SQNR_EXACT_DB,
-    AccuracyRule,
-    apply_rule,
-    measure_accuracy,
-    sqnr_db,
-)
+from edgebench.agreement import SQNR_EXACT_DB, sqnr_db
+from edgebench.quantization.accuracy import AccuracyRule, apply_rule, measure_accuracy
 
 
 def test_figures_on_a_constructed_case():
