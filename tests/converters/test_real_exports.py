@@ -19,8 +19,8 @@ import pytest
 
 from edgebench.converters import ConversionOptions, get_converter
 from edgebench.converters.tflite.convert import convert_model as convert_tflite
-from edgebench.converters.tnn.reader import read_model
-from edgebench.converters.tnn.reference import run_model
+from edgebench.converters.tnn.checking.reader import read_model
+from edgebench.converters.tnn.checking.reference import run_model
 from edgebench.measure.output_check import compare_arrays
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "paddleocr"

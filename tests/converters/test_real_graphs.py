@@ -16,8 +16,8 @@ from fakes.ocr_models import CASES, NAMES, SECOND_SHAPES, TEST_SHAPES, build
 from onnx import TensorProto, helper, numpy_helper
 
 from edgebench.converters import ConversionError, ConversionOptions, get_converter
-from edgebench.converters.tnn.reader import TnnModel, parse_model, read_model
-from edgebench.converters.tnn.reference import run_model
+from edgebench.converters.tnn.checking.reader import TnnModel, parse_model, read_model
+from edgebench.converters.tnn.checking.reference import run_model
 from edgebench.converters.tnn.writer import convert_model
 from edgebench.converters.tnn_converter import TnnConverter
 

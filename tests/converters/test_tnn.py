@@ -14,8 +14,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgebench.converters.base import ConversionError, ConversionOptions
-from edgebench.converters.tnn.reader import TnnModel, parse_model, read_model
-from edgebench.converters.tnn.reference import run_model
+from edgebench.converters.tnn.checking.reader import TnnModel, parse_model, read_model
+from edgebench.converters.tnn.checking.reference import run_model
 from edgebench.converters.tnn.writer import convert_model
 from edgebench.converters.tnn_converter import TnnConverter
 from edgebench.models import build_model

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edgebench.converters.base import ConversionError
-from edgebench.converters.tnn.reader import parse_model
-from edgebench.converters.tnn.reference import run_model
+from edgebench.converters.tnn.checking.reader import parse_model
+from edgebench.converters.tnn.checking.reference import run_model
 from edgebench.converters.tnn.writer import convert_model
 
 REFUSAL_PREFIX = "TNN converter does not support operator"
