@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgebench.lab.transports.base import Transport, quote_argv
-from edgebench.runners.telemetry import TRACE_SCHEMA, UNIT_SCALE, AndroidFuelGauge
+from edgebench.runners.fuel_gauge import UNIT_SCALE, AndroidFuelGauge
+from edgebench.runners.sampler import TRACE_SCHEMA
 
 SUPPORTED = ("android_fuel_gauge", "rapl", "none")
 # Every sysfs path is read under $EDGEBENCH_SYSFS_ROOT when the device's environment sets it

@@ -13,8 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from edgebench.runners import telemetry
-from edgebench.runners.telemetry import TelemetryUnavailable
+from edgebench.runners import sysfs
+from edgebench.runners.device_state import MAX_ZONES, find_zones, read_state
+from edgebench.runners.energy_source import EnergySource, Reading, TelemetryUnavailable
+from edgebench.runners.energy_sources import make_source
+from edgebench.runners.ina3221 import ina_unconnected
+from edgebench.runners.odpm import parse_odpm
+from edgebench.runners.rapl import RAPL_PERMISSION_HINT
+from edgebench.runners.sampler import MIN_PERIOD_S, Sampler, idle_baseline
 
 WAIT_S = 10.0  # generous upper bound for wait_samples; the tests normally take milliseconds
 
@@ -148,7 +154,7 @@ def cpus_and_zones(root: Path) -> None:
 )
 def test_fuel_gauge_detects_units_and_reports_the_raw_sign(tmp_path, current, voltage, units, sign):
     fuel_gauge(tmp_path, current, voltage)
-    source = telemetry.make_source("android_fuel_gauge", root=str(tmp_path))
+    source = make_source("android_fuel_gauge", root=str(tmp_path))
     reading = source.read()
     assert reading.power_w == pytest.approx(0.450 * 3.850)
     assert reading.energy_j is None and reading.wrapped is False
@@ -162,16 +168,16 @@ def test_fuel_gauge_detects_units_and_reports_the_raw_sign(tmp_path, current, vo
 def test_fuel_gauge_units_can_be_given(tmp_path):
     # 5 mA in µA (deep idle) would be read as 5 A by the magnitude rule: the override fixes it.
     fuel_gauge(tmp_path, -5000, 3850000)
-    detected = telemetry.make_source("android_fuel_gauge", root=str(tmp_path))
+    detected = make_source("android_fuel_gauge", root=str(tmp_path))
     assert detected.describe()["current_unit"] == "mA"
-    given = telemetry.make_source("android_fuel_gauge", root=str(tmp_path), current_unit="uA")
+    given = make_source("android_fuel_gauge", root=str(tmp_path), current_unit="uA")
     assert given.read().power_w == pytest.approx(0.005 * 3.85)
     assert given.describe()["units_given"] == {"current": True, "voltage": False}
 
 
 def test_fuel_gauge_flags_charging_from_status(tmp_path):
     fuel_gauge(tmp_path, 1200000, 4200000, status="Charging", usb=0)
-    source = telemetry.make_source("android_fuel_gauge", root=str(tmp_path))
+    source = make_source("android_fuel_gauge", root=str(tmp_path))
     assert source.read().charging is True
     info = source.describe()
     assert info["charging_via"] == ["battery/status"]
@@ -181,14 +187,14 @@ def test_fuel_gauge_flags_charging_from_status(tmp_path):
 def test_fuel_gauge_flags_charging_from_usb_online(tmp_path):
     # A full battery on USB says "Full" (or "Not charging"), yet the charger feeds the device.
     fuel_gauge(tmp_path, 20000, 4350000, status="Full", usb=1)
-    source = telemetry.make_source("android_fuel_gauge", root=str(tmp_path))
+    source = make_source("android_fuel_gauge", root=str(tmp_path))
     assert source.read().charging is True
     assert source.describe()["charging_via"] == ["usb/online"]
 
 
 def test_fuel_gauge_without_charging_indicators_says_unknown(tmp_path):
     fuel_gauge(tmp_path, -450000, 3850000, status=None)
-    source = telemetry.make_source("android_fuel_gauge", root=str(tmp_path))
+    source = make_source("android_fuel_gauge", root=str(tmp_path))
     assert source.read().charging is None
 
 
@@ -196,7 +202,7 @@ def test_fuel_gauge_without_charging_indicators_says_unknown(tmp_path):
 
 
 def test_odpm_parses_the_driver_format():
-    t_ms, rails = telemetry.parse_odpm(ODPM_MAIN)
+    t_ms, rails = parse_odpm(ODPM_MAIN)
     assert t_ms == 14318470
     assert rails[0] == ("CH0", "S10M_VDD_TPU", 3212245)
     assert [ch for ch, _, _ in rails] == [f"CH{i}" for i in range(8)]
@@ -204,7 +210,7 @@ def test_odpm_parses_the_driver_format():
 
 def test_odpm_sums_all_rails_of_both_pmics(tmp_path):
     odpm(tmp_path)
-    source = telemetry.make_source("android_odpm", root=str(tmp_path))
+    source = make_source("android_odpm", root=str(tmp_path))
     reading = source.read()
     assert reading.power_w is None
     assert reading.energy_j == pytest.approx(odpm_total_uws(ODPM_MAIN, ODPM_SUB) / 1e6)
@@ -217,7 +223,7 @@ def test_odpm_sums_all_rails_of_both_pmics(tmp_path):
 
 def test_odpm_sums_selected_rails_and_follows_the_counter(tmp_path):
     odpm(tmp_path)
-    source = telemetry.make_source("android_odpm", root=str(tmp_path), rails=["S*_VDD_CPUCL*"])
+    source = make_source("android_odpm", root=str(tmp_path), rails=["S*_VDD_CPUCL*"])
     first = source.read().energy_j
     assert first == pytest.approx((20735402 + 8236412 + 25312455) / 1e6)
     grown = ODPM_MAIN.replace("], 20735402", "], 21735402")  # CPUCL2 +1 J
@@ -232,7 +238,7 @@ def test_odpm_sums_selected_rails_and_follows_the_counter(tmp_path):
 
 def test_odpm_channel_restart_keeps_the_sum_monotonic(tmp_path):
     odpm(tmp_path)
-    source = telemetry.make_source("android_odpm", root=str(tmp_path), rails=["S10M_VDD_TPU"])
+    source = make_source("android_odpm", root=str(tmp_path), rails=["S10M_VDD_TPU"])
     before = source.read().energy_j
     swapped = ODPM_MAIN.replace("[S10M_VDD_TPU], 3212245", "[S10M_VDD_TPU], 1000")
     (tmp_path / "sys/bus/iio/devices/iio:device0/energy_value").write_text(swapped)
@@ -243,7 +249,7 @@ def test_odpm_channel_restart_keeps_the_sum_monotonic(tmp_path):
 def test_odpm_unknown_rail_names_the_available_ones(tmp_path):
     odpm(tmp_path)
     with pytest.raises(TelemetryUnavailable, match=r"available: .*S10M_VDD_TPU"):
-        telemetry.make_source("android_odpm", root=str(tmp_path), rails=["VDD_NOPE"])
+        make_source("android_odpm", root=str(tmp_path), rails=["VDD_NOPE"])
 
 
 # --- ina3221 ---------------------------------------------------------------------------------
@@ -258,7 +264,7 @@ ORIN_NANO = {
 
 def test_ina3221_jetpack5_uses_vdd_in(tmp_path):
     ina3221_hwmon(tmp_path, "1-0040", ORIN_NANO)
-    source = telemetry.make_source("ina3221", root=str(tmp_path))
+    source = make_source("ina3221", root=str(tmp_path))
     assert source.read().power_w == pytest.approx(4.4)
     info = source.describe()
     assert info["layout"] == "hwmon"
@@ -290,7 +296,7 @@ def test_ina3221_jetpack5_sums_rails_skipping_nc_and_the_sum_channel(tmp_path):
         },
         hwmon=2,
     )
-    source = telemetry.make_source("ina3221", root=str(tmp_path))
+    source = make_source("ina3221", root=str(tmp_path))
     assert source.read().power_w == pytest.approx(3.8 + 1.9 + 4.5 + 0.4)
     info = source.describe()
     assert info["total"].startswith("sum of rails VDD_GPU_SOC")
@@ -303,14 +309,14 @@ def test_ina3221_jetpack5_sums_rails_skipping_nc_and_the_sum_channel(tmp_path):
     [("NC", True), ("NC_2", True), ("rail nc", True), ("VDD_SYNC", False), ("VDD_IN", False)],
 )
 def test_ina3221_nc_labels(label, unconnected):
-    assert telemetry.ina_unconnected(label) is unconnected
+    assert ina_unconnected(label) is unconnected
 
 
 def test_ina3221_jetpack4_iio_layout(tmp_path):
     ina3221_iio(
         tmp_path, "6-0040", [("POM_5V_IN", 4321), ("POM_5V_GPU", 800), ("POM_5V_CPU", 1200)]
     )
-    source = telemetry.make_source("ina3221", root=str(tmp_path))
+    source = make_source("ina3221", root=str(tmp_path))
     assert source.read().power_w == pytest.approx(4.321)
     info = source.describe()
     assert info["layout"] == "iio" and info["total"] == "rail POM_5V_IN"
@@ -318,7 +324,7 @@ def test_ina3221_jetpack4_iio_layout(tmp_path):
 
 def test_ina3221_jetpack4_without_an_input_rail_sums(tmp_path):
     ina3221_iio(tmp_path, "1-0040", [("GPU", 1500), ("CPU", 2500), ("SOC", 1000)])
-    source = telemetry.make_source("ina3221", root=str(tmp_path))
+    source = make_source("ina3221", root=str(tmp_path))
     assert source.read().power_w == pytest.approx(5.0)
 
 
@@ -327,7 +333,7 @@ def test_ina3221_jetpack4_without_an_input_rail_sums(tmp_path):
 
 def test_rapl_reads_the_counter_and_flags_wraps(tmp_path):
     folder = rapl(tmp_path, 262143000000)
-    source = telemetry.make_source("rapl", root=str(tmp_path))
+    source = make_source("rapl", root=str(tmp_path))
     assert source.max_energy_range_j == pytest.approx(262143.328850)
     first = source.read()
     assert first.energy_j == pytest.approx(262143.0) and first.power_w is None
@@ -347,8 +353,8 @@ def test_rapl_permission_denied_by_mode(tmp_path):
     folder = rapl(tmp_path, 1000)
     (folder / "energy_uj").chmod(0)
     with pytest.raises(TelemetryUnavailable) as caught:
-        telemetry.make_source("rapl", root=str(tmp_path))
-    assert str(caught.value) == telemetry.RAPL_PERMISSION_HINT
+        make_source("rapl", root=str(tmp_path))
+    assert str(caught.value) == RAPL_PERMISSION_HINT
 
 
 def test_rapl_permission_denied_simulated(tmp_path, monkeypatch):
@@ -356,16 +362,16 @@ def test_rapl_permission_denied_simulated(tmp_path, monkeypatch):
     # that when the tests run as root (root reads it anyway), so here the read itself is made to
     # fail with EACCES, exactly what open(2) returns to an unprivileged user.
     rapl(tmp_path, 1000)
-    real = telemetry.read_bytes
+    real = sysfs.read_bytes
 
     def denied(path):
         if path.endswith("energy_uj"):
             raise PermissionError(errno.EACCES, "Permission denied", path)
         return real(path)
 
-    monkeypatch.setattr(telemetry, "read_bytes", denied)
+    monkeypatch.setattr(sysfs, "read_bytes", denied)
     with pytest.raises(TelemetryUnavailable) as caught:
-        telemetry.make_source("rapl", root=str(tmp_path))
+        make_source("rapl", root=str(tmp_path))
     message = str(caught.value)
     assert "CVE-2020-8694" in message and "chmod o+r" in message and "\n" not in message
 
@@ -384,7 +390,7 @@ def test_rapl_permission_denied_simulated(tmp_path, monkeypatch):
 )
 def test_missing_source_raises_one_line_reason(tmp_path, kind, missing):
     with pytest.raises(TelemetryUnavailable) as caught:
-        telemetry.make_source(kind, root=str(tmp_path))
+        make_source(kind, root=str(tmp_path))
     message = str(caught.value)
     assert missing in message and kind in message
     assert "\n" not in message
@@ -392,20 +398,20 @@ def test_missing_source_raises_one_line_reason(tmp_path, kind, missing):
 
 def test_unknown_kind_is_unavailable(tmp_path):
     with pytest.raises(TelemetryUnavailable, match="unknown energy source 'joulescope'"):
-        telemetry.make_source("joulescope", root=str(tmp_path))
+        make_source("joulescope", root=str(tmp_path))
 
 
 def test_zero_voltage_gauge_is_not_a_valid_reading(tmp_path):
     fuel_gauge(tmp_path, -450000, 0)
     with pytest.raises(TelemetryUnavailable, match="no power or energy"):
-        telemetry.make_source("android_fuel_gauge", root=str(tmp_path))
+        make_source("android_fuel_gauge", root=str(tmp_path))
 
 
 def test_auto_probes_odpm_first(tmp_path):
     odpm(tmp_path)
     fuel_gauge(tmp_path, -450000, 3850000)
     rapl(tmp_path, 1000)
-    source = telemetry.make_source("auto", root=str(tmp_path))
+    source = make_source("auto", root=str(tmp_path))
     assert source.kind == "android_odpm"
     assert source.describe()["auto_skipped"] == {}
 
@@ -414,7 +420,7 @@ def test_auto_falls_back_in_order_and_says_why(tmp_path):
     fuel_gauge(tmp_path, -450000, 0)  # present but gives no valid reading
     ina3221_hwmon(tmp_path, "1-0040", ORIN_NANO)
     rapl(tmp_path, 1000)
-    source = telemetry.make_source("auto", root=str(tmp_path))
+    source = make_source("auto", root=str(tmp_path))
     assert source.kind == "ina3221"
     assert source.read().power_w == pytest.approx(4.4)
     info = source.describe()
@@ -424,7 +430,7 @@ def test_auto_falls_back_in_order_and_says_why(tmp_path):
 
 
 def test_auto_with_nothing_is_none_with_reasons(tmp_path):
-    source = telemetry.make_source("auto", root=str(tmp_path))
+    source = make_source("auto", root=str(tmp_path))
     assert source.kind == "none"
     reading = source.read()
     assert reading.power_w is None and reading.energy_j is None
@@ -439,10 +445,8 @@ def test_auto_with_nothing_is_none_with_reasons(tmp_path):
 def test_sampler_records_a_change_between_marks(tmp_path):
     battery = fuel_gauge(tmp_path, -450000, 3850000, usb=0)
     cpus_and_zones(tmp_path)
-    source = telemetry.make_source("android_fuel_gauge", root=str(tmp_path))
-    sampler = telemetry.Sampler(
-        source, period_s=0.005, cpus=[0, 4], zone_names=["cpu-*"], root=str(tmp_path)
-    )
+    source = make_source("android_fuel_gauge", root=str(tmp_path))
+    sampler = Sampler(source, period_s=0.005, cpus=[0, 4], zone_names=["cpu-*"], root=str(tmp_path))
     go, written = threading.Event(), threading.Event()
 
     def load_step():  # the "inference" starts: the battery current doubles
@@ -489,8 +493,8 @@ def test_sampler_records_a_change_between_marks(tmp_path):
 
 def test_sampler_marks_counter_wraps(tmp_path):
     folder = rapl(tmp_path, 262143000000)
-    source = telemetry.make_source("rapl", root=str(tmp_path))
-    sampler = telemetry.Sampler(source, period_s=0.005, cpus=[], root=str(tmp_path)).start()
+    source = make_source("rapl", root=str(tmp_path))
+    sampler = Sampler(source, period_s=0.005, cpus=[], root=str(tmp_path)).start()
     assert sampler.wait_samples(2, timeout=WAIT_S)
     replace(folder / "energy_uj", 1000000)
     assert sampler.wait_samples(sampler.samples + 2, timeout=WAIT_S)
@@ -503,8 +507,8 @@ def test_sampler_marks_counter_wraps(tmp_path):
 
 
 def test_sampler_caps_memory_and_floors_the_period(tmp_path):
-    sampler = telemetry.Sampler(None, period_s=0.0001, cpus=[], root=str(tmp_path), max_samples=3)
-    assert sampler.period_s == telemetry.MIN_PERIOD_S
+    sampler = Sampler(None, period_s=0.0001, cpus=[], root=str(tmp_path), max_samples=3)
+    assert sampler.period_s == MIN_PERIOD_S
     sampler.start()
     assert sampler.wait_samples(4, timeout=WAIT_S) is False  # it ends by itself at the cap
     trace = sampler.stop()
@@ -515,8 +519,8 @@ def test_sampler_caps_memory_and_floors_the_period(tmp_path):
 
 def test_sampler_survives_read_errors(tmp_path):
     battery = fuel_gauge(tmp_path, -450000, 3850000)
-    source = telemetry.make_source("android_fuel_gauge", root=str(tmp_path))
-    sampler = telemetry.Sampler(source, period_s=0.005, cpus=[7], root=str(tmp_path)).start()
+    source = make_source("android_fuel_gauge", root=str(tmp_path))
+    sampler = Sampler(source, period_s=0.005, cpus=[7], root=str(tmp_path)).start()
     assert sampler.wait_samples(2, timeout=WAIT_S)
     replace(battery / "current_now", "garbage")
     assert sampler.wait_samples(sampler.samples + 2, timeout=WAIT_S)
@@ -532,15 +536,15 @@ def test_sampler_survives_read_errors(tmp_path):
 
 def test_idle_baseline_of_constant_power(tmp_path):
     fuel_gauge(tmp_path, -300000, 4000000)
-    source = telemetry.make_source("android_fuel_gauge", root=str(tmp_path))
-    baseline = telemetry.idle_baseline(source, seconds=0.1, period_s=0.01)
+    source = make_source("android_fuel_gauge", root=str(tmp_path))
+    baseline = idle_baseline(source, seconds=0.1, period_s=0.01)
     assert baseline["power_w"] == pytest.approx(1.2)
     assert baseline["samples"] >= 2
     assert baseline["period_s"] == 0.01 and baseline["seconds"] >= 0.1
     assert baseline["charging"] is False
 
 
-class RampCounter(telemetry.EnergySource):
+class RampCounter(EnergySource):
     """An energy counter at constant power that wraps at ``max_energy_range_j``."""
 
     kind = "test_counter"
@@ -558,20 +562,20 @@ class RampCounter(telemetry.EnergySource):
         value = math.fmod(self.watts * t_ns / 1e9, self.max_energy_range_j)
         wrapped = self.previous is not None and value < self.previous
         self.previous = value
-        return telemetry.Reading(t_ns, None, value, None, wrapped)
+        return Reading(t_ns, None, value, None, wrapped)
 
 
 def test_idle_baseline_from_a_wrapping_counter():
     # 2.5 W wraps a 0.5 J counter every 200 ms: 0.5 s of sampling crosses two or three wraps.
     source = RampCounter(2.5, 0.5)
-    baseline = telemetry.idle_baseline(source, seconds=0.5, period_s=0.01)
+    baseline = idle_baseline(source, seconds=0.5, period_s=0.01)
     assert baseline["method"] == "energy counter difference / time"
     assert baseline["power_w"] == pytest.approx(2.5, rel=1e-6)
 
 
 def test_read_state_snapshot(tmp_path):
     cpus_and_zones(tmp_path)
-    state = telemetry.read_state(str(tmp_path), cpus=None, zone_names=["cpu-*", "battery"])
+    state = read_state(str(tmp_path), cpus=None, zone_names=["cpu-*", "battery"])
     assert state["cpus"] == {
         "0": {
             "governor": "schedutil",
@@ -594,8 +598,8 @@ def test_zones_are_capped_and_duplicate_types_kept_apart(tmp_path):
         folder = tmp_path / f"sys/class/thermal/thermal_zone{index}"
         write(folder / "type", "cpu-thermal" if index < 2 else f"zone{index}")
         write(folder / "temp", 40000 + index)
-    zones = telemetry.find_zones(str(tmp_path), [])
-    assert len(zones) == telemetry.MAX_ZONES
+    zones = find_zones(str(tmp_path), [])
+    assert len(zones) == MAX_ZONES
     assert [key for key, _ in zones[:3]] == ["cpu-thermal", "cpu-thermal@thermal_zone1", "zone2"]
-    state = telemetry.read_state(str(tmp_path), cpus=[], zone_names=["cpu-thermal"])
+    state = read_state(str(tmp_path), cpus=[], zone_names=["cpu-thermal"])
     assert state["temp_c"] == {"cpu-thermal": 40.0, "cpu-thermal@thermal_zone1": 40.001}
