@@ -22,7 +22,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "runners"))
 
-import runner  # noqa: E402  (the on-device runner, imported in-process)
+# The on-device runner's modules, imported in-process as the device has them.
+from backend_loader import load_backend  # noqa: E402
+from backends.tensors import make_inputs  # noqa: E402
+from timing import measure_sequential  # noqa: E402
 
 from edgebench.models import builtin_model_path  # noqa: E402
 from edgebench.paths import cache_dir  # noqa: E402
@@ -34,7 +37,7 @@ def noop() -> None:
 
 def timer_overhead(n: int) -> tuple[float, float]:
     """(median timed no-op ns, loop cost per iteration ns) with the runner's own loop."""
-    timing = runner.measure_sequential(noop, n, 0, n, 10**12)
+    timing = measure_sequential(noop, n, 0, n, 10**12)
     samples = timing["samples_ns"]
     return statistics.median(samples), timing["measure_wall_ns"] / len(samples)
 
@@ -67,9 +70,9 @@ def main() -> int:
     )
 
     model = builtin_model_path(args.model, cache_dir() / "models")
-    backend = runner.load_backend("onnxruntime")
+    backend = load_backend("onnxruntime")
     backend.load(str(model), args.threads, "fp32", {})
-    feeds = runner.make_inputs(backend.model_inputs(), seed=0)
+    feeds = make_inputs(backend.model_inputs(), seed=0)
     stream = backend.make_stream(feeds)
     session_run = backend._session.run
     for _ in range(50):  # past first-run allocations and cache warm-up
@@ -82,7 +85,7 @@ def main() -> int:
         order = ("harness", "bare") if round_index % 2 == 0 else ("bare", "harness")
         for which in order:
             if which == "harness":
-                result = runner.measure_sequential(stream, args.iters, 0, args.iters, 10**12)
+                result = measure_sequential(stream, args.iters, 0, args.iters, 10**12)
                 harness.extend(result["samples_ns"])
             else:
                 bare.extend(bare_loop(session_run, feeds, args.iters))

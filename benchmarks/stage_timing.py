@@ -22,8 +22,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "runners"))
 
-import runner  # noqa: E402
+from backend_loader import load_backend  # noqa: E402
 from backends.tensors import make_inputs  # noqa: E402
+from timing import measure_sequential  # noqa: E402
 
 from edgebench.converters import ConversionOptions, get_converter  # noqa: E402
 from edgebench.frameworks import find_framework  # noqa: E402
@@ -41,9 +42,9 @@ def artifact_for(model: Path, framework: str, work: Path) -> Path:
 
 
 def measure(framework: str, path: Path, blocks: int, iterations: int) -> dict[str, float]:
-    backend = runner.load_backend(framework)
+    backend = load_backend(framework)
     backend.load(str(path), 1, "fp32", {"streams": 1})
-    feeds = make_inputs(runner.resolve_inputs({"inputs": None}, backend.model_inputs()), 0)
+    feeds = make_inputs(backend.model_inputs(), 0)
     stream = backend.make_stream(feeds)
     for _ in range(5):
         stream()
@@ -51,8 +52,8 @@ def measure(framework: str, path: Path, blocks: int, iterations: int) -> dict[st
     staged: list[int] = []
     stages: dict[str, list[int]] = {}
     for _ in range(blocks):  # alternating blocks: drift on the host hits both alike
-        plain += runner.measure_sequential(stream, iterations, 0, iterations, 10**12)["samples_ns"]
-        staged += runner.measure_sequential(
+        plain += measure_sequential(stream, iterations, 0, iterations, 10**12)["samples_ns"]
+        staged += measure_sequential(
             stream, iterations, 0, iterations, 10**12, stage_samples=stages
         )["samples_ns"]
     backend.close()

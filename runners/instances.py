@@ -11,30 +11,43 @@ extractor per run, N MNN sessions of one interpreter).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional
 
-from backends import Backend, BackendError
+if __package__:
+    from .backends import Backend, BackendError
+else:  # on the device, beside runner.py
+    from backends import Backend, BackendError
 
 MODES = ("separate", "shared")
 
 
+@dataclass
+class OpenedStreams:
+    """The streams a cell runs and the extra backends loaded for them (to close later)."""
+
+    streams: List[Any]
+    extra: List[Backend]
+    #: With more than one instance: count, mode and ``rss_after_load_kb``, the resident memory
+    #: after each instance was ready (loaded and its stream made), so the growth per instance
+    #: is there. None with one instance.
+    instances: Optional[Dict[str, Any]] = None
+
+
 def open_streams(
-    spec: Dict[str, Any],
+    count: int,
+    mode: str,
+    concurrency: int,
     backend: Backend,
     feeds: Dict[str, Any],
-    result: Dict[str, Any],
     load_another: Callable[[], Backend],
     rss_kb: Callable[[], Optional[int]],
-) -> Tuple[List[Any], List[Backend]]:
-    """The streams the cell runs, and the extra backends loaded for them (to close later).
-
-    With more than one instance, ``result["instances"]`` records the resident memory after
-    each instance is ready (loaded and its stream made), so the growth per instance is there.
-    """
-    count = int(spec.get("instances") or 1)
-    if count == 1:
-        return [backend.make_stream(feeds) for _ in range(spec["concurrency"])], []
-    mode = spec.get("instance_mode") or "separate"
+) -> OpenedStreams:
+    """``concurrency`` streams on ``backend`` with one instance; else one stream per instance,
+    each on its own load (``separate``) or all on ``backend`` (``shared``)."""
+    if count <= 1:
+        return OpenedStreams([backend.make_stream(feeds) for _ in range(concurrency)], [])
+    mode = mode or "separate"
     if mode not in MODES:
         raise BackendError("bad_spec", "instance_mode %r is not one of %s" % (mode, MODES))
     if mode == "shared" and backend.no_shared_instances:
@@ -53,5 +66,5 @@ def open_streams(
             others.append(owner)
         streams.append(owner.make_stream(feeds))
         after.append(rss_kb())
-    result["instances"] = {"count": count, "mode": mode, "rss_after_load_kb": after}
-    return streams, others
+    instances = {"count": count, "mode": mode, "rss_after_load_kb": after}
+    return OpenedStreams(streams, others, instances)

@@ -2,7 +2,7 @@
 
 import json
 
-from edgebench.runners.runner import median_ci_halfwidth
+from edgebench.runners.timing import median_ci_halfwidth
 
 
 def test_ci_halfwidth_of_order_statistics():
@@ -46,7 +46,7 @@ def test_loose_target_stops_when_reached_and_records_why(run_cli, conv_model):
 
 
 def test_unreachable_target_stops_at_the_time_cap():
-    from edgebench.runners.runner import measure_sequential
+    from edgebench.runners.timing import measure_sequential
 
     state = {"n": 0}
 

@@ -97,6 +97,14 @@ def test_errors_are_structured(conv_model, change, kind):
     assert result["error"]["message"]
 
 
+def test_a_cell_that_fails_after_the_load_still_reports_what_it_measured(conv_model):
+    result = run_runner(spec_for(conv_model, inputs=[{"name": "nope", "shape": [1, 3, 8, 8]}]))
+    assert result["error"]["kind"] == "bad_spec"
+    assert result["framework_version"] and result["load_ns"] > 0
+    assert result["rss_before_load_kb"] > 0 and result["cores_effective"]
+    assert result["samples_ns"] == [] and result["outputs"] is None
+
+
 def test_corrupt_model_is_a_model_load_error(corrupt_model):
     result = run_runner(spec_for(corrupt_model))
     assert result["status"] == "failed"

@@ -1,0 +1,55 @@
+"""Which backend runs a framework: found by listing ``backends/``, instantiated once one of the
+modules it requires imports.
+
+Runs on the device: Python 3.8+, imports nothing from the host package.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+if __package__:
+    from .backends import Backend, BackendError, Declaration, discover
+    from .protocol import install_hint
+else:  # on the device, beside runner.py
+    from backends import Backend, BackendError, Declaration, discover
+    from protocol import install_hint
+
+
+def load_backend(framework: str) -> Backend:
+    """Instantiate the backend for ``framework`` or raise BackendError with a clear kind.
+
+    Backends are found by listing backends/ (backends/__init__.py says what each declares).
+    """
+    found, broken = discover()
+    declared = found.get(framework)
+    if declared is None:
+        message = "unknown framework %r" % framework
+        if broken:
+            message += " (unreadable backend modules: %s)" % "; ".join(
+                "%s: %s" % item for item in sorted(broken.items())
+            )
+        raise BackendError("bad_spec", message)
+    return instantiate(declared)
+
+
+def instantiate(declared: Declaration) -> Backend:
+    """The backend a module declares, once one of the modules it requires imports."""
+    framework = declared.framework
+    if declared.native_only or declared.backend is None:
+        raise BackendError("unsupported", declared.native_only or "%s has no backend" % framework)
+    errors = []
+    for candidate in declared.requires:
+        try:
+            importlib.import_module(candidate)
+            break
+        except ImportError as exc:
+            errors.append(str(exc))
+    else:
+        hint = install_hint(declared.pip_extra) if declared.pip_extra else "no pip package"
+        raise BackendError(
+            "not_installed",
+            "%s is not installed on this device (%s)" % (framework, hint),
+            "; ".join(errors),
+        )
+    return declared.backend()

@@ -1,0 +1,99 @@
+"""The runner's output: one JSON object (``edgebench.result/1``) printed as the last stdout line
+after ``RESULT_PREFIX``. Its header comes from the spec, its error from the exception that ended
+the cell; the cell's own fields come from ``cell.CellFacts``.
+
+Runs on the device: Python 3.8+, standard library only, imports nothing from the host package.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import traceback
+from typing import Any, Dict, Optional
+
+if __package__:
+    from .backends.tensors import INPUT_GENERATOR
+    from .protocol import RESULT_PREFIX, RESULT_SCHEMA
+else:  # on the device, beside runner.py
+    from backends.tensors import INPUT_GENERATOR
+    from protocol import RESULT_PREFIX, RESULT_SCHEMA
+
+#: How much of a traceback an error carries.
+DETAIL_CHARS = 4000
+
+
+def new_result(spec: Any) -> Dict[str, Any]:
+    """A failed result with every field the host reads, what the ``spec`` object says
+    (as it came, even malformed) and nothing measured yet."""
+    spec = spec if isinstance(spec, dict) else {}
+    return {
+        "schema": RESULT_SCHEMA,
+        "status": "failed",
+        "error": None,
+        "framework": spec.get("framework"),
+        "framework_version": None,
+        "model": spec.get("model"),
+        "precision": spec.get("precision", "fp32"),
+        "threads": spec.get("threads"),
+        "concurrency": spec.get("concurrency", 1),
+        "cores_requested": spec.get("cores"),
+        "cores_effective": None,
+        "python": platform.python_version(),
+        "pid": os.getpid(),
+        "rss_before_load_kb": None,
+        "peak_rss_kb": None,
+        "load_ns": None,
+        "first_inference_ns": None,
+        "warmup_samples_ns": [],
+        "samples_ns": [],
+        "measure_wall_ns": None,
+        "stop_reason": None,
+        "inputs": None,
+        "input_generator": INPUT_GENERATOR,
+        "outputs": None,
+    }
+
+
+def error_fields(kind: str, message: str, detail: Optional[str] = None) -> Dict[str, Any]:
+    """The result's ``error``; ``detail`` (a traceback, stderr) keeps its last characters."""
+    error: Dict[str, Any] = {"kind": kind, "message": message}
+    if detail is not None:
+        error["detail"] = detail[-DETAIL_CHARS:]
+    return error
+
+
+def out_of_memory(exc: MemoryError) -> Dict[str, Any]:
+    return error_fields(
+        "out_of_memory",
+        "out of memory on the device (%s); use a smaller input or batch, or free memory"
+        % (str(exc) or "MemoryError"),
+        traceback.format_exc(),
+    )
+
+
+def internal_error(exc: Exception) -> Dict[str, Any]:
+    return error_fields(
+        "internal",
+        "runner error: %s: %s" % (type(exc).__name__, exc),
+        traceback.format_exc(),
+    )
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every NaN or infinite float as None: JSON has no such numbers, and a
+    result line the host cannot read strictly would lose the whole measurement."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def result_line(payload: Dict[str, Any]) -> str:
+    """The line the host reads: the prefix, then compact strict JSON."""
+    return RESULT_PREFIX + json.dumps(json_safe(payload), separators=(",", ":")) + "\n"
