@@ -89,6 +89,16 @@ def test_no_host_module_is_longer_than_500_lines():
     assert not long, f"split these by job: {long}"
 
 
+def test_no_runner_module_is_longer_than_500_lines():
+    # The device folder is held to the host's rule: one job per module, runners/backends too.
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in (REPO / "runners").rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 500
+    }
+    assert not long, f"split these by job: {long}"
+
+
 def test_host_vocabulary_covers_what_the_runner_reports():
     from edgebench.runners import protocol
     from edgebench.statuses import ErrorKind, Status
