@@ -8,7 +8,7 @@ Standard library only, Python 3.8. The runner imports it on the device as the to
 
 from typing import List, Set
 
-#: The runner's input: one JSON object (runner.py documents its fields).
+#: The runner's input: one JSON object (spec.py's ``RunSpec`` defines its fields).
 SPEC_SCHEMA = "edgebench.spec/1"
 #: The runner's output: one JSON object with raw per-iteration samples.
 RESULT_SCHEMA = "edgebench.result/1"
