@@ -1,24 +1,19 @@
-"""The SVG of the breakdown sections: a stacked bar per stage breakdown, and line charts whose
-lines carry their own colour and dash (memory vs instances, latency vs input size).
-
-``charts.line_chart`` colours a line by its index and draws every line solid; these charts
-need one colour per framework with a solid and a dashed line in it, a legend that shows the
-dash, a log axis and marked segments (cliffs), so they are drawn here on the same conventions
-(inline SVG, page CSS for fonts, every text escaped with ``charts.esc``).
+"""The SVG of the breakdown sections: a stacked bar per stage breakdown, and the settings of
+``line_chart`` its line charts share (memory vs instances, latency vs input size): one colour
+per framework with a solid and a dashed line in it, a dot on every point, y from 0 and the
+legend under the chart.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from edgebench.analysis.breakdowns import (
     STAGES,
     UNATTRIBUTED,
     StageSummary,
 )
-from edgebench.reporting.charts import PALETTE, esc
+from edgebench.reporting.line_chart import PALETTE, Mark, Series, esc, line_chart
 from edgebench.reporting.tables import fmt_number
 
 STAGE_LABELS = {
@@ -33,8 +28,6 @@ STAGE_COLOURS = {
     "copy_out": "#2ca02c",
     UNATTRIBUTED: "#bbbbbb",
 }
-_CLIFF = "#d62728"
-_DASH = "6,4"
 
 
 def colours_for(keys: Iterable[object]) -> dict[object, str]:
@@ -76,31 +69,9 @@ def stage_legend() -> str:
     )
 
 
-@dataclass
-class Line:
-    label: str
-    xs: list[float]
-    ys: list[float | None]
-    colour: str
-    dashed: bool = False
-    #: Tooltips of the point markers, one per point.
-    tips: list[str] | None = None
-
-
-@dataclass
-class Mark:
-    """A highlighted step between two points, with a ring on its end and a tooltip."""
-
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    tip: str
-
-
 def lines_chart(
     title: str,
-    lines: Sequence[Line],
+    lines: Sequence[Series],
     x_label: str,
     y_label: str,
     *,
@@ -110,121 +81,46 @@ def lines_chart(
     width: int = 520,
     height: int = 240,
 ) -> str:
-    """A line chart with a dot (and tooltip) on every point, y from 0, and a legend below
-    ``height`` that shows each line's colour and dash; ``x_ticks`` label x positions (slanted
-    when long), ``log_x`` spaces x by its logarithm (x must be positive), ``marks`` are red
-    steps."""
-    points = [
-        (x, y)
-        for line in lines
-        for x, y in zip(line.xs, line.ys, strict=False)
+    """``line_chart`` as the breakdown sections draw it: a dot (and tooltip) on every point, a
+    line through the points each series has (a missing one is stepped over), y from 0, and a
+    legend below ``height`` that shows each line's colour and dash; "" with nothing to draw.
+    ``x_ticks`` label x positions, ``log_x`` spaces x by its logarithm (x must be positive),
+    ``marks`` are red steps (cliffs)."""
+    drawn = [_drawable(line, log_x) for line in lines]
+    tops = [y for line in drawn for y in line.ys if y is not None]
+    if not tops:
+        return ""
+    return line_chart(
+        title,
+        drawn,
+        x_label,
+        y_label,
+        width=width,
+        height=height,
+        y_range=(0.0, max(tops) * 1.08 or 1.0),
+        x_ticks=x_ticks,
+        log_x=log_x,
+        x_pad=0.04,
+        markers=True,
+        marks=marks,
+        legend_below=True,
+    )
+
+
+def _drawable(line: Series, log_x: bool) -> Series:
+    """``line`` without the points it has no value for (or no place on a log axis), so that
+    its line joins the points on either side of them."""
+    tips = line.tips or [line.label] * len(line.xs)
+    kept = [
+        (x, y, tip)
+        for x, y, tip in zip(line.xs, line.ys, tips, strict=False)
         if y is not None and (x > 0 or not log_x)
     ]
-    if not points:
-        return ""
-    tx = (lambda v: math.log10(v)) if log_x else (lambda v: v)
-    xs = [tx(x) for x, _ in points] + [tx(x) for x, _ in x_ticks if x > 0 or not log_x]
-    x0, x1 = min(xs), max(xs)
-    if x1 == x0:
-        x0, x1 = x0 - 0.5, x1 + 0.5
-    pad = (x1 - x0) * 0.04
-    x0, x1 = x0 - pad, x1 + pad
-    y1 = max(y for _, y in points) * 1.08 or 1.0
-    # Slanted tick labels only when some are long; the legend goes under the x axis label.
-    slant = any(len(label) > 4 for _, label in x_ticks)
-    left, right, top = 56, 14, 22
-    axis = 66 if slant else 36
-    plot_h = height - top - axis
-    pw = width - left - right
-    base = top + plot_h
-    legend_top = base + axis + 14
-    total_h = legend_top + 14 * ((len(lines) + 1) // 2)
-
-    def sx(x: float) -> float:
-        return left + (tx(x) - x0) / (x1 - x0) * pw
-
-    def sy(y: float) -> float:
-        return top + plot_h - y / y1 * plot_h
-
-    out = [
-        f'<svg class="chart" width="{width}" height="{total_h}" viewBox="0 0 {width} {total_h}" '
-        f'role="img" aria-label="{esc(title)}">',
-        f'<rect x="0" y="0" width="{width}" height="{total_h}" fill="#fff"/>',
-        f'<text x="{left}" y="14" style="font-weight:600">{esc(title)}</text>',
-    ]
-    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
-        yy = sy(frac * y1)
-        out.append(
-            f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#eee"/>'
-            f'<text x="{left - 4}" y="{yy + 4:.1f}" text-anchor="end">'
-            f"{esc(fmt_number(frac * y1))}</text>"
-        )
-    if x_ticks:
-        for xv, label in x_ticks:
-            if log_x and xv <= 0:
-                continue
-            xx, ty = sx(xv), base + 14
-            turn = f' transform="rotate(-35 {xx:.1f} {ty})"' if slant else ""
-            out.append(
-                f'<line x1="{xx:.1f}" y1="{base}" x2="{xx:.1f}" y2="{base + 4}" stroke="#999"/>'
-                f'<text x="{xx:.1f}" y="{ty}" text-anchor="{"end" if slant else "middle"}"{turn}>'
-                f"{esc(label)}</text>"
-            )
-    else:
-        for frac, anchor in ((0.0, "start"), (0.5, "middle"), (1.0, "end")):
-            xv = x0 + frac * (x1 - x0)
-            shown = 10**xv if log_x else xv
-            out.append(
-                f'<text x="{left + frac * pw:.1f}" y="{base + 14}" text-anchor="{anchor}">'
-                f"{esc(fmt_number(shown))}</text>"
-            )
-    out.append(
-        f'<rect x="{left}" y="{top}" width="{pw}" height="{plot_h}" fill="none" stroke="#999"/>'
-        f'<text x="{left + pw / 2:.1f}" y="{base + axis - 6}" text-anchor="middle">'
-        f"{esc(x_label)}</text>"
-        f'<text x="12" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 12 {top + plot_h / 2:.1f})">{esc(y_label)}</text>'
+    return Series(
+        line.label,
+        [x for x, _, _ in kept],
+        [y for _, y, _ in kept],
+        tips=[tip for _, _, tip in kept],
+        colour=line.colour,
+        dashed=line.dashed,
     )
-    for m in marks:
-        out.append(
-            f'<line x1="{sx(m.x0):.1f}" y1="{sy(m.y0):.1f}" x2="{sx(m.x1):.1f}" '
-            f'y2="{sy(m.y1):.1f}" stroke="{_CLIFF}" stroke-width="7" stroke-opacity="0.25" '
-            f'stroke-linecap="round"><title>{esc(m.tip)}</title></line>'
-        )
-    for line in lines:
-        dash = f' stroke-dasharray="{_DASH}"' if line.dashed else ""
-        kept = [
-            (x, y, tip)
-            for x, y, tip in zip(
-                line.xs, line.ys, line.tips or [line.label] * len(line.xs), strict=False
-            )
-            if y is not None and (x > 0 or not log_x)
-        ]
-        if len(kept) > 1:
-            coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y, _ in kept)
-            out.append(
-                f'<polyline fill="none" stroke="{line.colour}" stroke-width="1.8"{dash} '
-                f'points="{coords}"><title>{esc(line.label)}</title></polyline>'
-            )
-        fill = "#fff" if line.dashed else line.colour
-        for x, y, tip in kept:
-            out.append(
-                f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{fill}" '
-                f'stroke="{line.colour}"><title>{esc(tip)}</title></circle>'
-            )
-    for m in marks:
-        out.append(
-            f'<circle class="cliff" cx="{sx(m.x1):.1f}" cy="{sy(m.y1):.1f}" r="7" fill="none" '
-            f'stroke="{_CLIFF}" stroke-width="2"><title>{esc(m.tip)}</title></circle>'
-        )
-    for i, line in enumerate(lines):
-        lx = left + (i % 2) * (pw / 2)
-        ly = legend_top + 14 * (i // 2)
-        dash = f' stroke-dasharray="{_DASH}"' if line.dashed else ""
-        out.append(
-            f'<line x1="{lx:.1f}" y1="{ly - 4}" x2="{lx + 26:.1f}" y2="{ly - 4}" '
-            f'stroke="{line.colour}" stroke-width="2"{dash}/>'
-            f'<text x="{lx + 32:.1f}" y="{ly}">{esc(line.label[:40])}</text>'
-        )
-    out.append("</svg>")
-    return "".join(out)

@@ -17,8 +17,6 @@ from edgebench.analysis.breakdown_series import (
     shape_series,
 )
 from edgebench.reporting.breakdown_charts import (
-    Line,
-    Mark,
     colours_for,
     lines_chart,
     stage_bar_svg,
@@ -39,7 +37,7 @@ from edgebench.reporting.breakdown_tables import (
     top_op_rows,
     unavailable_reasons,
 )
-from edgebench.reporting.charts import esc
+from edgebench.reporting.line_chart import Mark, Series, esc
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
 
@@ -200,7 +198,7 @@ def instances_section(records: Sequence[Record]) -> str:
                 ]
                 xs = [float(p.n) for p in points]
                 ys = [p.rss_running_mb for p in points]
-                lines.append(Line(label, xs, ys, colour, dashed, tips))
+                lines.append(Series(label, xs, ys, tips=tips, colour=colour, dashed=dashed))
             ns = sorted({p.n for k in keys for p in series[k]})
             charts.append(
                 lines_chart(
@@ -238,7 +236,8 @@ def shapes_section(records: Sequence[Record]) -> str:
                     ticks.setdefault(p.pixels, {})[p.label] = None
                 tips = [f"{label}: {p.label}, p50 {fmt_number(p.p50_ms, 'ms')}" for p in points]
                 xs = [float(p.pixels) for p in points]
-                lines.append(Line(label, xs, [p.p50_ms for p in points], colour, dashed, tips))
+                ys = [p.p50_ms for p in points]
+                lines.append(Series(label, xs, ys, tips=tips, colour=colour, dashed=dashed))
                 for c in cliffs(points):
                     marks.append(
                         Mark(

@@ -1,210 +1,17 @@
-"""SVG charts drawn in Python: nothing is fetched, so a page or file shows them offline.
-
-One line chart serves every plot: the HTML report's latency CDF and telemetry traces, and the
-history trend of one cell across runs (written as a standalone .svg file). A chart of figures
-measured on an emulated CPU is drawn on a hatched plot area (an SVG pattern fill) labelled
-"emulated CPU"; a history point from an emulated run is a hollow marker.
-All text is escaped: model, device and run names are untrusted.
+"""The report's plots, drawn with ``line_chart``: the HTML report's latency CDF and telemetry
+traces, and the history trend of one cell across runs (written as a standalone .svg file).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from edgebench.analysis.history import HistoryPoint
-from edgebench.reporting.tables import fmt_number
+from edgebench.reporting.line_chart import Series, esc, line_chart
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-_FAILED = "#d62728"
-#: The hatch of emulated figures, as in the HTML report's emulated cells.
-_EMULATED_STRIPE, _EMULATED_INK = "#c9d8ef", "#1d3f6e"
-
-
-def esc(value: Any) -> str:
-    """Text for HTML/SVG content or a quoted attribute ("" for None)."""
-    return escape("" if value is None else str(value), quote=True)
-
-
-@dataclass
-class Series:
-    label: str
-    xs: list[float]
-    ys: list[float | None]
-    #: Tooltips of the point markers (``markers=True``), one per point.
-    tips: list[str] | None = None
-    #: Points drawn as hollow markers (``markers=True``): figures from an emulated CPU.
-    hollow: list[bool] | None = None
-
-
-def _segments(s: Series, sx: Any, sy: Any, step: bool) -> list[list[str]]:
-    """Polyline point lists of a series; None in ys starts a new segment."""
-    segments: list[list[str]] = [[]]
-    prev_y: float | None = None
-    for x, y in zip(s.xs, s.ys, strict=False):
-        if y is None:
-            if segments[-1]:
-                segments.append([])
-            prev_y = None
-            continue
-        if step and prev_y is not None:
-            segments[-1].append(f"{sx(x):.1f},{sy(prev_y):.1f}")
-        segments[-1].append(f"{sx(x):.1f},{sy(y):.1f}")
-        prev_y = y
-    return segments
-
-
-def line_chart(
-    title: str,
-    series: Sequence[Series],
-    x_label: str,
-    y_label: str,
-    *,
-    width: int = 460,
-    height: int = 220,
-    step: bool = False,
-    shade: tuple[float, float] | None = None,
-    vlines: Sequence[tuple[float, str]] = (),
-    y_range: tuple[float, float] | None = None,
-    x_range: tuple[float, float] | None = None,
-    x_labels: Sequence[tuple[float, str]] = (),
-    markers: bool = False,
-    crosses: Sequence[tuple[float, str]] = (),
-    standalone: bool = False,
-    hatch: str = "",
-) -> str:
-    """A line chart; None in ys breaks the line. ``shade`` marks an x range, ``vlines`` label
-    x positions. ``x_labels`` replaces the numeric x ticks by slanted labels, ``markers`` puts
-    a dot with a tooltip on every point, ``crosses`` are red marks on the x axis (with a
-    tooltip) and ``standalone`` makes the SVG a file of its own (XML namespace). ``hatch``, an
-    id unique in the page, hatches the plot area and labels it "emulated CPU". The axes span
-    the data, widened to ``x_range`` and ``y_range`` where given."""
-    points = [(x, y) for s in series for x, y in zip(s.xs, s.ys, strict=False) if y is not None]
-    xs = [p[0] for p in points] + [x for x, _ in crosses] + [x for x, _ in x_labels]
-    left, right, top = 56, 12, 22
-    bottom = 90 if x_labels else 40
-    pw, ph = width - left - right, height - top - bottom
-    x0, x1 = (min(xs), max(xs)) if xs else (0.0, 1.0)
-    y0, y1 = (min(p[1] for p in points), max(p[1] for p in points)) if points else (0.0, 1.0)
-    if shade:
-        x0, x1 = min(x0, shade[0]), max(x1, shade[1])
-    if y_range:
-        y0, y1 = min(y0, y_range[0]), max(y1, y_range[1])
-    if x_range:
-        x0, x1 = min(x0, x_range[0]), max(x1, x_range[1])
-    if x1 == x0:
-        x0, x1 = x0 - 0.5, x1 + 0.5
-    if y1 == y0:
-        pad = abs(y0) * 0.05 or 0.5
-        y0, y1 = y0 - pad, y1 + pad
-
-    def sx(x: float) -> float:
-        return left + (x - x0) / (x1 - x0) * pw
-
-    def sy(y: float) -> float:
-        return top + ph - (y - y0) / (y1 - y0) * ph
-
-    # Inline, the page's CSS sets the font; a file of its own says it itself.
-    namespace = (
-        ' xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="11"'
-        if standalone
-        else ""
-    )
-    out = [
-        f'<svg{namespace} class="chart" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(title)}">',
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#fff"/>',
-        f'<text x="{left}" y="14" style="font-weight:600">{esc(title)}</text>',
-    ]
-    if shade:
-        a, b = sx(shade[0]), sx(shade[1])
-        out.append(
-            f'<rect x="{a:.1f}" y="{top}" width="{max(b - a, 1):.1f}" height="{ph}" '
-            'fill="#fff3c4"><title>timed window</title></rect>'
-        )
-    if hatch:
-        out.append(
-            f'<defs><pattern id="{esc(hatch)}" width="8" height="8" '
-            'patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
-            f'<rect width="4" height="8" fill="{_EMULATED_STRIPE}"/></pattern></defs>'
-            f'<rect class="emu-hatch" x="{left}" y="{top}" width="{pw}" height="{ph}" '
-            f'fill="url(#{esc(hatch)})"><title>emulated CPU: for correctness only</title></rect>'
-        )
-    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
-        yv = y0 + frac * (y1 - y0)
-        yy = sy(yv)
-        out.append(
-            f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#eee"/>'
-            f'<text x="{left - 4}" y="{yy + 4:.1f}" text-anchor="end">{esc(fmt_number(yv))}</text>'
-        )
-    for xv, label in x_labels:
-        xx, ty = sx(xv), top + ph + 14
-        out.append(
-            f'<text x="{xx:.1f}" y="{ty}" text-anchor="end" '
-            f'transform="rotate(-35 {xx:.1f} {ty})">{esc(label)}</text>'
-        )
-    for frac in () if x_labels else (0.0, 0.5, 1.0):
-        xv = x0 + frac * (x1 - x0)
-        anchor = ("start", "middle", "end")[int(frac * 2)]
-        out.append(
-            f'<text x="{sx(xv):.1f}" y="{top + ph + 14}" text-anchor="{anchor}">'
-            f"{esc(fmt_number(xv))}</text>"
-        )
-    out.append(
-        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>'
-        f'<text x="{left + pw / 2:.1f}" y="{height - 6}" text-anchor="middle">{esc(x_label)}</text>'
-        f'<text x="12" y="{top + ph / 2:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 12 {top + ph / 2:.1f})">{esc(y_label)}</text>'
-    )
-    for xv, label in vlines:
-        xx = sx(xv)
-        out.append(
-            f'<line x1="{xx:.1f}" y1="{top}" x2="{xx:.1f}" y2="{top + ph}" stroke="#888" '
-            f'stroke-dasharray="3,3"/><text x="{xx + 2:.1f}" y="{top + 10}">{esc(label)}</text>'
-        )
-    for i, s in enumerate(series):
-        colour = PALETTE[i % len(PALETTE)]
-        for seg in _segments(s, sx, sy, step):
-            if len(seg) == 1 and not markers:
-                cx, cy = seg[0].split(",")
-                out.append(f'<circle cx="{cx}" cy="{cy}" r="2" fill="{colour}"/>')
-            elif len(seg) > 1:
-                out.append(
-                    f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" '
-                    f'points="{" ".join(seg)}"><title>{esc(s.label)}</title></polyline>'
-                )
-        if markers:
-            tips = s.tips or [s.label] * len(s.xs)
-            hollow = s.hollow or [False] * len(s.xs)
-            for x, y, tip, empty in zip(s.xs, s.ys, tips, hollow, strict=False):
-                if y is not None:
-                    fill = f'fill="#fff" stroke="{colour}"' if empty else f'fill="{colour}"'
-                    out.append(
-                        f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" {fill}>'
-                        f"<title>{esc(tip)}</title></circle>"
-                    )
-        if len(series) > 1:
-            ly = top + 12 + 13 * i
-            out.append(
-                f'<rect x="{left + pw - 110}" y="{ly - 8}" width="8" height="8" fill="{colour}"/>'
-                f'<text x="{left + pw - 98}" y="{ly}">{esc(s.label[:16])}</text>'
-            )
-    if hatch:
-        out.append(
-            f'<text x="{left + pw - 4}" y="{top + ph - 6}" text-anchor="end" '
-            f'style="fill:{_EMULATED_INK};font-weight:600">emulated CPU</text>'
-        )
-    for xv, tip in crosses:
-        xx, yy = sx(xv), top + ph
-        out.append(
-            f'<path d="M{xx - 4:.1f},{yy - 4:.1f} l8,8 m0,-8 l-8,8" stroke="{_FAILED}" '
-            f'stroke-width="2"><title>{esc(tip)}</title></path>'
-        )
-    out.append("</svg>")
-    return "".join(out)
+__all__ = ["esc", "history_svg", "latency_cdf_svg", "plot_history", "telemetry_svgs"]
 
 
 def latency_cdf_svg(
@@ -328,7 +135,7 @@ def history_svg(points: Sequence[HistoryPoint], *, title: str = "", unit: str = 
         height=360,
         x_range=(-0.5, len(runs) - 0.5),
         y_range=(max(0.0, lo - pad) if lo >= 0 else lo - pad, hi + pad),
-        x_labels=[(x_of[r], (first[r].created_at or r)[:19]) for r in runs],
+        x_ticks=[(x_of[r], (first[r].created_at or r)[:19]) for r in runs],
         markers=True,
         crosses=[
             (x_of[p.run_id], f"{p.run_id}{f' {p.series}' if p.series else ''}: {p.status}")
