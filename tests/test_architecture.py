@@ -7,7 +7,8 @@ REPO = Path(__file__).resolve().parent.parent
 HOST = REPO / "edgebench"
 
 #: Stage package -> the stage packages it may import. "base" is everything at the top of
-#: edgebench/ (errors, paths, statuses, frameworks, models) plus converters and runners.
+#: edgebench/ (errors, paths, statuses, frameworks, agreement, models, quantization) plus
+#: converters and runners.
 MAY_IMPORT = {
     "base": {"base"},
     "results": {"base"},
