@@ -8,6 +8,7 @@ pytest_plugins = [
     "fakes.cli_checks",
     "fakes.adb_fixtures",
     "fakes.ssh_fixtures",
+    "fakes.labs",
     "fakes.arm_board",
     "fakes.native_builds",
 ]

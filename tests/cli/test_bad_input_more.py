@@ -309,11 +309,9 @@ def test_missing_ssh_key_is_named(run_cli, tmp_path):
     assert "Errno" not in result.stdout
 
 
-def test_clean_removes_only_what_edgebench_deployed(run_cli, shared_sshd, tmp_path, conv_model):
-    from fakes.labs import write_lab
-
-    work = tmp_path / "shared"
-    lab = write_lab(tmp_path / "lab.toml", shared_sshd, work)
+def test_clean_removes_only_what_edgebench_deployed(run_cli, ssh_lab, conv_model):
+    work = ssh_lab.work_dir
+    lab = ssh_lab.path
     work.mkdir()
     (work / "precious.txt").write_text("not edgebench's")
     # Without edgebench's marker nothing is removed.

@@ -15,10 +15,10 @@ import pytest
 
 pytest.importorskip("ray")
 
-from fakes.adb_fixtures import start_phone_process, stop_phone_process
-from fakes.labs import write_lab
+from fakes.adb_fixtures import stop_phone_process
+from fakes.labs import write_phone_and_board_lab
 from fakes.ray_cluster import LOOPBACK, LabCluster
-from fakes.ssh_fixtures import free_port, start_sshd
+from fakes.ssh_fixtures import free_port
 
 from edgebench.cluster.naming import DeviceInfo
 
@@ -64,7 +64,7 @@ def wait_until(condition, what: str, limit_s: float = 120.0) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_the_agent_advertises_and_follows_its_devices(tmp_path: Path, adb_server, eb_env):
+def test_the_agent_advertises_and_follows_its_devices(tmp_path: Path, sshd, phone_process, eb_env):
     import ray
 
     from edgebench.lab.host_lock import DeviceLock
@@ -72,18 +72,14 @@ def test_the_agent_advertises_and_follows_its_devices(tmp_path: Path, adb_server
     from edgebench.lab.lab_file import load_lab
 
     cluster = LabCluster(tmp_path / "hosts")
-    box = start_sshd(tmp_path / "sshd")
-    phone = start_phone_process(adb_server, tmp_path / "phone")
+    box, phone = sshd, phone_process
     agent = None
     try:
-        lab = write_lab(tmp_path / "lab.toml", box, tmp_path / "box-wd")
-        sandbox = phone.sandbox / "data" / "local" / "tmp" / "edgebench"
+        lab = write_phone_and_board_lab(tmp_path, phone, box)
         lab.write_text(
             lab.read_text()
-            + f'\n[devices.emu-phone]\ntransport = "adb"\nserial = "{phone.serial}"\n'
-            f'adb_port = {phone.adb_port}\npython = "{sys.executable}"\nwork_dir = "{sandbox}"\n'
             # A board that never answers is not advertised.
-            f'\n[devices.gone-box]\ntransport = "ssh"\nhost = "127.0.0.1"\n'
+            + f'\n[devices.gone-box]\ntransport = "ssh"\nhost = "127.0.0.1"\n'
             f'port = {free_port()}\nuser = "{box.user}"\nkey = "{box.client_key}"\n'
             f'known_hosts = "{box.known_hosts}"\nwork_dir = "/tmp/x"\n'
         )
@@ -139,5 +135,3 @@ def test_the_agent_advertises_and_follows_its_devices(tmp_path: Path, adb_server
         if ray.is_initialized():
             ray.shutdown()
         cluster.shutdown()
-        stop_phone_process(phone)
-        box.stop()

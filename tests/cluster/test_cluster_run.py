@@ -22,7 +22,6 @@ from fakes.adb_fixtures import connect_phone, disconnect_phone
 from fakes.labs import write_lab, write_phone_lab
 from fakes.models import save_conv_model
 from fakes.ray_cluster import LabCluster
-from fakes.ssh_fixtures import start_sshd
 
 from edgebench.cluster.naming import DeviceInfo
 
@@ -37,9 +36,9 @@ class Lab:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, adb_server) -> Iterator[Lab]:
+def lab(tmp_path_factory: pytest.TempPathFactory, adb_server, shared_sshd) -> Iterator[Lab]:
     root = tmp_path_factory.mktemp("cluster")
-    box = start_sshd(root / "sshd")
+    box = shared_sshd
     phone = connect_phone(adb_server, root / "phone")
     cluster = LabCluster(root / "hosts")
     try:
@@ -56,7 +55,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory, adb_server) -> Iterator[Lab]:
     finally:
         cluster.shutdown()
         disconnect_phone(phone)
-        box.stop()
 
 
 def edgebench(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -148,9 +146,9 @@ def _start(env: dict[str, str], *args: str) -> subprocess.Popen:
 
 
 def test_a_lost_host_fails_its_remaining_cells_and_the_run_finishes_then_resumes(
-    lab: Lab, eb_env, tmp_path
+    lab: Lab, eb_env, tmp_path, sshd
 ):
-    box = start_sshd(tmp_path / "sshd-c")
+    box = sshd
     try:
         lab_c = write_lab(tmp_path / "lab-c.toml", box, tmp_path / "box-c-wd")
         lab_c.write_text(lab_c.read_text().replace("[devices.ssh-box]", "[devices.ssh-box-c]"))
@@ -205,7 +203,6 @@ def test_a_lost_host_fails_its_remaining_cells_and_the_run_finishes_then_resumes
     finally:
         if "lab-c" in lab.cluster.hosts:
             lab.cluster.remove_host("lab-c")
-        box.stop()
 
 
 def _identity(lab_file: Path, name: str) -> str:

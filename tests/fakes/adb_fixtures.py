@@ -12,7 +12,8 @@ or, without anything for ruff to flag in the tests' signatures::
 ``adb_server`` (session scope) runs ``adb -P PORT nodaemon server`` as a child process with a
 private HOME (so ``~/.android/adbkey`` is written there); ``emulated_phone`` (function scope) starts
 an :class:`AdbDeviceEmulator` on a fresh port, ``adb connect``s it and waits until it is online.
-``phone_process`` is the same phone run as a process of its own, for tests that kill it outright.
+``phone_process`` is the same phone run as a process of its own, for tests that kill it outright;
+``sysfs_phone`` one whose /sys is its sandbox.
 """
 
 from __future__ import annotations
@@ -217,6 +218,19 @@ def disconnect_phone(phone: EmulatedPhone) -> None:
 def emulated_phone_fixture(adb_server: AdbServer, tmp_path: Path) -> Iterator[EmulatedPhone]:
     """A fresh emulated phone (sandbox under tmp_path, fresh port), online in ``adb_server``."""
     phone = connect_phone(adb_server, tmp_path / "phone")
+    try:
+        yield phone
+    finally:
+        disconnect_phone(phone)
+
+
+@pytest.fixture(name="sysfs_phone")
+def sysfs_phone_fixture(adb_server: AdbServer, tmp_path: Path) -> Iterator[EmulatedPhone]:
+    """An emulated phone whose runner reads /sys from its sandbox (``EDGEBENCH_SYSFS_ROOT``),
+    where a test can put a synthetic battery or power rail."""
+    sandbox = tmp_path / "phone"
+    sandbox.mkdir()
+    phone = connect_phone(adb_server, sandbox, env={"EDGEBENCH_SYSFS_ROOT": str(sandbox)})
     try:
         yield phone
     finally:

@@ -1,7 +1,12 @@
-"""Lab files naming the test peers: the emulated phone (emu-phone) and the sshd board (ssh-box)."""
+"""Lab files naming the test peers: the emulated phone (emu-phone) and the sshd board (ssh-box);
+as helpers, and as fixtures for the common labs (``ssh_lab``, ``phone_lab``,
+``phone_and_board_lab``), each written to the test's own tmp_path."""
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from fakes.ssh_fixtures import SshServer
 
@@ -44,3 +49,32 @@ def write_phone_and_board_lab(folder: Path, phone, server) -> Path:
     lab = write_phone_lab(folder / "lab.toml", phone)
     lab.write_text(lab.read_text() + "\n" + board.read_text())
     return lab
+
+
+@dataclass(frozen=True)
+class SshLab:
+    """A lab file whose one device, ssh-box, is an sshd on this machine."""
+
+    path: Path
+    work_dir: Path  # ssh-box's work_dir, readable here (the sshd is local)
+    server: SshServer
+
+
+@pytest.fixture
+def ssh_lab(shared_sshd: SshServer, tmp_path: Path) -> SshLab:
+    """ssh-box on the module's sshd, with its work_dir in this test's tmp_path."""
+    work_dir = tmp_path / "wd"
+    return SshLab(write_lab(tmp_path / "lab.toml", shared_sshd, work_dir), work_dir, shared_sshd)
+
+
+@pytest.fixture
+def phone_lab(emulated_phone, tmp_path: Path) -> Path:
+    """A lab file naming this test's emulated phone as emu-phone."""
+    return write_phone_lab(tmp_path / "lab.toml", emulated_phone)
+
+
+@pytest.fixture
+def phone_and_board_lab(emulated_phone, shared_sshd: SshServer, tmp_path: Path) -> Path:
+    """A lab file naming this test's emulated phone (emu-phone) and the module's sshd
+    (ssh-box)."""
+    return write_phone_and_board_lab(tmp_path, emulated_phone, shared_sshd)

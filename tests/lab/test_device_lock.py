@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes.labs import write_lab, write_phone_lab
 
 from edgebench.errors import UserError
 from edgebench.lab.device_lock import LOCK_NAME, DeviceLockFile, LockUnavailable
@@ -125,8 +124,8 @@ def run_edgebench(eb_env, *args: str) -> subprocess.Popen:
     )
 
 
-def test_phone_in_use_by_another_host_is_waited_for(eb_env, emulated_phone, tmp_path, conv_model):
-    lab = write_phone_lab(tmp_path / "lab.toml", emulated_phone)
+def test_phone_in_use_by_another_host_is_waited_for(eb_env, emulated_phone, phone_lab, conv_model):
+    lab = phone_lab
     lock_dir = emulated_phone.sandbox / "data" / "local" / "tmp" / LOCK_NAME
     hold_as_another_host(lock_dir, expires=device_clock() + 600, boot=boot_id())
     args = ["--lab", str(lab), "--devices", "emu-phone", "--models", str(conv_model), *QUICK]
@@ -156,9 +155,9 @@ def test_phone_in_use_by_another_host_is_waited_for(eb_env, emulated_phone, tmp_
     assert not lock_dir.exists()  # released at the end of the run
 
 
-def test_board_lock_is_held_during_the_run_and_released(eb_env, shared_sshd, tmp_path, conv_model):
-    lab = write_lab(tmp_path / "lab.toml", shared_sshd, tmp_path / "wd")
-    lock_dir = tmp_path / LOCK_NAME
+def test_board_lock_is_held_during_the_run_and_released(eb_env, ssh_lab, conv_model):
+    lab = ssh_lab.path
+    lock_dir = ssh_lab.work_dir.parent / LOCK_NAME
     proc = run_edgebench(
         eb_env, "--lab", str(lab), "--devices", "ssh-box", "--models", str(conv_model), *QUICK
     )
@@ -174,11 +173,9 @@ def test_board_lock_is_held_during_the_run_and_released(eb_env, shared_sshd, tmp
     assert not lock_dir.exists()
 
 
-def test_board_without_a_place_for_its_lock_fails_its_cells(
-    eb_env, shared_sshd, tmp_path, conv_model
-):
-    (tmp_path / LOCK_NAME).write_text("a file where the lock folder goes")
-    lab = write_lab(tmp_path / "lab.toml", shared_sshd, tmp_path / "wd")
+def test_board_without_a_place_for_its_lock_fails_its_cells(eb_env, ssh_lab, conv_model):
+    (ssh_lab.work_dir.parent / LOCK_NAME).write_text("a file where the lock folder goes")
+    lab = ssh_lab.path
     proc = run_edgebench(
         eb_env, "--lab", str(lab), "--devices", "ssh-box,local", "--models", str(conv_model), *QUICK
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 from fakes.adb_fixtures import outlived
-from fakes.labs import write_phone_and_board_lab, write_phone_lab
+from fakes.labs import write_phone_lab
 
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.transports.adb import AdbTarget, AdbTransport
@@ -53,10 +53,8 @@ def test_device_facts_come_from_getprop_and_sysfs(emulated_phone):
     assert facts.cpus
 
 
-def test_run_over_adb_and_ssh_lands_in_one_matrix(
-    run_cli, eb_env, emulated_phone, shared_sshd, tmp_path, conv_model
-):
-    lab = write_phone_and_board_lab(tmp_path, emulated_phone, shared_sshd)
+def test_run_over_adb_and_ssh_lands_in_one_matrix(run_cli, eb_env, phone_and_board_lab, conv_model):
+    lab = phone_and_board_lab
     result = run_cli(
         [
             "run",
@@ -223,8 +221,8 @@ def test_cluster_names_from_the_profile_pin_on_the_device(
     assert refused.returncode == 2 and "no cluster 'prime'" in refused.stderr
 
 
-def test_devices_command_lists_phone_and_board(run_cli, emulated_phone, shared_sshd, tmp_path):
-    lab = write_phone_and_board_lab(tmp_path, emulated_phone, shared_sshd)
+def test_devices_command_lists_phone_and_board(run_cli, phone_and_board_lab):
+    lab = phone_and_board_lab
     result = run_cli(["devices", "--lab", str(lab)])
     assert result.returncode == 0, result.stderr
     phone, board = result.stdout.split("\nssh-box")[0], result.stdout.split("\nssh-box")[1]

@@ -98,8 +98,8 @@ def test_deploy_sends_only_changed_files(shared_sshd, tmp_path):
         device.transport.close()
 
 
-def test_run_over_ssh_end_to_end(run_cli, shared_sshd, tmp_path, conv_model):
-    lab = write_lab(tmp_path / "lab.toml", shared_sshd, tmp_path / "box-wd")
+def test_run_over_ssh_end_to_end(run_cli, ssh_lab, conv_model):
+    lab = ssh_lab.path
     result = run_cli(
         [
             "run",
@@ -127,9 +127,9 @@ def test_run_over_ssh_end_to_end(run_cli, shared_sshd, tmp_path, conv_model):
     assert remote["output_check"]["passed"]
     assert remote["n_samples"] >= 5
     # Nothing left behind but the deployed runner and model, and the marker `clean` reads.
-    leftovers = {p.name for p in (tmp_path / "box-wd").iterdir()}
+    leftovers = {p.name for p in ssh_lab.work_dir.iterdir()}
     assert leftovers <= {"runner", "models", "specs", "outputs", "run.pid", ".edgebench-deployed"}
-    assert not list((tmp_path / "box-wd" / "outputs").glob("*.npz"))
+    assert not list((ssh_lab.work_dir / "outputs").glob("*.npz"))
 
 
 def test_hostile_model_file_name_runs_and_deletes_nothing(run_cli, shared_sshd, tmp_path):
@@ -190,8 +190,8 @@ def test_unreachable_device_fails_its_cells_and_others_finish(run_cli, sshd, tmp
     assert "Traceback" not in result.stderr
 
 
-def test_devices_command_shows_probed_facts(run_cli, shared_sshd, tmp_path):
-    lab = write_lab(tmp_path / "lab.toml", shared_sshd, tmp_path / "wd")
+def test_devices_command_shows_probed_facts(run_cli, ssh_lab, tmp_path):
+    lab = ssh_lab.path
     result = run_cli(["devices", "--lab", str(lab)])
     assert result.returncode == 0, result.stderr
     text = result.stdout
@@ -200,6 +200,6 @@ def test_devices_command_shows_probed_facts(run_cli, shared_sshd, tmp_path):
     assert "profile: x86-generic" in text
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")
-    bad_lab = write_lab(tmp_path / "lab2.toml", shared_sshd, tmp_path / "wd", known_hosts=empty)
+    bad_lab = write_lab(tmp_path / "lab2.toml", ssh_lab.server, ssh_lab.work_dir, known_hosts=empty)
     refused = run_cli(["devices", "--lab", str(bad_lab), "--devices", "ssh-box"])
     assert "OFFLINE" in refused.stdout and "is not in" in refused.stdout

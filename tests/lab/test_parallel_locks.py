@@ -4,16 +4,13 @@ import json
 from pathlib import Path
 
 import pytest
-from fakes.labs import write_phone_and_board_lab
 
 from edgebench.errors import UserError
 from edgebench.lab.host_lock import DeviceLock
 
 
-def test_devices_run_in_parallel(
-    run_cli, eb_env, emulated_phone, shared_sshd, tmp_path, conv_model
-):
-    lab = write_phone_and_board_lab(tmp_path, emulated_phone, shared_sshd)
+def test_devices_run_in_parallel(run_cli, eb_env, phone_and_board_lab, conv_model):
+    lab = phone_and_board_lab
     result = run_cli(
         [
             "run",

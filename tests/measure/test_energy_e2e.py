@@ -11,7 +11,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from fakes.adb_fixtures import connect_phone, disconnect_phone
 from fakes.labs import write_phone_lab
 
 VOLTAGE_UV = 4_000_000
@@ -57,48 +56,43 @@ class SyntheticBattery:
         self.thread.join(timeout=5)
 
 
-def test_energy_per_inference_matches_the_known_extra_power(run_cli, adb_server, tmp_path):
+def test_energy_per_inference_matches_the_known_extra_power(run_cli, sysfs_phone, tmp_path):
     from fakes.models import save_conv_model
 
-    sandbox = tmp_path / "phone"
-    sandbox.mkdir()
+    sandbox = sysfs_phone.sandbox
     model = save_conv_model(tmp_path / "conv.onnx", [1, 3, 64, 64], channels=32)
     marker = sandbox / "window.active"
-    phone = connect_phone(adb_server, sandbox, env={"EDGEBENCH_SYSFS_ROOT": str(sandbox)})
-    try:
-        lab = write_phone_lab(tmp_path / "lab.toml", phone)
-        with SyntheticBattery(sandbox, marker):
-            result = run_cli(
-                [
-                    "run",
-                    "--lab",
-                    str(lab),
-                    "--devices",
-                    "emu-phone",
-                    "--models",
-                    str(model),
-                    "--frameworks",
-                    "onnxruntime",
-                    "--energy-source",
-                    "android_fuel_gauge",
-                    "--sync-marker",
-                    str(marker),
-                    "--baseline-s",
-                    "0.5",
-                    "--telemetry-period",
-                    "0.01",
-                    "--min-time",
-                    "2",
-                    "--iterations",
-                    "20",
-                    "--warmup",
-                    "2",
-                    "--format",
-                    "jsonl",
-                ]
-            )
-    finally:
-        disconnect_phone(phone)
+    lab = write_phone_lab(tmp_path / "lab.toml", sysfs_phone)
+    with SyntheticBattery(sandbox, marker):
+        result = run_cli(
+            [
+                "run",
+                "--lab",
+                str(lab),
+                "--devices",
+                "emu-phone",
+                "--models",
+                str(model),
+                "--frameworks",
+                "onnxruntime",
+                "--energy-source",
+                "android_fuel_gauge",
+                "--sync-marker",
+                str(marker),
+                "--baseline-s",
+                "0.5",
+                "--telemetry-period",
+                "0.01",
+                "--min-time",
+                "2",
+                "--iterations",
+                "20",
+                "--warmup",
+                "2",
+                "--format",
+                "jsonl",
+            ]
+        )
     assert result.returncode == 0, result.stderr
     (record,) = map(json.loads, result.stdout.splitlines())
     assert record["status"] == "ok", record["error"]
@@ -145,52 +139,49 @@ def test_local_cell_without_a_source_says_energy_unavailable(run_cli, conv_model
     assert unavailable and "rapl" in unavailable[0]
 
 
-def test_native_tool_gets_energy_from_a_device_shell_loop(run_cli, adb_server, tmp_path):
+def test_native_tool_gets_energy_from_a_device_shell_loop(run_cli, sysfs_phone, tmp_path):
     import shutil
 
     from fakes.models import save_conv_model
 
-    sandbox = tmp_path / "phone"
-    sandbox.mkdir()
+    sandbox = sysfs_phone.sandbox
     model = save_conv_model(tmp_path / "conv.onnx", [1, 3, 64, 64], channels=32)
     marker = sandbox / "window.active"
     native_bin = tmp_path / "bin"
     native_bin.mkdir()
     beside = Path(sys.executable).with_name("benchmark_app")
     shutil.copy(beside if beside.is_file() else shutil.which("benchmark_app"), native_bin)
-    phone = connect_phone(adb_server, sandbox, env={"EDGEBENCH_SYSFS_ROOT": str(sandbox)})
-    try:
-        lab = write_phone_lab(
-            tmp_path / "lab.toml", phone, ['runner = "native"', f'native_bin = "{native_bin}"']
+    lab = write_phone_lab(
+        tmp_path / "lab.toml",
+        sysfs_phone,
+        ['runner = "native"', f'native_bin = "{native_bin}"'],
+    )
+    with SyntheticBattery(sandbox, marker):
+        result = run_cli(
+            [
+                "run",
+                "--lab",
+                str(lab),
+                "--devices",
+                "emu-phone",
+                "--models",
+                str(model),
+                "--frameworks",
+                "openvino",
+                "--energy-source",
+                "android_fuel_gauge",
+                "--sync-marker",
+                str(marker),
+                "--baseline-s",
+                "0.5",
+                "--telemetry-period",
+                "0.02",
+                "--iterations",
+                "200",
+                "--format",
+                "jsonl",
+            ]
         )
-        with SyntheticBattery(sandbox, marker):
-            result = run_cli(
-                [
-                    "run",
-                    "--lab",
-                    str(lab),
-                    "--devices",
-                    "emu-phone",
-                    "--models",
-                    str(model),
-                    "--frameworks",
-                    "openvino",
-                    "--energy-source",
-                    "android_fuel_gauge",
-                    "--sync-marker",
-                    str(marker),
-                    "--baseline-s",
-                    "0.5",
-                    "--telemetry-period",
-                    "0.02",
-                    "--iterations",
-                    "200",
-                    "--format",
-                    "jsonl",
-                ]
-            )
-    finally:
-        disconnect_phone(phone)
     assert result.returncode == 0, result.stderr
     (record,) = map(json.loads, result.stdout.splitlines())
     assert record["status"] == "ok", record["error"]

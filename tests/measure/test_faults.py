@@ -180,11 +180,11 @@ def test_lost_board_fails_its_remaining_cells_and_local_finishes(
 
 
 def test_killed_phone_fails_its_remaining_cells_and_local_finishes(
-    eb_env, emulated_phone, tmp_path, conv_model
+    eb_env, emulated_phone, phone_lab, tmp_path, conv_model
 ):
     """The emulated phone dies mid-run: its listener, its connections and the commands it
     started (the runner) all go at once; the adb server then reports the device gone."""
-    lab = write_phone_lab(tmp_path / "lab.toml", emulated_phone)
+    lab = phone_lab
     records, log = run_and_drop(
         eb_env, lab, "emu-phone", three_models(tmp_path, conv_model), emulated_phone.emulator.stop
     )

@@ -110,13 +110,9 @@ def wait_for(condition, what: str, limit_s: float = 60.0):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_second_interrupt_kills_the_cells_running_on_every_device(
-    eb_env, shared_sshd, conv_model, tmp_path
-):
-    from fakes.labs import write_lab
-
-    work_dir = tmp_path / "wd"
-    lab = write_lab(tmp_path / "lab.toml", shared_sshd, work_dir)
+def test_second_interrupt_kills_the_cells_running_on_every_device(eb_env, ssh_lab, conv_model):
+    work_dir = ssh_lab.work_dir
+    lab = ssh_lab.path
     proc = subprocess.Popen(
         [
             sys.executable,
