@@ -176,12 +176,13 @@ def _rows(array: np.ndarray, classes: int) -> np.ndarray:
 
 def top_k_hits(out: np.ndarray, ref: np.ndarray, k: int = 1) -> np.ndarray:
     """Per row of the last axis: whether the reference's top class is among the output's
-    ``k`` highest (ties go to the lower index, as ``argmax`` breaks them)."""
+    ``k`` highest (ties go to the lower index, as ``argmax`` breaks them). A row whose output
+    holds a NaN or infinity never agrees."""
     classes = np.asarray(ref).shape[-1]
     rows_ref, rows_out = _rows(ref, classes), _rows(out, classes)
     best = np.argmax(rows_ref, axis=1)
     top = np.argsort(-rows_out, axis=1, kind="stable")[:, :k]
-    return np.any(top == best[:, None], axis=1)
+    return np.any(top == best[:, None], axis=1) & np.isfinite(rows_out).all(axis=1)
 
 
 def decisive_rows(ref: np.ndarray, margin: float) -> np.ndarray:

@@ -110,6 +110,9 @@ def test_a_nan_in_the_output_is_the_worst_of_every_figure(pair, data):
     assert cosine(out, ref) == -1.0
     assert math.isnan(rel_l2(out, ref))
     assert sqnr_db(out, ref) == -SQNR_EXACT_DB
+    if is_score_vector(ref.shape):
+        row = at // ref.shape[-1]
+        assert not top_k_hits(out, ref, ref.shape[-1])[row]  # not even among all classes
 
 
 def test_a_value_the_reference_also_holds_is_no_error_even_when_not_finite():
