@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from edgebench.analysis.breakdowns import as_number, ok_records, p50_of
+from edgebench.results.breakdown_parts import ShapeChange
 from edgebench.results.records import Record
 
 #: A step from one input size to the next is a cliff when its latency ratio exceeds its pixel
@@ -99,26 +100,24 @@ def memory_series(records: Sequence[Record]) -> dict[SeriesKey, list[InstancePoi
     series: dict[SeriesKey, dict[int, InstancePoint]] = {}
     for r in ok_records(records):
         data = r.instances
-        if not isinstance(data, Mapping):
+        if data is None:
             continue
-        count = data.get("count")
-        n = count if isinstance(count, int) and not isinstance(count, bool) else r.concurrency
+        n = r.concurrency if data.count is None else data.count
         key = SeriesKey(
             r.device,
             r.model,
             r.framework,
             r.precision,
-            str(data.get("mode") or "separate"),
+            data.mode or "separate",
             _setting(r, _shape_text(r)),
         )
-        at_once = data.get("at_once")
         series.setdefault(key, {})[n] = InstancePoint(
             n,
-            as_number(data.get("rss_running_mb")),
-            as_number(data.get("per_instance_mb")),
+            as_number(data.rss_running_mb),
+            as_number(data.per_instance_mb),
             p50_of(r),
             as_number(r.throughput_ips),
-            at_once if isinstance(at_once, int) and not isinstance(at_once, bool) else None,
+            data.at_once,
         )
     # N = 1 is the plain cell of the same setting: its peak is one instance running.
     for r in ok_records(records):
@@ -140,19 +139,19 @@ def shape_series(records: Sequence[Record]) -> dict[SeriesKey, list[ShapePoint]]
     series: dict[SeriesKey, list[ShapePoint]] = {}
     for r in ok_records(records):
         data = r.shape
-        if not isinstance(data, Mapping):
+        if data is None:
             continue
         dims = first_input_dims(r.inputs)
-        pixels = data.get("pixels")
-        if not isinstance(pixels, int) or isinstance(pixels, bool):
+        pixels = data.pixels
+        if pixels is None:
             pixels = math.prod(dims) if dims else 0
         if pixels <= 0:
             continue
-        change = data.get("change") if isinstance(data.get("change"), Mapping) else {}
-        from_dims = first_input_dims(change.get("from"))
+        change = data.change or ShapeChange(None, None, None)
+        from_dims = first_input_dims(change.from_inputs)
         streams = ""
-        if isinstance(r.instances, Mapping):
-            streams = f"{r.instances.get('count')} {r.instances.get('mode')}"
+        if r.instances is not None:
+            streams = f"{r.instances.count} {r.instances.mode}"
         elif r.concurrency != 1:
             streams = f"s{r.concurrency}"
         key = SeriesKey(
@@ -160,7 +159,7 @@ def shape_series(records: Sequence[Record]) -> dict[SeriesKey, list[ShapePoint]]
             r.model,
             r.framework,
             r.precision,
-            str(data.get("mode") or "fixed"),
+            data.mode or "fixed",
             _setting(r, streams),
         )
         series.setdefault(key, []).append(
@@ -168,8 +167,8 @@ def shape_series(records: Sequence[Record]) -> dict[SeriesKey, list[ShapePoint]]
                 pixels,
                 shape_label(dims) if dims else str(pixels),
                 p50_of(r),
-                as_number(change.get("resize_ms")),
-                as_number(change.get("first_ms")),
+                as_number(change.resize_ms),
+                as_number(change.first_ms),
                 shape_label(from_dims) if from_dims else None,
             )
         )

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from edgebench.frameworks import display_order
+from edgebench.results.breakdown_parts import OpProfile, ProfiledOp
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
@@ -97,31 +98,26 @@ class StageSummary:
         return [s for s in STAGES if s not in self.p50_ms] if not self.unavailable else []
 
 
-def _stage_values(data: Any) -> dict[str, float]:
-    if not isinstance(data, Mapping):
+def _stage_values(data: Mapping[str, float] | None) -> dict[str, float]:
+    if data is None:
         return {}
     return {s: v for s in STAGES if (v := as_number(data.get(s))) is not None}
 
 
-def _per_iteration_remainder(record: Record, samples: Any) -> float:
+def _per_iteration_remainder(record: Record, samples: Mapping[str, list[int]] | None) -> float:
     """The median over iterations of what each iteration took beyond its own stages (ms),
     from the raw samples; 0 when the stage samples do not line up with the iteration's.
 
     Taken per iteration because medians do not add: the iteration's p50 less the stages' p50s
     is mostly that difference, not time spent anywhere."""
-    if not isinstance(samples, Mapping):
+    if samples is None:
         return 0.0
     total = record.samples_ns
-    columns = [samples.get(stage) for stage in STAGES if samples.get(stage) is not None]
-    if not total or not columns:
+    columns = [samples[stage] for stage in STAGES if samples.get(stage) is not None]
+    if not total or not columns or not all(len(c) == len(total) for c in columns):
         return 0.0
-    if not all(isinstance(c, list) and len(c) == len(total) for c in columns):
-        return 0.0
-    try:
-        stage_sum = np.sum(np.asarray(columns, dtype=np.float64), axis=0)
-        rest = np.asarray(total, dtype=np.float64) - stage_sum
-    except (TypeError, ValueError):
-        return 0.0
+    stage_sum = np.sum(np.asarray(columns, dtype=np.float64), axis=0)
+    rest = np.asarray(total, dtype=np.float64) - stage_sum
     if not np.all(np.isfinite(rest)):
         return 0.0
     return round(max(0.0, float(np.median(rest))) / 1e6, 6)
@@ -136,22 +132,19 @@ def stage_summary(record: Record) -> StageSummary | None:
     the raw stage samples are not there. Shares are taken of the stages' p50s plus that
     remainder, so they always add up to 100%."""
     stages = record.stages
-    if not isinstance(stages, Mapping):
+    if stages is None:
         return None
-    p50 = _stage_values(stages.get("p50_ms"))
-    samples = stages.get("samples_ns")
-    if not p50 and isinstance(samples, Mapping):
+    p50 = _stage_values(stages.p50_ms)
+    samples = stages.samples_ns
+    if not p50 and samples is not None:
         for stage in STAGES:
-            raw = samples.get(stage)
-            values = [v for v in raw if as_number(v) is not None] if isinstance(raw, list) else []
+            values = [v for v in samples.get(stage) or [] if v is not None]
             if values:
                 p50[stage] = float(np.percentile(np.asarray(values, dtype=np.float64), 50)) / 1e6
-    if stages.get("unavailable") is not None or not p50:
-        reason = str(stages.get("unavailable") or "no stage times recorded")
+    if stages.unavailable is not None or not p50:
+        reason = stages.unavailable or "no stage times recorded"
         return StageSummary(record, {}, {}, {}, p50_of(record), 0.0, {}, reason)
-    raw = stages.get("boundaries")
-    items = raw.items() if isinstance(raw, Mapping) else ()
-    boundaries = {str(k): str(v) for k, v in items if v is not None}
+    boundaries = {k: v for k, v in (stages.boundaries or {}).items() if v is not None}
     total = p50_of(record)
     attributed = sum(p50.values())
     remainder = _per_iteration_remainder(record, samples)
@@ -160,7 +153,7 @@ def stage_summary(record: Record) -> StageSummary | None:
     if remainder > 0 and whole > 0:
         shares[UNATTRIBUTED] = remainder / whole
     return StageSummary(
-        record, p50, _stage_values(stages.get("p99_ms")), shares, total, remainder, boundaries
+        record, p50, _stage_values(stages.p99_ms), shares, total, remainder, boundaries
     )
 
 
@@ -223,38 +216,27 @@ def op_family(op_type: str) -> str:
     return OP_FAMILIES.get(key, op_type)
 
 
-def _ops(data: Any) -> list[Op]:
-    ops = []
-    for item in data if isinstance(data, list) else []:
-        if not isinstance(item, Mapping) or (time := as_number(item.get("time_ms"))) is None:
-            continue
-        count = item.get("count")
-        impl = item.get("impl")
-        ops.append(
-            Op(
-                str(item.get("name") or "?"),
-                str(item.get("type") or "?"),
-                None if impl is None else str(impl),
-                time,
-                count if isinstance(count, int) and not isinstance(count, bool) else 1,
-            )
-        )
-    return ops
+def _ops(profiled: Sequence[ProfiledOp] | None) -> list[Op]:
+    """The profile's ops that have a time."""
+    return [
+        Op(op.name or "?", op.type or "?", op.impl, time, 1 if op.count is None else op.count)
+        for op in profiled or []
+        if (time := as_number(op.time_ms)) is not None
+    ]
 
 
 def op_breakdown(record: Record, top: int = TOP_N) -> OpBreakdown | None:
     """The op profile of one record grouped by op family; None when it has no ``op_profile``."""
     profile = record.op_profile
-    if not isinstance(profile, Mapping):
+    if profile is None:
         return None
-    source = str(profile.get("source") or "")
-    iterations = profile.get("iterations")
-    iterations = iterations if isinstance(iterations, int) else None
-    inference = as_number(profile.get("inference_ms"))
-    if profile.get("unavailable") is not None:
-        reason = str(profile["unavailable"])
+    source = profile.source or ""
+    iterations = profile.iterations
+    inference = as_number(profile.inference_ms)
+    if profile.unavailable is not None:
+        reason = profile.unavailable
         return OpBreakdown(record, [], [], 0.0, inference, iterations, source, reason)
-    ops = _ops(profile.get("ops"))
+    ops = _ops(profile.ops)
     total = sum(op.time_ms for op in ops)
     families: dict[str, list[Op]] = {}
     for op in ops:
@@ -283,20 +265,23 @@ OP_SUM_TOLERANCE = 0.10
 OP_ROUNDING_MS = 0.001
 
 
-def op_sum_warning(profile: Any) -> str | None:
+def op_sum_warning(profile: OpProfile | dict[str, Any] | None) -> str | None:
     """The record warning for an op profile whose ops add up to more than the inference they
-    were timed in (past the tolerance above), else None."""
-    if not isinstance(profile, Mapping) or profile.get("unavailable") is not None:
+    were timed in (past the tolerance above), else None. ``profile`` may be the runner's
+    JSON object, as it reported it."""
+    if isinstance(profile, dict):
+        profile = OpProfile.from_dict(profile)
+    if profile is None or profile.unavailable is not None:
         return None
-    inference = as_number(profile.get("inference_ms"))
-    ops = _ops(profile.get("ops"))
+    inference = as_number(profile.inference_ms)
+    ops = _ops(profile.ops)
     if not inference or not ops:
         return None
     total = sum(op.time_ms for op in ops)
     slack = inference * OP_SUM_TOLERANCE + OP_ROUNDING_MS * sum(max(1, op.count) for op in ops)
     if total <= inference + slack:
         return None
-    if str(profile.get("source") or "").startswith("benchmark_app"):
+    if (profile.source or "").startswith("benchmark_app"):
         why = "benchmark_app's counters include its untimed first inference: "
         why += "raise --profile-iterations"
     else:

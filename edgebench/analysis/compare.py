@@ -67,7 +67,8 @@ def _by_cell(records: Iterable[Record]) -> dict[str, Record]:
 
 
 def _calibration_sha(record: Record) -> str | None:
-    return ((record.quant or {}).get("calibration") or {}).get("sha256")
+    calibration = record.quant.calibration if record.quant is not None else None
+    return calibration.sha256 if calibration is not None else None
 
 
 def _compare_cell(

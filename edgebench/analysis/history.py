@@ -136,13 +136,12 @@ def _variant(record: Record) -> tuple[str, ...]:
     (the best of them is the run's figure); precision, streams, instances and input shape
     change what is measured, so each gets a trend of its own."""
     parts = [record.precision]
-    instances = record.instances if isinstance(record.instances, dict) else {}
-    count = instances.get("count")
-    if isinstance(count, int) and count > 1:
-        parts.append(f"i{count}-{instances.get('mode')}")
+    instances = record.instances
+    if instances is not None and instances.count is not None and instances.count > 1:
+        parts.append(f"i{instances.count}-{instances.mode}")
     elif record.concurrency > 1:
         parts.append(f"s{record.concurrency}")
-    shape_mode = record.shape.get("mode") if isinstance(record.shape, dict) else None
+    shape_mode = record.shape.mode if record.shape is not None else None
     parts.append(_shape_label(record) + (f"-{shape_mode}" if shape_mode else ""))
     return tuple(parts)
 

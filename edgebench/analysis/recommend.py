@@ -131,8 +131,8 @@ def accuracy_drop(record: Record) -> float | None:
     set); 0 for a cell that is not quantized; None when a quantized cell has no top-1 figure."""
     if record.accuracy is None and record.quant is None:
         return 0.0
-    top1 = (record.accuracy or {}).get("top1_agreement")
-    return None if top1 is None else 1.0 - float(top1)
+    top1 = record.accuracy.top1_agreement if record.accuracy is not None else None
+    return None if top1 is None else 1.0 - top1
 
 
 def _within_accuracy(records: list[Record], max_drop: float) -> tuple[list[Record], list[str]]:

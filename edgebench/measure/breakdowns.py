@@ -10,8 +10,14 @@ import math
 from typing import Any
 
 from edgebench.analysis.breakdowns import op_sum_warning
-from edgebench.analysis.statistics import latency_stats
 from edgebench.planning.cells import Cell
+from edgebench.results.breakdown_parts import (
+    Instances,
+    OpProfile,
+    ShapeChange,
+    ShapeVariant,
+    Stages,
+)
 from edgebench.results.records import Record
 
 
@@ -23,26 +29,16 @@ def _ms(ns: Any) -> float | None:
     return None if ns is None else float(ns) / 1e6
 
 
-def stages_field(raw: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``{samples_ns, p50_ms, p99_ms, boundaries}`` from the runner's stage samples."""
-    if not raw or "unavailable" in raw:
-        return raw or None
-    samples = {k: [int(v) for v in values] for k, values in raw["samples_ns"].items()}
-    p50: dict[str, float] = {}
-    p99: dict[str, float] = {}
-    for stage, values in samples.items():
-        stats = latency_stats(values)
-        if stats is not None:
-            p50[stage], p99[stage] = stats.p50, stats.p99
-    return {
-        "samples_ns": samples,
-        "p50_ms": p50,
-        "p99_ms": p99,
-        "boundaries": dict(raw.get("boundaries") or {}),
-    }
+def stages_field(raw: dict[str, Any] | None) -> Stages | None:
+    """The record's stages from the runner's stage samples (or its reason for none)."""
+    if not raw:
+        return None
+    if "unavailable" in raw:
+        return Stages.from_dict(raw)
+    return Stages.from_samples(raw["samples_ns"], raw.get("boundaries") or {})
 
 
-def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> dict[str, Any] | None:
+def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> Instances | None:
     """Memory after each instance was ready, with one of them run, and with all running.
 
     ``load_mb_per_instance``: the growth per instance after the first, right after loading
@@ -62,26 +58,27 @@ def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> dict[str,
     if load_growth is not None and one is not None and running is not None:
         alone = one - load_growth * (count - 1)
         per_instance = round((running - alone) / (count - 1), 3)
-    return {
-        "count": count,
-        "mode": raw.get("mode"),
-        "rss_before_load_mb": _mb(rss_before_kb),
-        "rss_after_load_mb": after,
-        "rss_one_running_mb": one,
-        "rss_running_mb": running,
-        "per_instance_mb": per_instance,
-        "load_mb_per_instance": load_growth,
-        "ran": raw.get("ran"),
-        "at_once": raw.get("at_once"),
-    }
+    return Instances(
+        count=count,
+        mode=raw.get("mode"),
+        measured=True,
+        rss_before_load_mb=_mb(rss_before_kb),
+        rss_after_load_mb=after,
+        rss_one_running_mb=one,
+        rss_running_mb=running,
+        per_instance_mb=per_instance,
+        load_mb_per_instance=load_growth,
+        ran=raw.get("ran"),
+        at_once=raw.get("at_once"),
+    )
 
 
-def instances_warning(instances: dict[str, Any] | None, stop_reason: Any) -> str | None:
+def instances_warning(instances: Instances | None, stop_reason: Any) -> str | None:
     """The record's warning when fewer than the cell's N instances ran in its timed window, or
     were ever inferring at the same moment: its figures are then not "all N running"."""
     if not instances:
         return None
-    count, ran, at_once = instances.get("count"), instances.get("ran"), instances.get("at_once")
+    count, ran, at_once = instances.count, instances.ran, instances.at_once
     if not isinstance(count, int) or count < 2:
         return None
     if isinstance(ran, int) and ran < count:
@@ -100,29 +97,27 @@ def instances_warning(instances: dict[str, Any] | None, stop_reason: Any) -> str
     return None
 
 
-def shape_field(cell: Cell, raw_change: dict[str, Any] | None) -> dict[str, Any] | None:
+def shape_field(cell: Cell, raw_change: dict[str, Any] | None) -> ShapeVariant | None:
     """The cell's place in a shape sweep: mode, pixel count, and the resize it timed."""
     if cell.shape_mode is None:
         return None
     first = (cell.inputs or [{}])[0].get("shape") or []
     change = None
     if raw_change:
-        change = {
-            "from": raw_change.get("from"),
-            "resize_ms": _ms(raw_change.get("resize_ns")),
-            "first_ms": _ms(raw_change.get("first_ns")),
-        }
-    return {
-        "mode": cell.shape_mode,
-        "pixels": math.prod(int(d) for d in first) if first else None,
-        "change": change,
-    }
+        change = ShapeChange(
+            raw_change.get("from"),
+            _ms(raw_change.get("resize_ns")),
+            _ms(raw_change.get("first_ns")),
+        )
+    return ShapeVariant(
+        cell.shape_mode, math.prod(int(d) for d in first) if first else None, change
+    )
 
 
 def attach_op_profile(record: Record, profile: dict[str, Any] | None) -> None:
     """The op profile on the record, with a warning when its ops outweigh its inference."""
-    record.op_profile = profile
-    if (warning := op_sum_warning(profile)) is not None:
+    record.op_profile = None if profile is None else OpProfile.from_dict(profile)
+    if (warning := op_sum_warning(record.op_profile)) is not None:
         record.warnings.append(warning)
 
 
@@ -137,15 +132,3 @@ def attach_breakdowns(record: Record, cell: Cell, result: dict[str, Any]) -> Non
     if (fewer := instances_warning(record.instances, record.stop_reason)) is not None:
         record.warnings.append(fewer)
     record.shape = shape_field(cell, result.get("shape_change"))
-
-
-def pool_stages(parts: list[dict[str, Any] | None]) -> dict[str, Any] | None:
-    """One cell's stage samples from its interleaved rounds, pooled like its latency samples;
-    None unless every round timed stages."""
-    if not parts or any(not p or "samples_ns" not in p for p in parts):
-        return None
-    pooled: dict[str, list[int]] = {}
-    for part in parts:
-        for stage, values in part["samples_ns"].items():  # type: ignore[index]
-            pooled.setdefault(stage, []).extend(values)
-    return stages_field({"samples_ns": pooled, "boundaries": parts[0]["boundaries"]})  # type: ignore[index]

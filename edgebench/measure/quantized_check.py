@@ -4,13 +4,13 @@ evaluation set against fp32 ONNX Runtime on the same samples (edgebench/quantiza
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from edgebench.measure.output_check import CheckSettings, load_saved_outputs
 from edgebench.planning.cells import Cell
 from edgebench.quantization.accuracy import apply_rule, measure_accuracy
+from edgebench.results.quant_parts import Accuracy, Quant
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
@@ -18,7 +18,7 @@ from edgebench.statuses import Status
 PRECONVERTED = "pre-converted (quantized outside edgebench)"
 
 
-def quant_info(cell: Cell) -> dict[str, Any]:
+def quant_info(cell: Cell) -> Quant:
     """How the cell's artifact was quantized, from its manifest, and the calibration set."""
     manifest = cell.artifact.manifest if cell.artifact is not None else {}
     quant = dict(manifest.get("quant") or {})
@@ -29,7 +29,7 @@ def quant_info(cell: Cell) -> dict[str, Any]:
     uses_calibration = cell.artifact is not None and cell.precision == "int8"
     quant["calibration"] = sets.calibration.as_dict() if sets and uses_calibration else None
     quant["evaluation"] = sets.evaluation.as_dict() if sets else None
-    return quant
+    return Quant.from_dict(quant)
 
 
 def check_quantized(
@@ -76,7 +76,7 @@ def check_quantized(
         record.error = f"quantized outputs cannot be compared with ONNX Runtime: {exc}"
         return
     apply_rule(accuracy, checks.accuracy_rule)
-    record.accuracy = accuracy.as_dict()
+    record.accuracy = Accuracy.from_dict(accuracy.as_dict())
     if not accuracy.passed:
         record.status = Status.MISMATCH
         record.error = accuracy.problem

@@ -12,6 +12,7 @@ from edgebench.analysis.sustained import summarize as summarize_sustained
 from edgebench.framework_tools import NativeResult
 from edgebench.measure.breakdowns import attach_breakdowns, shape_field
 from edgebench.planning.cells import Cell
+from edgebench.results.breakdown_parts import Instances
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
@@ -66,9 +67,7 @@ def new_record(run_id: str, cell: Cell, status: str) -> Record:
         emulated=bool(facts and facts.emulated),
         emulation=facts.emulation if facts else None,
         shape=shape_field(cell, None),
-        instances=(
-            {"count": cell.instances, "mode": cell.instance_mode} if cell.instances > 1 else None
-        ),
+        instances=Instances(cell.instances, cell.instance_mode) if cell.instances > 1 else None,
     )
 
 

@@ -13,12 +13,11 @@ from typing import Protocol
 
 from edgebench.analysis.statistics import latency_stats, stats_warnings, warning_figures
 from edgebench.lab.transports.base import TransportError, link_error_reason
-from edgebench.measure.breakdowns import pool_stages
 from edgebench.measure.methods import Method, Visit, method_for
 from edgebench.measure.output_check import CheckSettings
 from edgebench.measure.records import failed_record, new_record
 from edgebench.planning.cells import Cell
-from edgebench.results.records import Record
+from edgebench.results.records import Record, merge_parts
 from edgebench.results.store import RunDir, utc_now
 from edgebench.statuses import DONE, MEASURED, ErrorKind, Status
 
@@ -156,7 +155,7 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     merged.samples_ns = samples
     merged.n_samples = len(samples)
     merged.warmup_samples_ns = [s for p in parts for s in p.warmup_samples_ns]
-    merged.stages = pool_stages([p.stages for p in parts]) or merged.stages
+    merge_parts(merged, parts)
     merged.round_p50_ms = [
         round(statistics.median(p.samples_ns) / 1e6, 6) for p in parts if p.samples_ns
     ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from edgebench.analysis.breakdown_series import (
     InstancePoint,
@@ -32,6 +32,7 @@ from edgebench.analysis.breakdowns import (
 )
 from edgebench.frameworks import display_order
 from edgebench.reporting.tables import fmt_number
+from edgebench.results.breakdown_parts import OpProfile, Stages
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
@@ -85,12 +86,12 @@ def settings_of(records: Sequence[Record]) -> list[str]:
 
     def parts(r: Record) -> dict[str, str]:
         streams = f"s{r.concurrency}" if r.concurrency != 1 else ""
-        if isinstance(r.instances, dict):
-            streams = f"{r.instances.get('count')} {r.instances.get('mode')}"
+        if r.instances is not None:
+            streams = f"{r.instances.count} {r.instances.mode}"
         dims = first_input_dims(r.inputs)
         shape = "x".join(str(d) for d in dims) if dims else ""
-        if isinstance(r.shape, dict) and r.shape.get("mode"):
-            shape = f"{shape} {r.shape['mode']}".strip()
+        if r.shape is not None and r.shape.mode:
+            shape = f"{shape} {r.shape.mode}".strip()
         return {
             "precision": r.precision,
             "threads": f"{r.threads}t",
@@ -131,13 +132,13 @@ def _with_setting(
 
 
 def unavailable_reasons(records: Sequence[Record], name: str) -> list[str]:
-    """``device / model / framework: why`` for the ok records whose breakdown field ``name``
-    (``stages``, ``op_profile``) is ``{unavailable: why}``."""
+    """``device / model / framework: why`` for the ok records whose breakdown part ``name``
+    (``stages``, ``op_profile``) says it is unavailable."""
     out = []
     for r in records:
-        data: Any = getattr(r, name)
-        if r.status == Status.OK and isinstance(data, dict) and data.get("unavailable") is not None:
-            out.append(f"{r.device} / {r.model} / {r.framework}: {data['unavailable']}")
+        part: Stages | OpProfile | None = getattr(r, name)
+        if r.status == Status.OK and part is not None and part.unavailable is not None:
+            out.append(f"{r.device} / {r.model} / {r.framework}: {part.unavailable}")
     return list(dict.fromkeys(out))
 
 

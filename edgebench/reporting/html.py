@@ -34,6 +34,7 @@ from edgebench.reporting.matrix import (
 )
 from edgebench.reporting.precisions import precision_table
 from edgebench.reporting.tables import fmt_number
+from edgebench.results.quant_parts import Quant
 from edgebench.results.records import Record
 from edgebench.statuses import MEASURED, Status
 
@@ -228,17 +229,18 @@ def _details(r: Record, anchor: str, expand: bool = False) -> str:
         ]
         out.append("<h3>output check</h3>" + _kv_table(rows))
     if r.accuracy or r.quant:
-        quant = r.quant or {}
-        calibration = quant.get("calibration") or {}
-        rows = [(k, v) for k, v in (r.accuracy or {}).items() if k != "passed"]
+        quant = r.quant or Quant(method=None)
+        calibration = quant.calibration
+        accuracy = r.accuracy.to_dict() if r.accuracy is not None else {}
+        rows = [(k, v) for k, v in accuracy.items() if k != "passed"]
         rows += [
-            ("quantization", quant.get("method")),
-            ("granularity", quant.get("granularity")),
-            ("fp32 fallback ops", ", ".join(quant.get("fp32_fallback_ops") or []) or "none"),
+            ("quantization", quant.method),
+            ("granularity", quant.granularity),
+            ("fp32 fallback ops", ", ".join(quant.fp32_fallback_ops) or "none"),
             (
                 "calibration set",
-                f"{calibration.get('n')} samples, sha256 {str(calibration.get('sha256'))[:12]}"
-                + (" (synthetic)" if calibration.get("synthetic") else "")
+                f"{calibration.n} samples, sha256 {str(calibration.sha256)[:12]}"
+                + (" (synthetic)" if calibration.synthetic else "")
                 if calibration
                 else "-",
             ),

@@ -24,6 +24,7 @@ from edgebench.analysis.ranking import (
 from edgebench.analysis.statistics import HIGH_CV, warning_figures
 from edgebench.frameworks import display_order
 from edgebench.reporting.tables import fmt_number, format_table, shorten
+from edgebench.results.quant_parts import Accuracy
 from edgebench.results.records import Record
 from edgebench.statuses import MEASURED, Status
 
@@ -74,16 +75,15 @@ def group_records(records: Sequence[Record]) -> dict[GroupKey, list[Record]]:
 def variant_label(r: Record) -> str:
     """What sets a breakdown cell apart from the plain one: ``4 instances, shared`` or
     ``1x3x160x160, dynamic``; empty for a plain cell."""
-    count = (r.instances or {}).get("count")
-    if isinstance(count, int) and count > 1:
-        return f"{count} instances, {r.instances.get('mode')}"  # type: ignore[union-attr]
-    if r.shape and r.shape.get("mode"):
+    if r.instances is not None and r.instances.count is not None and r.instances.count > 1:
+        return f"{r.instances.count} instances, {r.instances.mode}"
+    if r.shape is not None and r.shape.mode:
         dims = "+".join(
             "x".join(str(d) for d in i.get("shape") or [])
             for i in r.inputs or []
             if isinstance(i, dict)
         )
-        return f"{dims}, {r.shape['mode']}"
+        return f"{dims}, {r.shape.mode}"
     return ""
 
 
@@ -213,8 +213,8 @@ def quiet_machine_advice(records: Sequence[Record]) -> list[str]:
 
 def _streams(r: Record) -> str | None:
     """A plain cell's streams (an instance cell's are its instances, in its variant label)."""
-    count = (r.instances or {}).get("count")
-    return None if isinstance(count, int) and count > 1 else f"{r.concurrency} streams"
+    count = r.instances.count if r.instances is not None else None
+    return None if count is not None and count > 1 else f"{r.concurrency} streams"
 
 
 #: The swept settings a cell's label names when the records differ in them.
@@ -301,18 +301,17 @@ def format_details(records: Sequence[Record]) -> str:
 
 def describe_accuracy(r: Record) -> str:
     """One line on a quantized cell: its accuracy against fp32 and the sets it was judged on."""
-    acc = r.accuracy or {}
-    quant = r.quant or {}
-    parts = [f"accuracy vs fp32 ONNX Runtime on {acc.get('n')} evaluation samples:"]
-    if acc.get("top1_agreement") is not None:
-        parts.append(f"top-1 agreement {acc['top1_agreement']:.0%},")
-    parts.append(f"SQNR {acc.get('sqnr_db', 0.0):.1f} dB,")
-    parts.append(f"min cosine {acc.get('cosine_min', 0.0):.4f}")
-    calibration = quant.get("calibration")
+    acc = r.accuracy or Accuracy(n=None)
+    parts = [f"accuracy vs fp32 ONNX Runtime on {acc.n} evaluation samples:"]
+    if acc.top1_agreement is not None:
+        parts.append(f"top-1 agreement {acc.top1_agreement:.0%},")
+    parts.append(f"SQNR {acc.sqnr_db or 0.0:.1f} dB,")
+    parts.append(f"min cosine {acc.cosine_min or 0.0:.4f}")
+    calibration = r.quant.calibration if r.quant is not None else None
     if calibration:
-        synthetic = " synthetic" if calibration.get("synthetic") else ""
-        parts.append(f"(calibrated on {calibration.get('n')}{synthetic} samples)")
-    fallback = quant.get("fp32_fallback_ops") or []
+        synthetic = " synthetic" if calibration.synthetic else ""
+        parts.append(f"(calibrated on {calibration.n}{synthetic} samples)")
+    fallback = r.quant.fp32_fallback_ops if r.quant is not None else []
     if fallback:
         parts.append(f"fp32 fallback: {', '.join(fallback)}")
     return " ".join(parts)

@@ -38,12 +38,12 @@ def precisions_of(records: Sequence[Record]) -> list[str]:
 
 def accuracy_text(record: Record) -> str:
     """``top-1 98% · 23.1 dB`` from a quantized record's accuracy, or ""."""
-    acc = record.accuracy or {}
+    acc = record.accuracy
     parts = []
-    if acc.get("top1_agreement") is not None:
-        parts.append(f"top-1 {acc['top1_agreement']:.0%}")
-    if acc.get("sqnr_db") is not None:
-        parts.append(f"{acc['sqnr_db']:.1f} dB")
+    if acc is not None and acc.top1_agreement is not None:
+        parts.append(f"top-1 {acc.top1_agreement:.0%}")
+    if acc is not None and acc.sqnr_db is not None:
+        parts.append(f"{acc.sqnr_db:.1f} dB")
     return " · ".join(parts)
 
 

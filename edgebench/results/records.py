@@ -7,15 +7,28 @@ from __future__ import annotations
 
 import functools
 import math
-import types
 import typing
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from collections.abc import Sequence
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
+from edgebench.results.breakdown_parts import Instances, OpProfile, ShapeVariant, Stages
+from edgebench.results.json_values import RecordPart, json_kind, matches, wrong_type
+from edgebench.results.quant_parts import Accuracy, Quant
 from edgebench.statuses import Status
 
 RECORD_SCHEMA = "edgebench.record/1"
 STATUSES = tuple(Status)
+
+#: The record's typed parts: field name -> the part stored under it.
+PARTS: dict[str, type[RecordPart]] = {
+    "quant": Quant,
+    "accuracy": Accuracy,
+    "stages": Stages,
+    "op_profile": OpProfile,
+    "instances": Instances,
+    "shape": ShapeVariant,
+}
 
 
 @dataclass
@@ -61,7 +74,7 @@ class Record:
     stderr_tail: str | None = None
     #: The converted file the cell ran: format, converter and version, cache hit, time, sha256.
     artifact: dict[str, Any] | None = None
-    #: Outputs vs ONNX Runtime on the same input (outputcheck.OutputCheck.as_dict()).
+    #: Outputs vs ONNX Runtime on the same input (measure/output_check.py OutputCheck.as_dict()).
     output_check: dict[str, Any] | None = None
     #: Energy per inference (mJ) after subtracting idle power; None when unavailable.
     energy_mj_per_inf: float | None = None
@@ -84,37 +97,38 @@ class Record:
     #: chip, so the cell is never ranked or recommended; ``emulation`` says how it was known.
     emulated: bool = False
     emulation: str | None = None
-    #: Quantized precisions: how the artifact was quantized
-    #: ``{method, granularity, calibration: {n, sha256, synthetic}, fp32_fallback_ops}``.
-    quant: dict[str, Any] | None = None
-    #: Quantized precisions: outputs on the evaluation set vs fp32 ONNX Runtime
-    #: ``{n, top1_agreement, cosine_min, rel_l2_mean, sqnr_db, worst_output, passed, problem}``.
-    accuracy: dict[str, Any] | None = None
-    #: Per-stage times of each timed iteration, where the framework's API separates them:
-    #: ``{samples_ns: {copy_in, compute, copy_out: [ns]}, p50_ms: {...}, p99_ms: {...},
-    #: boundaries: {stage: what it covers on this framework}}``, or ``{unavailable: why}``.
-    stages: dict[str, Any] | None = None
-    #: --profile ops: ``{iterations, source, ops: [{name, type, impl, time_ms, count}],
-    #: total_ms, inference_ms}`` (time_ms: mean per profiled iteration), or ``{unavailable}``.
-    #: Profiled iterations are separate from the timed ones.
-    op_profile: dict[str, Any] | None = None
-    #: --instances: ``{count, mode: separate|shared, rss_before_load_mb, rss_after_load_mb: [one
-    #: per instance, loaded and its stream made], rss_one_running_mb, rss_running_mb,
-    #: per_instance_mb, load_mb_per_instance}`` (measure/breakdowns.py defines the last two);
-    #: latency and throughput are the record's own, measured with all instances running.
-    instances: dict[str, Any] | None = None
-    #: --shapes: ``{mode: fixed|dynamic, pixels, change: {from: [inputs], resize_ms, first_ms}}``
-    #: (change: dynamic cells only, the first inference after resizing from another shape).
-    shape: dict[str, Any] | None = None
+    #: Quantized precisions: how the artifact was quantized.
+    quant: Quant | None = None
+    #: Quantized precisions: outputs on the evaluation set vs fp32 ONNX Runtime.
+    accuracy: Accuracy | None = None
+    #: Per-stage times of each timed iteration, where the framework's API separates them.
+    stages: Stages | None = None
+    #: --profile ops (profiled iterations are separate from the timed ones).
+    op_profile: OpProfile | None = None
+    #: --instances: memory with N instances; latency and throughput are the record's own,
+    #: measured with all instances running.
+    instances: Instances | None = None
+    #: --shapes: the cell's place in a shape sweep.
+    shape: ShapeVariant | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"record status {self.status!r} is not one of {STATUSES}")
+        for name, part in PARTS.items():
+            value = getattr(self, name)
+            if isinstance(value, dict):  # the part as stored: read and checked
+                setattr(self, name, part.from_dict(value, name))
+            elif value is not None and not isinstance(value, part):
+                raise wrong_type(name, value)
 
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON values: a NaN or infinite float (an output check of NaN outputs,
         a summary of them) becomes None, so the store can always write the record."""
-        return _finite(asdict(self))
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in PARTS:
+            if data[name] is not None:
+                data[name] = data[name].to_dict()
+        return _finite(data)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
@@ -127,12 +141,22 @@ class Record:
         for name, value in data.items():
             if name not in hints:
                 continue
-            if not _matches(value, hints[name]):
+            if name in PARTS and isinstance(value, dict):
+                values[name] = value  # read and checked by the part, in __post_init__
+                continue
+            if not matches(value, hints[name]):
                 if value is None and name in defaulted:
                     continue  # null where an older writer left a field out: its default
                 raise ValueError(f"field {name} holds a JSON {json_kind(value)}")
             values[name] = value
         return cls(**values)
+
+
+def merge_parts(merged: Record, rounds: Sequence[Record]) -> None:
+    """Set each typed part of ``merged`` (a cell's record pooled from its interleaved rounds)
+    to the part's own merge of the rounds' parts."""
+    for name, part in PARTS.items():
+        setattr(merged, name, part.merge([getattr(r, name) for r in rounds]))
 
 
 def _finite(value: Any) -> Any:
@@ -143,17 +167,6 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_finite(v) for v in value]
     return value
-
-
-def json_kind(value: Any) -> str:
-    """What a parsed JSON value is, in JSON's words."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
 
 
 @functools.cache
@@ -168,30 +181,3 @@ def _defaulted_fields() -> frozenset[str]:
         for f in fields(Record)
         if f.default is not MISSING or f.default_factory is not MISSING
     )
-
-
-def _matches(value: Any, hint: Any) -> bool:
-    """Whether a value read from JSON fits a field's annotation (containers one level deep:
-    a list of numbers holds numbers, a dict of numbers holds numbers or null)."""
-    origin = typing.get_origin(hint)
-    if origin in (types.UnionType, typing.Union):
-        return any(_matches(value, arg) for arg in typing.get_args(hint))
-    if hint is Any:
-        return True
-    if hint is type(None):
-        return value is None
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if origin is list:
-        (item,) = typing.get_args(hint)
-        return isinstance(value, list) and all(_matches(v, item) for v in value)
-    if origin is dict:
-        item = typing.get_args(hint)[1]
-        return isinstance(value, dict) and all(
-            v is None or _matches(v, item) for v in value.values()
-        )
-    return isinstance(value, hint)

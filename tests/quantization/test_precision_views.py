@@ -90,7 +90,9 @@ def test_compare_refuses_int8_cells_calibrated_on_different_sets():
     same = quantized(sampled_record("phone", "mnn", 13.0, 5, run_id="b"), "int8", 1.0, 30.0)
     (slower,) = compare_runs([base], [same])
     assert slower.verdict == "regressed"
-    other = replace(same, quant={**same.quant, "calibration": {"n": 32, "sha256": "cd" * 32}})
+    other = replace(
+        same, quant={**same.quant.to_dict(), "calibration": {"n": 32, "sha256": "cd" * 32}}
+    )
     (refused,) = compare_runs([base], [other])
     assert refused.verdict == "not_comparable"
     assert refused.reason.startswith("different calibration sets: base abababababab")

@@ -74,7 +74,7 @@ def bare_record() -> Record:
 def test_ops_past_the_inference_warn_for_every_source(source):
     record = bare_record()
     attach_op_profile(record, profile(0.72, 0.105, source))
-    assert record.op_profile["total_ms"] == 0.72  # the profile itself is kept as it came
+    assert record.op_profile.total_ms == 0.72  # the profile itself is kept as it came
     assert record.warnings[0] == "x"
     (warning,) = record.warnings[1:]
     assert warning.startswith("--profile ops: the ops add up to 0.72 ms, 6.9x the 0.105 ms")

@@ -15,6 +15,7 @@ from typing import Protocol
 from edgebench.lab.device import Device
 from edgebench.measure.output_check import CheckSettings
 from edgebench.planning.cells import Cell, Verdict
+from edgebench.results.breakdown_parts import Stages
 from edgebench.results.records import Record
 
 
@@ -59,4 +60,4 @@ def whole_inference_refusal(cell: Cell, runner: str) -> str | None:
 def note_whole_inference(record: Record, cell: Cell, runner: str) -> None:
     """Say on the record that ``runner`` has no stage times (when stages were asked for)."""
     if cell.stages and record.stages is None:
-        record.stages = {"unavailable": f"{runner} times whole inferences only"}
+        record.stages = Stages(unavailable=f"{runner} times whole inferences only")

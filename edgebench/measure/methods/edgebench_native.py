@@ -16,6 +16,7 @@ from edgebench.measure.methods.python_runner import Launched, PythonRunner
 from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_command
 from edgebench.measure.records import attach_energy, new_record
 from edgebench.planning.cells import Cell, Verdict
+from edgebench.results.breakdown_parts import OpProfile
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
@@ -63,11 +64,11 @@ class EdgebenchNative(PythonRunner):
         record = super().visit(cell, visit)
         note_whole_inference(record, cell, "edgebench-native")
         if cell.profile_ops and record.op_profile is None:
-            record.op_profile = {
-                "unavailable": "edgebench-native has no per-operator profiler; use runner = "
+            record.op_profile = OpProfile.missing(
+                "edgebench-native has no per-operator profiler; use runner = "
                 '"python" (ONNX Runtime, OpenVINO, MNN) or "native" (benchmark_model, '
                 "benchmark_app)"
-            }
+            )
         return record
 
     def launch(self, cell: Cell, spec: dict[str, Any]) -> Launched:

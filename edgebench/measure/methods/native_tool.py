@@ -24,6 +24,7 @@ from edgebench.measure.quantized_check import quant_info
 from edgebench.measure.records import attach_energy, failed_record, new_record, record_from_native
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.quantization import QUANTIZED_PRECISIONS
+from edgebench.results.breakdown_parts import OpProfile
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
@@ -187,7 +188,7 @@ def _attach_op_profile(
     parse = getattr(adapter, "parse_op_profile", None)
     if parse is None:
         reason = NO_OP_PROFILE.get(cell.framework, f"{adapter.binary} has no per-operator times")
-        record.op_profile = {"unavailable": reason}
+        record.op_profile = OpProfile.missing(reason)
         return
     profiled = dataclasses.replace(
         native_cell, warmup=1, iterations=iterations, profile_ops=True, output_file=None
@@ -207,5 +208,5 @@ def _attach_op_profile(
             return
         except NativeParseError as exc:
             problem = f"{exc} (exit {command.returncode})"
-    record.op_profile = {"unavailable": f"op profiling failed: {problem}"}
+    record.op_profile = OpProfile.missing(f"op profiling failed: {problem}")
     record.warnings.append(f"--profile ops: the profiling run failed: {problem}")

@@ -404,8 +404,26 @@ def test_export_of_a_damaged_run_names_the_file_not_the_output(real_run, tmp_pat
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_export_writes_nested_columns_as_json(real_run, tmp_path, fmt):
-    quant = {"method": "qdq", "calibration": {"n": 8, "sha256": "ab" * 32, "synthetic": True}}
-    accuracy = {"n": 16, "top1_agreement": 0.9375, "sqnr_db": 31.5, "passed": True}
+    # Whole objects, as measure/quantized_check.py writes them.
+    quant = {
+        "method": "qdq",
+        "granularity": "per-channel",
+        "fp32_fallback_ops": ["Softmax"],
+        "calibration": {"n": 8, "sha256": "ab" * 32, "synthetic": True},
+        "evaluation": None,
+    }
+    accuracy = {
+        "n": 16,
+        "top1_agreement": 0.9375,
+        "cosine_min": 0.99,
+        "rel_l2_mean": 0.1,
+        "sqnr_db": 31.5,
+        "worst_output": "y",
+        "top1_decisive": 1.0,
+        "decisive_rows": 12,
+        "passed": True,
+        "problem": None,
+    }
     record = sampled_record(
         "local", "onnxruntime", 2.0, 1, quant=quant, accuracy=accuracy,
         stages={"samples_ns": {"compute": [1, 2]}, "p50_ms": {"compute": 1.5},

@@ -1,0 +1,161 @@
+"""The record's typed parts: stored JSON read back key for key, wrong types refused with the
+field's name, and rounds pooled by each part's own merge."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fakes.records import sampled_record
+
+from edgebench.analysis.statistics import latency_stats
+from edgebench.results.breakdown_parts import Instances, OpProfile, ShapeVariant, Stages
+from edgebench.results.quant_parts import Accuracy, Quant
+from edgebench.results.records import PARTS, Record, merge_parts
+from edgebench.results.store import ResultsStore
+
+#: Two lines of records.jsonl as the version before the typed parts wrote them (commit
+#: 3ff888f, through its own stages_field/pool_stages, instances_field, op_profile's
+#: profile_result and quantization's Accuracy): every part filled, then the other forms
+#: (unavailable stages and profile, the cell's own instance count, a NaN accuracy figure).
+PREVIOUS_VERSION = Path(__file__).parent.parent / "data" / "records" / "previous_version.jsonl"
+
+
+def _line(record: Record) -> str:
+    """The record as the store writes it."""
+    return json.dumps(record.to_dict(), separators=(",", ":"), allow_nan=False)
+
+
+def test_records_of_the_previous_version_read_back_byte_for_byte() -> None:
+    lines = PREVIOUS_VERSION.read_text().splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        record = Record.from_dict(json.loads(line))
+        for name, part in PARTS.items():
+            assert isinstance(getattr(record, name), part), name
+        assert _line(record) == line
+    full, other = (Record.from_dict(json.loads(line)) for line in lines)
+    assert full.stages.p50_ms["compute"] > full.stages.p50_ms["copy_out"]
+    assert full.instances.measured and full.instances.at_once == 2
+    assert [op.type for op in full.op_profile.ops] == ["Conv", "Gemm"]
+    assert full.shape.change.from_inputs[0]["shape"] == [1, 3, 224, 224]
+    assert full.quant.calibration.synthetic is True and full.accuracy.worst_output == "logits"
+    assert other.stages.unavailable and other.op_profile.unavailable
+    assert not other.instances.measured and other.instances.to_dict() == {
+        "count": 2,
+        "mode": "shared",
+    }
+    assert other.accuracy.cosine_min is None and other.quant.calibration is None
+
+
+def _every_form() -> list[dict[str, Any]]:
+    """Each part in each form a writer leaves, and older or partial objects."""
+    return [
+        {"samples_ns": {"compute": [1, 2]}, "boundaries": {"compute": "run"}},  # no p50s yet
+        {"p50_ms": {"compute": 4.0}},
+        {"unavailable": "one call"},
+        {"iterations": 3, "source": "x", "ops": [], "total_ms": 0.0, "inference_ms": 1.0},
+        {"count": 4, "mode": "separate", "rss_before_load_mb": None, "rss_after_load_mb": [],
+         "rss_one_running_mb": None, "rss_running_mb": None, "per_instance_mb": None,
+         "load_mb_per_instance": None, "ran": None, "at_once": None},
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_partial_and_older_part_objects_keep_their_keys(index: int) -> None:
+    data = _every_form()[index]
+    field = ["stages", "stages", "stages", "op_profile", "instances"][index]
+    record = sampled_record("d", "onnxruntime", 5.0, 1, **{field: data})
+    assert record.to_dict()[field] == data
+    again = Record.from_dict(json.loads(_line(record)))
+    assert again.to_dict() == record.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("stages", {"p50_ms": "x"}, "stages.p50_ms"),
+        ("stages", {"samples_ns": {"compute": "z"}}, "stages.samples_ns"),
+        ("stages", {"boundaries": {"compute": 3}}, "stages.boundaries"),
+        ("op_profile", {"ops": "bad"}, "op_profile.ops"),
+        ("op_profile", {"iterations": "x"}, "op_profile.iterations"),
+        ("op_profile", {"ops": [{"name": "a"}, 5]}, "op_profile.ops[1]"),
+        ("op_profile", {"ops": [{"name": 1}]}, "op_profile.ops[0].name"),
+        ("op_profile", {"ops": [{"time_ms": "1"}]}, "op_profile.ops[0].time_ms"),
+        ("instances", {"rss_running_mb": "big"}, "instances.rss_running_mb"),
+        ("instances", {"count": True}, "instances.count"),
+        ("shape", {"change": "x"}, "shape.change"),
+        ("shape", {"change": {"resize_ms": []}}, "shape.change.resize_ms"),
+        ("quant", {"calibration": {"n": "8"}}, "quant.calibration.n"),
+        ("quant", {"fp32_fallback_ops": [1]}, "quant.fp32_fallback_ops"),
+        ("accuracy", {"passed": "yes"}, "accuracy.passed"),
+        ("accuracy", [], "accuracy"),
+        ("stages", "fast", "stages"),
+    ],
+)
+def test_a_part_holding_a_wrong_type_is_no_record(field: str, value: Any, named: str) -> None:
+    data = sampled_record("d", "onnxruntime", 5.0, 1).to_dict() | {field: value}
+    with pytest.raises(ValueError, match=rf"^field {re.escape(named)} holds a JSON "):
+        Record.from_dict(data)
+
+
+def test_the_store_skips_a_line_whose_part_is_malformed(tmp_path: Path, caplog) -> None:
+    run = ResultsStore(tmp_path).create_run({})
+    good = sampled_record("d", "onnxruntime", 5.0, 1, run_id=run.run_id, stages={"p50_ms": {}})
+    run.append(good)
+    bad = good.to_dict() | {"instances": {"count": "three"}}
+    with open(run.records_path, "a") as out:
+        out.write(json.dumps(bad) + "\n")
+    assert [r.to_dict() for r in run.records()] == [good.to_dict()]
+    assert "field instances.count holds a JSON string" in caplog.text
+
+
+def test_stage_percentiles_are_the_latency_statistics_of_the_stage() -> None:
+    rng = np.random.default_rng(3)
+    compute = (1e6 * rng.lognormal(0, 0.2, 101)).astype(int).tolist()
+    stages = Stages.from_samples({"compute": compute, "copy_in": []}, {"compute": "run"})
+    stats = latency_stats(compute)
+    assert stages.p50_ms == {"compute": stats.p50} and stages.p99_ms == {"compute": stats.p99}
+    assert stages.samples_ns == {"compute": compute, "copy_in": []}
+
+
+def test_stages_pool_their_rounds_only_when_every_round_timed_them() -> None:
+    rounds = [
+        Stages.from_samples({"compute": [1_000_000, 3_000_000]}, {"compute": "a"}),
+        Stages.from_samples({"compute": [2_000_000], "copy_in": [5]}, {"compute": "b"}),
+    ]
+    pooled = Stages.merge(rounds)
+    assert pooled is not None
+    assert pooled.samples_ns == {"compute": [1_000_000, 3_000_000, 2_000_000], "copy_in": [5]}
+    assert pooled.p50_ms["compute"] == 2.0 and pooled.boundaries == {"compute": "a"}
+    assert Stages.merge([rounds[0], Stages(unavailable="x")]) is rounds[0]
+    assert Stages.merge([None, rounds[0]]) is None
+
+
+def test_merge_parts_takes_each_part_from_its_own_merge() -> None:
+    def round_record(seed: int, compute: list[int], count: int) -> Record:
+        return sampled_record(
+            "d",
+            "onnxruntime",
+            5.0,
+            seed,
+            stages=Stages.from_samples({"compute": compute}, {}),
+            instances=Instances(count, "shared"),
+            shape=ShapeVariant("fixed", 100 * seed),
+            op_profile=OpProfile.missing(f"round {seed}"),
+            quant=Quant(method=f"q{seed}"),
+            accuracy=Accuracy(n=seed),
+        )
+
+    rounds = [round_record(1, [1_000_000], 2), round_record(2, [3_000_000], 3)]
+    merged = Record(**{**rounds[0].__dict__})
+    merge_parts(merged, rounds)
+    assert merged.stages.samples_ns == {"compute": [1_000_000, 3_000_000]}
+    assert merged.stages.p50_ms == {"compute": 2.0}
+    # The parts that do not pool are the first round's, as the rest of the record is.
+    for name in ("instances", "shape", "op_profile", "quant", "accuracy"):
+        assert getattr(merged, name) is getattr(rounds[0], name), name
