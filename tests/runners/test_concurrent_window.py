@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from edgebench.measure.breakdowns import instances_field, instances_warning
-from edgebench.runners.runner import measure_concurrent
+from edgebench.runners.timing import measure_concurrent
 
 SECOND = 1_000_000_000
 
