@@ -25,6 +25,7 @@ from edgebench.lab.toml_input import (
     unknown_key_fix,
 )
 from edgebench.lab.transports import TRANSPORT_MODULES, transport_kinds
+from edgebench.runners.energy_sources import SOURCE_KINDS
 
 SCHEMA = "edgebench.profile/1"
 
@@ -34,7 +35,8 @@ TRANSPORTS = TRANSPORT_MODULES
 #: own static binary (runners/native_runner/), or "auto": Python when the device has it, else
 #: edgebench-native when a build for the device's ABI exists, else the frameworks' binaries.
 RUNNERS = ("python", "native", "edgebench-native", "auto")
-ENERGY_SOURCES = ("android_fuel_gauge", "android_odpm", "ina3221", "rapl", "none", "auto")
+#: Energy sources a profile may name (the runner's vocabulary).
+ENERGY_SOURCES = SOURCE_KINDS
 
 #: Where the runner and artifacts live when neither the lab nor the profile says.
 DEFAULT_MAX_TEMP_C = 45.0

@@ -42,6 +42,7 @@ from edgebench.planning.session_settings import Session
 from edgebench.planning.setting import setting
 from edgebench.planning.tolerances import DEFAULT_TOLERANCE, TOLERANCES, Tolerance
 from edgebench.quantization.accuracy import AccuracyRule
+from edgebench.runners.energy_sources import SOURCE_KINDS
 
 __all__ = [
     "DEFAULT_TOLERANCE",
@@ -54,7 +55,7 @@ __all__ = [
 # --------------------------------------------------------------------------- declarations
 
 
-ENERGY_SOURCES = ("auto", "android_fuel_gauge", "android_odpm", "ina3221", "rapl", "none")
+ENERGY_SOURCES = SOURCE_KINDS  # the runner's vocabulary
 PRECISIONS = ("fp32", "fp16", "int8", "int8-weights")
 
 
