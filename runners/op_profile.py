@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Tuple
 UNAVAILABLE = {
     "ncnn": "ncnn's Python wheel has no per-layer timer (needs a source build with NCNN_BENCHMARK)",
     "tflite": "LiteRT's Python interpreter has no op profiler; "
-    'use the native benchmark_model (runner = "native" in the lab entry)',
+    'use the framework tool benchmark_model (runner = "framework-tools" in the lab entry)',
     "tnn": "TNN has no Python runtime; its TNNTest prints no per-layer times "
     "(needs a build with TNN_PROFILER_ENABLE)",
 }

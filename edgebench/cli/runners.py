@@ -17,8 +17,9 @@ BUILD_COMMAND = "edgebench runners build"
 
 @cli.group()
 def runners() -> None:
-    """The native C++ runner: one static binary per target, built on this machine from the
-    frameworks' sources and copied to devices that have no Python. See docs/native-runner.md.
+    """edgebench-native, the C++ runner: one static binary per target, built on this machine
+    from the frameworks' sources and copied to devices that have no Python. See
+    docs/edgebench-native.md.
     """
 
 

@@ -14,6 +14,7 @@ from edgebench.cluster.host_actor import Opened
 from edgebench.cluster.runtime import ActorLink, HostLost
 from edgebench.cluster.shipping import Outbox, paths_in
 from edgebench.lab.device import Device
+from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.lab.transports.base import Command, CommandResult, Transport, TransportError
 from edgebench.measure.methods import Visit
 from edgebench.measure.records import failed_record
@@ -72,7 +73,7 @@ class ClusterDevice(Device):
         #: Why the device is not measured though it answered (a plain run on its host holds
         #: it, with --no-wait): its cells fail with a lock error.
         self.refused = opened.refused
-        self.runner_kind = opened.runner_kind
+        self.requested_runner = RunnerKind(opened.runner_kind)
         self.profile = opened.profile
         self.profile_name = opened.profile_name
         self.profile_clusters = opened.profile_clusters

@@ -20,8 +20,9 @@ from edgebench import __version__
 from edgebench.cluster.shipping import FileEntry, Inbox, relocate
 from edgebench.errors import UserError
 from edgebench.frameworks import framework_names
-from edgebench.lab.device import Device, DeviceFacts
+from edgebench.lab.device import Device
 from edgebench.lab.device_lock import DeviceLockFile, LockUnavailable
+from edgebench.lab.facts import DeviceFacts
 from edgebench.lab.host_lock import DeviceLock
 from edgebench.lab.inventory import open_device, probe_device
 from edgebench.lab.lab_file import load_lab

@@ -8,7 +8,7 @@ import os
 import platform
 import shutil
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,63 +16,18 @@ from edgebench import runners
 from edgebench.builds.native_runner import BuiltRunner, find_runner
 from edgebench.builds.targets import targets_for_device
 from edgebench.converters.isolation import prepare_private_home
-from edgebench.lab.cores import detect_clusters, parse_cpu_list
+from edgebench.device_shell import taskset_mask
+from edgebench.lab.facts import DeviceFacts, collect_facts
+from edgebench.lab.runner_choice import TOOLS_NOT_PROBED, Probe, RunnerChoice, choose_runner
+from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.lab.transports import CommandResult, LocalTransport, Transport
 from edgebench.lab.transports.base import TransportError
 from edgebench.paths import cache_dir
-from edgebench.runners.emulation import boot_id as host_boot_id
 from edgebench.runners.protocol import RESULT_PREFIX
 
 log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 120.0
-#: Runner kinds (profile_schema.RUNNERS) the device code itself tells apart.
-PYTHON_RUNNER = "python"
-EDGEBENCH_NATIVE = "edgebench-native"
-NATIVE_TOOLS = "native"
-AUTO_RUNNER = "auto"
-
-
-@dataclass
-class DeviceFacts:
-    """What the host learned about a device; recorded with every cell measured on it."""
-
-    hostname: str | None = None
-    os: str | None = None
-    kernel: str | None = None
-    machine: str | None = None
-    cpu_model: str | None = None
-    cpus: list[int] = field(default_factory=list)
-    max_freq_khz: dict[int, int] = field(default_factory=dict)
-    clusters: dict[str, list[int]] = field(default_factory=dict)
-    governors: list[str] = field(default_factory=list)
-    python: str | None = None
-    numpy: str | None = None
-    frameworks: dict[str, dict[str, Any]] = field(default_factory=dict)
-    model: str | None = None  # product model (getprop ro.product.model, device tree, DMI)
-    soc: str | None = None  # ro.soc.model / ro.board.platform / device-tree compatible
-    os_version: str | None = None  # Android release or /etc/os-release PRETTY_NAME
-    profile: str | None = None
-    profile_differences: list[str] = field(default_factory=list)
-    probe_error: str | None = None
-    #: The CPU is emulated (qemu user mode on another architecture): correctness only.
-    emulated: bool = False
-    #: How emulation was known: the evidence, or "the lab says so".
-    emulation: str | None = None
-    #: /proc/sys/kernel/random/boot_id: equal to the host's when both run on one kernel.
-    boot_id: str | None = None
-    #: What measures there: python, edgebench-native (with its build's target) or native.
-    runner: str | None = None
-    #: Why that runner, when the lab left the choice to edgebench (runner = "auto").
-    runner_choice: str | None = None
-    #: MemTotal of /proc/meminfo, kB: what the run's size limits are checked against.
-    mem_total_kb: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def framework_available(self, name: str) -> bool:
-        return bool(self.frameworks.get(name, {}).get("available"))
 
 
 @dataclass
@@ -95,30 +50,15 @@ def parse_runner_output(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def mem_total_kb(meminfo: str) -> int | None:
-    """``MemTotal:  16330228 kB`` from /proc/meminfo, in kB; None when it is not there."""
-    for line in meminfo.splitlines():
-        name, _, value = line.partition(":")
-        number = value.split()[:1]
-        if name.strip() == "MemTotal" and number and number[0].isdigit():
-            return int(number[0])
-    return None
-
-
-def cpu_model_from_cpuinfo(text: str) -> str | None:
-    for key in ("model name", "Hardware", "Processor", "cpu model"):
-        for line in text.splitlines():
-            name, sep, value = line.partition(":")
-            if sep and name.strip() == key and value.strip():
-                return value.strip()
-    return None
-
-
 class Device:
-    """A named device reached through a transport and running the Python runner."""
+    """A named device reached through a transport: runs the runner there, puts files there
+    and holds its lock. What it is (facts) and which runner measures (``runner``) are decided
+    once, on first use of ``facts()``."""
 
     #: Launch the runner under taskset so it is pinned from its first instruction.
     use_taskset = True
+    #: Whether the frameworks' own benchmark binaries can be pushed here (ADB and SSH devices).
+    runs_framework_tools = False
 
     def __init__(self, name: str, transport: Transport, python: str, runner_path: str) -> None:
         self.name = name
@@ -131,31 +71,41 @@ class Device:
         self.profile: Any = None  # profiles.DeviceProfile, when the lab names one
         #: Why the device could not be reached, when it could not (its cells fail with this).
         self.unreachable: str | None = None
-        #: What measures on the device (the lab entry's ``runner``): "python" (runner.py) or
-        #: "native" (the frameworks' own benchmark binaries).
-        self.runner_kind = "python"
-        #: The edgebench-native build this device runs, once chosen (builds.BuiltRunner).
-        self.native_build: BuiltRunner | None = None
+        #: What the lab entry asks to measure with (its ``runner``).
+        self.requested_runner = RunnerKind.PYTHON
+        #: What measures, once ``facts()`` has chosen it.
+        self.runner: RunnerChoice | None = None
         #: The lab's word on emulation (``emulated = true|false``); None: detect it.
         self.emulated_override: bool | None = None
         #: The lock on the device itself, while this run holds it (remote devices).
         self.device_lock: Any = None  # device_lock.DeviceLockFile
         self._facts: DeviceFacts | None = None
 
+    @property
+    def runner_kind(self) -> RunnerKind:
+        """The chosen runner's kind; before the choice, the lab's (which may be ``auto``)."""
+        return self.runner.kind if self.runner is not None else self.requested_runner
+
+    @property
+    def native_build(self) -> BuiltRunner | None:
+        """The edgebench-native build this device runs, once chosen."""
+        return self.runner.build if self.runner is not None else None
+
     def runner_env(self) -> dict[str, str] | None:
         return None
 
-    def runner_argv(self, arg: str) -> list[str]:
-        """The runner's command line with its one argument: the Python runner, or the
-        edgebench-native binary."""
-        if self.runner_kind == EDGEBENCH_NATIVE:
-            return [self.native_runner_path(), arg]
+    def runner_argv(self, arg: str, choice: RunnerChoice | None = None) -> list[str]:
+        """The command line of ``choice`` (default: the chosen runner) with its one argument:
+        the Python runner, or the edgebench-native binary."""
+        choice = choice or self.runner
+        if choice is not None and choice.kind == RunnerKind.EDGEBENCH_NATIVE:
+            assert choice.build is not None
+            return [self.native_runner_path(choice.build), arg]
         return [self.python, self.runner_path, arg]
 
-    def native_runner_path(self) -> str:
+    def native_runner_path(self, build: BuiltRunner) -> str:
         """Where the edgebench-native binary is, as the device sees it."""
-        assert self.native_build is not None
-        return str(self.native_build.path)
+        return str(build.path)
 
     def abi(self) -> tuple[str, bool]:
         """(machine, android) of the device, to choose an edgebench-native build."""
@@ -186,8 +136,9 @@ class Device:
             argv = ["taskset", taskset_mask(cores), *argv]
         return argv
 
-    def ensure_runner(self) -> None:
-        """Make sure the runner is on the device (a no-op on the host)."""
+    def ensure_runner(self, choice: RunnerChoice | None = None) -> None:
+        """Make sure the runner of ``choice`` (default: the chosen one) is on the device (a
+        no-op on the host)."""
 
     def stage_model(self, files: list[Path]) -> str:
         """Put a model's files on the device; returns the device path of the first one."""
@@ -234,148 +185,65 @@ class Device:
         return "nothing to clean on the host"
 
     def facts(self) -> DeviceFacts:
+        """Probe the device, choose its runner and collect its facts, once."""
         if self._facts is None:
-            self._facts = self._gather_facts()
+            self.runner, probe = self._settle_runner()
+            self._facts = collect_facts(
+                self.transport,
+                probe,
+                self.runner,
+                own_facts=self._own_facts,
+                profile=self.profile_name,
+                lab_says_emulated=self.emulated_override,
+            )
         return self._facts
 
-    def _probe(self) -> dict[str, Any]:
-        if self.runner_kind == AUTO_RUNNER:
-            return self._probe_auto()
-        if self.runner_kind == EDGEBENCH_NATIVE and self.native_build is None:
-            self.native_build = self.choose_native_build()
-            if self.native_build is None:
-                return {"error": self._no_build()}
-        self.ensure_runner()
+    def probe_runner(self, choice: RunnerChoice) -> Probe:
+        """Run ``choice``'s runner with ``--probe``: its answer, or why it gave none."""
+        self.ensure_runner(choice)
         command = self.transport.run(
-            self.runner_argv("--probe"), timeout=PROBE_TIMEOUT_S, env=self.runner_env()
+            self.runner_argv("--probe", choice), timeout=PROBE_TIMEOUT_S, env=self.runner_env()
         )
-        probe = parse_runner_output(command.stdout)
-        if probe is None:
+        answer = parse_runner_output(command.stdout)
+        if answer is None:
             tail = (command.stderr or command.stdout).strip().splitlines()[-1:] or ["no output"]
-            who = self.native_runner_path() if self.native_build is not None else self.python
-            return {"error": f"{who} could not run the runner: {tail[0][:200]}"}
-        return probe
+            who = self.native_runner_path(choice.build) if choice.build else self.python
+            return Probe(error=f"{who} could not run the runner: {tail[0][:200]}")
+        return Probe(answer)
 
-    def _probe_auto(self) -> dict[str, Any]:
-        """runner = "auto": Python when it runs the runner here, else edgebench-native when a
-        build for this ABI exists, else the frameworks' own benchmark binaries."""
-        self.runner_kind = PYTHON_RUNNER
-        probe = self._probe()
-        if not probe.get("error"):
-            probe["runner_choice"] = "the device runs Python"
-            return probe
-        why = probe["error"]
-        self.native_build = self.choose_native_build()
-        if self.native_build is not None:
-            self.runner_kind = EDGEBENCH_NATIVE
-            probe = self._probe()
-            probe["runner_choice"] = f"no usable Python ({why}); an edgebench-native build fits"
-            return probe
-        self.runner_kind = NATIVE_TOOLS
-        return {
-            "error": "runs the frameworks' own benchmark tools",
-            "runner_choice": f"no usable Python ({why}) and {self._no_build()}",
-        }
-
-    def _extra_facts(self, facts: DeviceFacts) -> None:
-        """Transport-specific facts (Android properties, ...)."""
-
-    def _gather_facts(self) -> DeviceFacts:
-        facts = DeviceFacts()
-        probe = self._probe()
-        facts.probe_error = probe.get("error")
-        facts.python = probe.get("python")
-        facts.numpy = probe.get("numpy")
-        facts.machine = probe.get("machine")
-        facts.frameworks = probe.get("frameworks", {})
-        facts.emulated = bool(probe.get("emulated"))
-        facts.emulation = probe.get("emulation")
-        facts.boot_id = probe.get("boot_id")
-        facts.runner = self.runner_kind
-        if self.runner_kind == EDGEBENCH_NATIVE and self.native_build is not None:
-            facts.runner = f"{EDGEBENCH_NATIVE} ({self.native_build.target.name})"
-        facts.runner_choice = probe.get("runner_choice")
-        base = [
-            "/proc/sys/kernel/hostname",
-            "/proc/sys/kernel/osrelease",
-            "/proc/sys/kernel/ostype",
-            "/proc/cpuinfo",
-            "/sys/devices/system/cpu/online",
-            "/etc/os-release",
-            "/proc/device-tree/model",
-            "/sys/class/dmi/id/product_name",
-            "/proc/meminfo",
-        ]
-        first = self.transport.read_many(base)
-        facts.mem_total_kb = mem_total_kb(first["/proc/meminfo"] or "")
-        facts.hostname = (first["/proc/sys/kernel/hostname"] or "").strip() or None
-        facts.kernel = (first["/proc/sys/kernel/osrelease"] or "").strip() or None
-        facts.os = (first["/proc/sys/kernel/ostype"] or "").strip() or None
-        facts.cpu_model = cpu_model_from_cpuinfo(first["/proc/cpuinfo"] or "")
-        facts.os_version = _pretty_name(first["/etc/os-release"] or "")
-        facts.model = (
-            (first["/proc/device-tree/model"] or "").strip("\x00 \n")
-            or (first["/sys/class/dmi/id/product_name"] or "").strip()
-            or None
+    def _settle_runner(self) -> tuple[RunnerChoice, Probe]:
+        """The probes the lab's ``runner`` needs, the choice they lead to, and the chosen
+        runner's probe (the facts are read from it)."""
+        requested = self.requested_runner
+        python = None
+        if requested == RunnerKind.AUTO:
+            python = self.probe_runner(RunnerChoice(RunnerKind.PYTHON))
+        wants_build = requested == RunnerKind.EDGEBENCH_NATIVE or (
+            python is not None and not python.ok
         )
-        try:
-            facts.cpus = parse_cpu_list((first["/sys/devices/system/cpu/online"] or "").strip())
-        except ValueError:
-            facts.cpus = list(probe.get("affinity") or range(probe.get("cpu_count") or 1))
-        per_cpu = []
-        for cpu in facts.cpus:
-            folder = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq"
-            per_cpu += [f"{folder}/cpuinfo_max_freq", f"{folder}/scaling_governor"]
-        second = self.transport.read_many(per_cpu)
-        governors = set()
-        for cpu in facts.cpus:
-            folder = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq"
-            freq = (second[f"{folder}/cpuinfo_max_freq"] or "").strip()
-            if freq.isdigit():
-                facts.max_freq_khz[cpu] = int(freq)
-            governor = (second[f"{folder}/scaling_governor"] or "").strip()
-            if governor:
-                governors.add(governor)
-        facts.governors = sorted(governors)
-        facts.clusters = detect_clusters(facts.max_freq_khz)
-        self._extra_facts(facts)
-        facts.profile = self.profile_name
-        self._judge_emulation(facts)
-        return facts
+        build = self.choose_native_build() if wants_build else None
+        choice = choose_runner(
+            requested,
+            python,
+            build,
+            no_build=self._no_build() if wants_build and build is None else "",
+            runs_tools=self.runs_framework_tools,
+        )
+        if choice.unusable is not None:
+            return choice, Probe(error=choice.unusable)
+        if choice.kind == RunnerKind.FRAMEWORK_TOOLS:
+            return choice, Probe(error=TOOLS_NOT_PROBED)
+        if choice.kind == RunnerKind.PYTHON and python is not None:
+            return choice, python
+        return choice, self.probe_runner(choice)
 
-    def _judge_emulation(self, facts: DeviceFacts) -> None:
-        """The runner's evidence, else the host's (one kernel, two machine names), and the
-        lab's word over both."""
-        host_machine = platform.machine()
-        if (
-            not facts.emulated
-            and facts.boot_id
-            and facts.boot_id == host_boot_id()
-            and facts.machine
-            and facts.machine != host_machine
-        ):
-            facts.emulated = True
-            facts.emulation = (
-                f"it runs on this host's kernel (same boot id) yet reports {facts.machine} on "
-                f"a {host_machine} host: an emulator translates its instructions"
-            )
-        if self.emulated_override is not None:
-            facts.emulated = self.emulated_override
-            facts.emulation = (
-                (facts.emulation or "the lab file says emulated = true") if facts.emulated else None
-            )
+    def _own_facts(self, facts: dict[str, Any]) -> dict[str, Any]:
+        """Facts only this kind of device knows (Android properties, ...), given the others."""
+        return {}
 
     def core_names(self) -> dict[str, list[int]]:
         """Cluster names usable with --cores: the profile's, else the detected ones."""
         return dict(self.profile_clusters) or dict(self.facts().clusters)
-
-
-def taskset_mask(cores: list[int]) -> str:
-    """Hex affinity mask: taskset in util-linux and Android's toybox both take it."""
-    mask = 0
-    for cpu in cores:
-        mask |= 1 << cpu
-    return f"{mask:x}"
 
 
 def outcome_of(command: CommandResult, timeout: float) -> RunnerOutcome:
@@ -396,14 +264,6 @@ def outcome_of(command: CommandResult, timeout: float) -> RunnerOutcome:
         how = f"was killed by signal {signum}" if signum else f"exited {rc}"
         return RunnerOutcome(None, command, f"runner {how} without a result")
     return RunnerOutcome(result, command)
-
-
-def _pretty_name(os_release: str) -> str | None:
-    for line in os_release.splitlines():
-        key, _, value = line.partition("=")
-        if key == "PRETTY_NAME":
-            return value.strip().strip('"') or None
-    return None
 
 
 def local_work_dir() -> Path:
@@ -446,26 +306,18 @@ class LocalDevice(Device):
     def discard_outputs(self, device_path: str) -> None:
         Path(device_path).unlink(missing_ok=True)
 
-    def _probe(self) -> dict[str, Any]:
-        if self.runner_kind == PYTHON_RUNNER and shutil.which(self.python) is None:
-            return {
-                "error": f"{self.python} could not run the runner: no such executable (the lab's "
+    def probe_runner(self, choice: RunnerChoice) -> Probe:
+        if choice.kind == RunnerKind.PYTHON and shutil.which(self.python) is None:
+            return Probe(
+                error=f"{self.python} could not run the runner: no such executable (the lab's "
                 f"python for {self.name}; give an interpreter that exists)"
-            }
-        return super()._probe()
+            )
+        return super().probe_runner(choice)
 
-    def _probe_auto(self) -> dict[str, Any]:
-        probe = super()._probe_auto()
-        if self.runner_kind != NATIVE_TOOLS:
-            return probe
-        # The frameworks' benchmark binaries are pushed to ADB and SSH devices only.
-        self.runner_kind = PYTHON_RUNNER
-        return {"error": probe["runner_choice"]}
-
-    def _gather_facts(self) -> DeviceFacts:
-        facts = super()._gather_facts()
-        facts.hostname = facts.hostname or platform.node()
-        facts.os = platform.system()
-        if not facts.cpus and hasattr(os, "sched_getaffinity"):
-            facts.cpus = sorted(os.sched_getaffinity(0))
-        return facts
+    def _own_facts(self, facts: dict[str, Any]) -> dict[str, Any]:
+        """The host's own names where /proc has none; cpus from affinity when unreadable."""
+        own: dict[str, Any] = {"hostname": facts["hostname"] or platform.node()}
+        own["os"] = platform.system()
+        if not facts["cpus"] and hasattr(os, "sched_getaffinity"):
+            own["cpus"] = sorted(os.sched_getaffinity(0))
+        return own

@@ -20,16 +20,15 @@ LOCAL = "local"
 
 def open_device(entry: LabDevice) -> Device:
     if entry.transport == LOCAL:
+        # The lab file refuses the framework tools for local devices.
         device: Device = LocalDevice(entry.name, entry.python, Path(entry.work_dir))
-        device.runner_kind = entry.runner  # the lab file refuses "native" for local devices
     else:
         transport = transport_kinds()[entry.transport].open(entry.name, entry.endpoint)
         device = RemoteDevice(
             entry.name, transport, work_dir=entry.work_dir, python=entry.python or "python3"
         )
-    if isinstance(device, RemoteDevice):
-        device.runner_kind = entry.runner
         device.native_bin = entry.native_bin
+    device.requested_runner = entry.runner
     device.emulated_override = entry.emulated
     if entry.profile is not None:
         device.profile = entry.profile

@@ -18,13 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.errors import UserError
-from edgebench.lab.device import NATIVE_TOOLS, local_work_dir
-from edgebench.lab.profile_schema import (
-    RUNNERS,
-    normalize_work_dir,
-    work_dir_problem,
-)
+from edgebench.lab.device import local_work_dir
+from edgebench.lab.profile_schema import normalize_work_dir, work_dir_problem
 from edgebench.lab.profiles import DeviceProfile, load_profile
+from edgebench.lab.runner_kinds import RUNNERS, RunnerKind, renamed_runner
 from edgebench.lab.toml_input import (
     one_line,
     read_toml,
@@ -76,7 +73,7 @@ class LabDevice:
     profile: DeviceProfile | None = None
     python: str = "python3"  # interpreter on the device for the Python runner
     work_dir: str = ""  # on the device; a leading "~/" is the login user's home there
-    runner: str = "python"  # one of profile_schema.RUNNERS
+    runner: RunnerKind = RunnerKind.PYTHON
     native_bin: Path | None = None  # host folder of native benchmark binaries to push
     source: Path | None = None  # the lab file; None for the built-in local device
     #: The lab's word on whether the CPU is emulated; None: edgebench detects it.
@@ -122,7 +119,7 @@ def local_device() -> LabDevice:
         transport="local",
         python=sys.executable,
         work_dir=str(local_work_dir()),
-        runner="python",
+        runner=RunnerKind.PYTHON,
     )
 
 
@@ -318,9 +315,9 @@ class _DeviceReader:
                 raise self.fail(
                     key, f"is only used by {users} devices; this one uses {transport} (remove it)"
                 )
-        runner = table.get("runner")
+        runner = renamed_runner(table.get("runner"), f"{self.lab.where}, device {self.name}")
         if runner is None and "python" in table:
-            runner = "python"  # naming an interpreter means: use the Python runner
+            runner = RunnerKind.PYTHON  # naming an interpreter means: use the Python runner
         elif runner is None:
             runner = profile.runner if profile else transport_kinds()[transport].default_runner
         elif not isinstance(runner, str):
@@ -337,7 +334,7 @@ class _DeviceReader:
             profile=profile,
             python=self.python(transport),
             work_dir=self.work_dir(transport, profile),
-            runner=runner,
+            runner=RunnerKind(runner),
             native_bin=self.host_path("native_bin", '"~/bench/bin"'),
             source=self.lab.path,
             emulated=self.flag("emulated"),
@@ -360,20 +357,21 @@ class _DeviceReader:
         return os.path.abspath(self.host_path("python", '"~/venv/bin/python3"'))
 
     def refuse_for_local(self, runner: str, profile: DeviceProfile | None) -> None:
-        """What a local device cannot do: the frameworks' benchmark binaries (runner "native"
-        and native_bin) are pushed to adb and ssh devices only."""
+        """What a local device cannot do: the frameworks' benchmark binaries (runner
+        "framework-tools" and native_bin) are pushed to adb and ssh devices only."""
         if "native_bin" in self.table:
             raise self.fail(
                 "native_bin",
                 "is not used by local devices (native benchmark binaries are pushed to adb or "
                 'ssh devices only); remove it, or use runner = "edgebench-native"',
             )
-        if runner == NATIVE_TOOLS:
+        if runner == RunnerKind.FRAMEWORK_TOOLS:
             origin = "" if "runner" in self.table else f" (from profile {profile.name})"
             raise self.fail(
                 "runner",
-                f'"native"{origin} is not available for local devices (it pushes benchmark '
-                'binaries to adb or ssh devices); use "python", "edgebench-native" or "auto"',
+                f'"framework-tools"{origin} is not available for local devices (it pushes '
+                'benchmark binaries to adb or ssh devices); use "python", "edgebench-native" or '
+                '"auto"',
             )
 
     def profile(self) -> DeviceProfile | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from edgebench.errors import UserError
 from edgebench.lab.cores import format_cpu_list, parse_cpu_list
+from edgebench.lab.runner_kinds import RUNNERS, renamed_runner
 from edgebench.lab.toml_input import (
     has_breaks,
     one_line,
@@ -31,10 +32,6 @@ SCHEMA = "edgebench.profile/1"
 
 #: Transport names (edgebench.lab.transports lists their modules).
 TRANSPORTS = TRANSPORT_MODULES
-#: What measures on a device: the Python runner, the frameworks' own benchmark binaries, edgebench's
-#: own static binary (runners/native_runner/), or "auto": Python when the device has it, else
-#: edgebench-native when a build for the device's ABI exists, else the frameworks' binaries.
-RUNNERS = ("python", "native", "edgebench-native", "auto")
 #: Energy sources a profile may name (the runner's vocabulary).
 ENERGY_SOURCES = SOURCE_KINDS
 
@@ -70,7 +67,7 @@ _EXAMPLES = {
     "schema": f'schema = "{SCHEMA}"',
     "name": 'name = "my-board"',
     "transport": 'transport = "adb", "ssh" or "local"',
-    "runner": 'runner = "python" or "native"',
+    "runner": 'runner = "python", "framework-tools", "edgebench-native" or "auto"',
     "clusters": "[[clusters]] tables, or clusters = [] to detect them at run time",
     "energy": '[energy] with source = "none" or another energy source',
     "cpus": 'cpus = "4-7"',
@@ -281,7 +278,7 @@ class _Validator:
         if not isinstance(description, str):
             raise self.fail("description", f"must be a string, not {type_name(description)}")
         transport = self.choice(data["transport"], "transport", tuple(transport_kinds()))
-        runner = self.choice(data["runner"], "runner", RUNNERS)
+        runner = self.choice(renamed_runner(data["runner"], self.where), "runner", RUNNERS)
         work_dir = self.work_dir(data.get("work_dir"), transport)
         soc_ids = self.strings(data.get("soc_ids", []), "soc_ids", '"SM8550"')
         clusters = self.clusters(data["clusters"])

@@ -14,17 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from edgebench import runners
+from edgebench.builds.native_runner import BuiltRunner
 from edgebench.converters.artifact_cache import file_sha256
-from edgebench.device_shell import RECORD_PID_THEN_EXEC
-from edgebench.lab.device import (
-    EDGEBENCH_NATIVE,
-    NATIVE_TOOLS,
-    Device,
-    DeviceFacts,
-    RunnerOutcome,
-    outcome_of,
-    taskset_mask,
-)
+from edgebench.device_shell import RECORD_PID_THEN_EXEC, taskset_mask
+from edgebench.lab.device import Device, RunnerOutcome, outcome_of
+from edgebench.lab.facts import collect_android
+from edgebench.lab.runner_choice import RunnerChoice
+from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.lab.transports.base import CommandResult, Transport, TransportError, quote_argv
 
 log = logging.getLogger(__name__)
@@ -68,6 +64,8 @@ def runner_files() -> list[Path]:
 class RemoteDevice(Device):
     """A phone or board: everything edgebench sends lives under ``work_dir``."""
 
+    runs_framework_tools = True
+
     def __init__(
         self, name: str, transport: Transport, *, work_dir: str, python: str = "python3"
     ) -> None:
@@ -75,9 +73,9 @@ class RemoteDevice(Device):
         self._work_dir_spec = work_dir.rstrip("/") or "/"
         self._work_dir: str | None = None
         self.deployed = DeployReport()
-        #: Host folder with the user's native benchmark binaries (lab: native_bin).
+        #: Host folder with the frameworks' benchmark binaries to push (lab: native_bin).
         self.native_bin: Path | None = None
-        self._runner_ready: str | None = None  # the runner kind deployed in this process
+        self._runner_ready: RunnerKind | None = None  # the kind deployed in this process
         self._abi: tuple[str, bool] | None = None
         self._staged: set[str] = set()
         self._marked = False  # DEPLOYED_MARKER checked on the device in this process
@@ -135,26 +133,28 @@ class RemoteDevice(Device):
         self.deployed.bytes_sent += report.bytes_sent
         return report
 
-    def ensure_runner(self) -> None:
-        if self._runner_ready == self.runner_kind:
+    def ensure_runner(self, choice: RunnerChoice | None = None) -> None:
+        choice = choice or self.runner or RunnerChoice(self.requested_runner)
+        if self._runner_ready == choice.kind:
             return
-        if self.runner_kind == EDGEBENCH_NATIVE:
+        if choice.kind == RunnerKind.EDGEBENCH_NATIVE:
             # One binary per device, sent when its sha256 there differs from the build's.
-            self.deploy_executable(self.native_build.path, self.native_runner_path())
+            assert choice.build is not None
+            self.deploy_executable(choice.build.path, self.native_runner_path(choice.build))
         else:
             pairs = [
                 (f, self.path("runner", f.relative_to(RUNNER_DIR).as_posix()))
                 for f in runner_files()
             ]
             self.deploy(pairs)
-        self._runner_ready = self.runner_kind
+        self._runner_ready = choice.kind
 
     def deploy_executable(self, local: Path, remote: str) -> None:
         """Push a binary (when its sha256 there differs) and make it executable."""
         self.deploy([(local, remote)])
         self.transport.run(["chmod", "755", remote], timeout=30)
 
-    def native_runner_path(self) -> str:
+    def native_runner_path(self, build: BuiltRunner) -> str:
         return self.path("bin", "edgebench-native")
 
     def abi(self) -> tuple[str, bool]:
@@ -235,7 +235,7 @@ class RemoteDevice(Device):
 
     @property
     def pid_file(self) -> str:
-        """Where the runner or native tool measuring now records its PID on the device."""
+        """Where the runner or framework tool measuring now records its PID on the device."""
         return self.path("run.pid")
 
     def run_measuring(self, script: str, timeout: float) -> CommandResult:
@@ -276,22 +276,12 @@ class RemoteDevice(Device):
 
     # --- facts ----------------------------------------------------------------------------
 
-    def _probe(self) -> dict[str, Any]:
-        if self.runner_kind == NATIVE_TOOLS:
-            return {"error": "runs native benchmark tools (no Python runner)"}
-        return super()._probe()
-
-    def _extra_facts(self, facts: DeviceFacts) -> None:
+    def _own_facts(self, facts: dict[str, Any]) -> dict[str, Any]:
         if self.transport.kind != "adb":
-            return
-        props = self.transport.shell(
+            return {}
+        getprop = self.transport.shell(
             "getprop ro.product.model; getprop ro.build.version.release; "
             "getprop ro.soc.model; getprop ro.board.platform",
             timeout=30,
-        ).stdout.splitlines()
-        props += [""] * (4 - len(props))
-        model, release, soc, platform_name = (p.strip() for p in props[:4])
-        facts.model = model or facts.model
-        facts.os = "Android" if release else facts.os
-        facts.os_version = f"Android {release}" if release else facts.os_version
-        facts.soc = soc or platform_name or facts.soc
+        )
+        return collect_android(getprop.stdout)

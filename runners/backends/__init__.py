@@ -10,9 +10,10 @@ framework, so adding a framework is adding one file (plus its entry in the host'
     BACKEND = MnnBackend     # the Backend subclass (base.py) that runs it
 
 A framework without a Python runtime declares ``NATIVE_ONLY = "<why>"`` instead of ``BACKEND``:
-the runner then reports it as unsupported with that reason (its cells run through a native
-benchmark binary, runners/native/). Backend modules import their framework only when the Backend
-is constructed, so listing them is cheap and works with no framework installed.
+the runner then reports it as unsupported with that reason (its cells run through the
+framework's own benchmark binary, edgebench/framework_tools/). Backend modules import their
+framework only when the Backend is constructed, so listing them is cheap and works with no
+framework installed.
 """
 
 from __future__ import annotations

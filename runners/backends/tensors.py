@@ -14,7 +14,7 @@ from .base import BackendError, InputSpec
 
 
 #: The seeded-input generator, named in every result. The native runner implements the same
-#: one (runners/native_runner/seeded.cpp); docs/native-runner.md gives its definition.
+#: one (runners/native_runner/seeded.cpp); docs/edgebench-native.md gives its definition.
 INPUT_GENERATOR = "edgebench.ctr/1"
 _GOLDEN = 0x9E3779B97F4A7C15
 _MIX1 = 0xBF58476D1CE4E5B9

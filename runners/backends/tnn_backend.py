@@ -1,5 +1,5 @@
 """TNN: no Python runtime, so no backend; the runner reports why, and TNN cells run through the
-native TNNTest binary (runners/native/tnn_test.py) on devices that have one."""
+TNNTest binary (a framework tool: edgebench/framework_tools/tnn_test.py) on devices with one."""
 
 FRAMEWORK = "tnn"
 PIP_EXTRA = None  # no edgebench extra installs it

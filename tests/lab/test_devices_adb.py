@@ -112,7 +112,7 @@ def test_phone_without_python_runs_the_native_tool(
     lab = write_phone_lab(
         tmp_path / "lab.toml",
         emulated_phone,
-        ['runner = "native"', f'native_bin = "{native_bin}"'],
+        ['runner = "framework-tools"', f'native_bin = "{native_bin}"'],
     )
     result = run_cli(
         [
@@ -243,7 +243,7 @@ def test_hung_native_tool_is_killed_on_the_phone(run_cli, emulated_phone, tmp_pa
     lab = write_phone_lab(
         tmp_path / "lab.toml",
         emulated_phone,
-        ['runner = "native"', f'native_bin = "{native_bin}"'],
+        ['runner = "framework-tools"', f'native_bin = "{native_bin}"'],
     )
     where = ["--lab", str(lab), "--devices", "emu-phone", "--models", str(conv_model)]
     result = run_cli(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from edgebench.lab.device import LocalDevice
+from edgebench.lab.runner_choice import Probe, RunnerChoice
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
@@ -22,8 +23,8 @@ class ProbedDevice(LocalDevice):
         self.answer = answer
         self.emulated_override = override
 
-    def _probe(self) -> dict[str, Any]:
-        return {"frameworks": {}, "python": "3.11.2", **self.answer}
+    def probe_runner(self, choice: RunnerChoice) -> Probe:
+        return Probe({"frameworks": {}, "python": "3.11.2", **self.answer})
 
 
 @pytest.fixture

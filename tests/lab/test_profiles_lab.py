@@ -352,13 +352,13 @@ def test_lab_overrides_profile_and_relative_paths(tmp_path, home):
             tmp_path,
             "lab.toml",
             '[devices.b]\nprofile = "board.toml"\nhost = "b.local"\nwork_dir = "~/eb"\n'
-            'runner = "native"\nnative_bin = "bins"\n',
+            'runner = "framework-tools"\nnative_bin = "bins"\n',
         )
     )
     board = lab.devices["b"]
     assert board.transport == "ssh"  # from the profile
     assert board.profile is not None and board.profile.name == "my-board"
-    assert (board.work_dir, board.runner) == ("~/eb", "native")
+    assert (board.work_dir, board.runner) == ("~/eb", "framework-tools")
     assert board.native_bin == tmp_path / "bins"
     assert board.remote_work_dir("/home/bench") == "/home/bench/eb"
 

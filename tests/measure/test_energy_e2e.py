@@ -154,7 +154,7 @@ def test_native_tool_gets_energy_from_a_device_shell_loop(run_cli, sysfs_phone, 
     lab = write_phone_lab(
         tmp_path / "lab.toml",
         sysfs_phone,
-        ['runner = "native"', f'native_bin = "{native_bin}"'],
+        ['runner = "framework-tools"', f'native_bin = "{native_bin}"'],
     )
     with SyntheticBattery(sandbox, marker):
         result = run_cli(

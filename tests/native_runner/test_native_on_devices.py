@@ -108,7 +108,7 @@ def test_auto_falls_back_when_a_phone_has_neither_python_nor_a_build(
     devices = run_cli(["devices", "--lab", str(lab)])
     assert devices.returncode == 0, devices.stderr
     block = next(b for b in devices.stdout.split("\n\n") if b.startswith("emu-phone"))
-    assert "runner: native (no usable Python" in block, block
+    assert "runner: framework-tools (no usable Python" in block, block
     assert "`edgebench runners build --target x86_64-linux`" in block, block
     # Asked for by name, the missing build is the device's problem, said once per cell.
     lab.write_text(lab.read_text().replace('runner = "auto"', 'runner = "edgebench-native"'))

@@ -373,7 +373,7 @@ def test_native_run_adds_the_profile_of_a_second_run(run_cli, emulated_phone, tm
     lab = write_phone_lab(
         tmp_path / "lab.toml",
         emulated_phone,
-        ['runner = "native"', f'native_bin = "{native_bin}"'],
+        ['runner = "framework-tools"', f'native_bin = "{native_bin}"'],
     )
     options = {
         "--lab": str(lab),

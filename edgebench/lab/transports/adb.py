@@ -14,6 +14,7 @@ from typing import Any
 
 import adbutils
 
+from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.lab.transports.base import (
     HOST_RE,
     Command,
@@ -215,7 +216,7 @@ KIND = TransportKind(
     address=_address,
     open=_open,
     default_work_dir="/data/local/tmp/edgebench",
-    default_runner="auto",  # most phones have no Python
+    default_runner=RunnerKind.AUTO,  # most phones have no Python
     home_relative_work_dir=False,
     # As the host lock keys it (the serial alone): one phone seen through two servers is one.
     identity=lambda endpoint: f"adb serial {endpoint['serial']}",

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from edgebench.lab.runner_kinds import RunnerKind
+
 #: Called with each chunk of stdout as it arrives (for long native runs and live progress).
 OutputCallback = Callable[[str], None]
 
@@ -206,7 +208,7 @@ class TransportKind:
     #: Work dir when neither the lab entry nor the profile gives one.
     default_work_dir: str = "/tmp/edgebench"
     #: Runner when neither the lab entry nor the profile says (phones rarely have Python).
-    default_runner: str = "python"
+    default_runner: RunnerKind = RunnerKind.PYTHON
     #: Whether a work dir may start with ~/ (resolved on the device by its shell).
     home_relative_work_dir: bool = True
     #: Which device an endpoint reaches: two lab entries with equal identities are one device

@@ -1,31 +1,32 @@
 """Measurement methods: one per way of measuring a cell on a device.
 
-``METHODS`` maps a lab entry's ``runner`` kind to its method; ``method_for`` picks a device's
-method once, when the run opens its devices.
+``METHODS`` maps each runner kind (lab/runner_kinds.py) but ``auto`` to its method;
+``method_for`` picks a device's method once, when the run opens its devices.
 """
 
 from __future__ import annotations
 
 from edgebench.errors import UserError
-from edgebench.lab.device import AUTO_RUNNER, PYTHON_RUNNER, Device
+from edgebench.lab.device import Device
+from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.measure.methods.base import Method, Visit
 from edgebench.measure.methods.edgebench_native import EdgebenchNative
-from edgebench.measure.methods.native_tool import NativeTool
+from edgebench.measure.methods.native_tool import FrameworkTools
 from edgebench.measure.methods.python_runner import PythonRunner
 
-METHODS: dict[str, Method] = {
-    "python": PythonRunner(),
-    "native": NativeTool(),
-    "edgebench-native": EdgebenchNative(),
+METHODS: dict[RunnerKind, Method] = {
+    RunnerKind.PYTHON: PythonRunner(),
+    RunnerKind.FRAMEWORK_TOOLS: FrameworkTools(),
+    RunnerKind.EDGEBENCH_NATIVE: EdgebenchNative(),
 }
 
 
 def method_for(device: Device) -> Method:
     kind = device.runner_kind
-    if kind == AUTO_RUNNER:
+    if kind == RunnerKind.AUTO:
         # Resolved by the device's probe; a device that never answered keeps "auto" and its
         # cells fail with the reason, through any method.
-        kind = PYTHON_RUNNER
+        kind = RunnerKind.PYTHON
     if kind not in METHODS:
         raise UserError(
             f"device {device.name}: unknown runner {kind!r}; choose from {', '.join(METHODS)}"

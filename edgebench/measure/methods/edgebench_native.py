@@ -9,8 +9,9 @@ import posixpath
 from typing import Any
 
 from edgebench.builds.sources import FRAMEWORKS as NATIVE_FRAMEWORKS
-from edgebench.lab.device import EDGEBENCH_NATIVE, Device
+from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice
+from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.measure.methods.base import Visit, note_whole_inference, whole_inference_refusal
 from edgebench.measure.methods.python_runner import Launched, PythonRunner
 from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_command
@@ -22,7 +23,7 @@ from edgebench.statuses import ErrorKind, Status
 
 
 class EdgebenchNative(PythonRunner):
-    kind = EDGEBENCH_NATIVE
+    kind = RunnerKind.EDGEBENCH_NATIVE
     # The binary runs one input; a quantized cell's accuracy comes from that one.
     runs_eval_set = False
 
@@ -36,7 +37,7 @@ class EdgebenchNative(PythonRunner):
                 ErrorKind.UNSUPPORTED,
                 f"edgebench-native has no {framework} backend (it links "
                 f"{' and '.join(NATIVE_FRAMEWORKS)}); measure {framework} with runner = "
-                '"python" or "native"',
+                '"python" or "framework-tools"',
             )
         build = device.native_build
         if build is None:
@@ -66,7 +67,7 @@ class EdgebenchNative(PythonRunner):
         if cell.profile_ops and record.op_profile is None:
             record.op_profile = OpProfile.missing(
                 "edgebench-native has no per-operator profiler; use runner = "
-                '"python" (ONNX Runtime, OpenVINO, MNN) or "native" (benchmark_model, '
+                '"python" (ONNX Runtime, OpenVINO, MNN) or "framework-tools" (benchmark_model, '
                 "benchmark_app)"
             )
         return record

@@ -1,6 +1,7 @@
-"""Measurement through a framework's own benchmark binary, for devices without Python: the
-binary from the lab's ``native_bin`` folder is deployed, its adapter builds the command line and
-parses what the tool prints, and telemetry is sampled by a device shell loop beside it."""
+"""Measurement through the framework tools (a framework's own benchmark binary), for devices
+without Python: the binary from the lab's ``native_bin`` folder is deployed, its adapter
+(edgebench.framework_tools) builds the command line and parses what the tool prints, and
+telemetry is sampled by a device shell loop beside it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from edgebench.framework_tools import ADAPTERS, NativeCell, NativeParseError
 from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice
+from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.measure.breakdowns import attach_op_profile
 from edgebench.measure.methods.base import (
     Visit,
@@ -43,8 +45,8 @@ class NativeRunError(Exception):
     """The native cell could not be run; the message names the tool and the fix."""
 
 
-class NativeTool:
-    kind = "native"
+class FrameworkTools:
+    kind = RunnerKind.FRAMEWORK_TOOLS
 
     def availability(self, device: Device, framework: str) -> Verdict | None:
         tool = ADAPTERS.get(framework)
@@ -67,7 +69,7 @@ class NativeTool:
 
     def visit(self, cell: Cell, visit: Visit) -> Record:
         device = cell.device
-        assert isinstance(device, RemoteDevice), "native tools run on ADB or SSH devices"
+        assert isinstance(device, RemoteDevice), "framework tools run on ADB or SSH devices"
         refusal = whole_inference_refusal(cell, "a native benchmark tool")
         if refusal:
             record = new_record(visit.run_id, cell, Status.UNSUPPORTED)
@@ -100,7 +102,8 @@ def deploy_binary(device: RemoteDevice, binary: str) -> str:
     folder = device.native_bin
     if folder is None:
         raise NativeRunError(
-            f"device {device.name} runs native tools but its lab entry has no native_bin folder"
+            f"device {device.name} runs the framework tools but its lab entry has no native_bin "
+            "folder"
         )
     local = Path(folder) / binary
     if not local.is_file():

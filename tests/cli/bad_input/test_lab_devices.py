@@ -177,7 +177,10 @@ def test_local_device_with_a_missing_python_names_it(mod_env, tmp_path, model, r
 
 #: key lines -> the field the one error line names.
 LOCAL_REFUSED = {
-    "runner_native": ('runner = "native"\n', 'devices.box.runner "native"'),
+    "runner_framework_tools": (
+        'runner = "framework-tools"\n',
+        'devices.box.runner "framework-tools"',
+    ),
     "native_bin": ('native_bin = "bin"\n', "devices.box.native_bin"),
 }
 

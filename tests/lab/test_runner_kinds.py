@@ -1,0 +1,75 @@
+"""Runner kinds are one vocabulary (lab/runner_kinds.py), and the old name "native" of the
+framework tools still reads, with one warning line naming the new one."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from fakes.cli_checks import cli
+
+from edgebench.lab.lab_file import load_lab
+from edgebench.lab.profiles import load_profile
+from edgebench.lab.runner_kinds import RUNNERS, RunnerKind
+
+PROFILE = """schema = "edgebench.profile/1"
+name = "old-board"
+transport = "ssh"
+runner = "native"
+clusters = []
+[energy]
+source = "none"
+"""
+
+
+def test_every_kind_but_auto_has_one_measurement_method() -> None:
+    from edgebench.measure.methods import METHODS
+
+    assert tuple(RunnerKind) == RUNNERS
+    assert [*METHODS, RunnerKind.AUTO] == list(RunnerKind)
+    assert all(method.kind == kind for kind, method in METHODS.items())
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_the_old_name_in_a_lab_file_reads_as_framework_tools(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    lab = tmp_path / "lab.toml"
+    lab.write_text(
+        '[devices.phone]\ntransport = "ssh"\nhost = "10.0.0.2"\nrunner = "native"\n'
+        '[devices.board]\ntransport = "ssh"\nhost = "10.0.0.3"\nrunner = "framework-tools"\n'
+    )
+    with caplog.at_level(logging.WARNING):
+        devices = load_lab(lab).devices
+    assert devices["phone"].runner == devices["board"].runner == RunnerKind.FRAMEWORK_TOOLS
+    (line,) = warnings_of(caplog)
+    assert line.startswith(f"warning: lab {lab}, device phone: ")
+    assert '"native" is now called "framework-tools"' in line
+
+
+def test_the_old_name_in_a_profile_reads_as_framework_tools(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "old-board.toml"
+    path.write_text(PROFILE)
+    with caplog.at_level(logging.WARNING):
+        profile = load_profile(str(path))
+    assert profile.runner == RunnerKind.FRAMEWORK_TOOLS
+    (line,) = warnings_of(caplog)
+    assert "profile" in line and '"native" is now called "framework-tools"' in line
+
+
+def test_the_warning_is_one_edgebench_line(eb_env: dict[str, str], tmp_path: Path) -> None:
+    lab = tmp_path / "lab.toml"
+    lab.write_text('[devices.phone]\ntransport = "ssh"\nhost = "10.0.0.2"\nrunner = "native"\n')
+    result = cli(["devices", "--lab", str(lab), "--devices", "local"], eb_env)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "native" in line]
+    assert lines == [
+        f'edgebench: warning: lab {lab}, device phone: runner "native" is now called '
+        '"framework-tools"; it still works, but write "framework-tools"'
+    ], result.stderr
