@@ -21,6 +21,18 @@ def test_ci_runs_exactly_the_readme_test_line():
     assert test_line in ci_lines
 
 
+def test_ci_installs_the_onnx2tf_toolchain_before_the_readme_test_line():
+    """The README line alone downloads no TensorFlow (the onnx2tf tests skip without it); CI
+    installs it first, so there they run."""
+    test_line = next(c for c in readme_commands() if "pytest" in c)
+    assert "toolchains install" not in test_line
+    ci_lines = (REPO / ".ci" / "run").read_text().splitlines()
+    installs = [
+        i for i, line in enumerate(ci_lines) if "edgebench toolchains install tflite" in line
+    ]
+    assert installs and installs[-1] < ci_lines.index(test_line)
+
+
 def test_readme_main_line_installs_and_runs_edgebench():
     main_line = readme_commands()[0]
     assert "pip install" in main_line and main_line.endswith("edgebench run")

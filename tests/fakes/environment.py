@@ -11,9 +11,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
-# The converter toolchains (pnnx, onnx2tf: ~2.7 GB) are installed once and shared by every test
-# and every test run: in EDGEBENCH_TOOLCHAINS_DIR when set, else where `edgebench toolchains
-# install` puts them for this user. Per-test caches would reinstall them for each test.
+# The converter toolchains are installed once and shared by every test and every test run: in
+# EDGEBENCH_TOOLCHAINS_DIR when set, else where `edgebench toolchains install` puts them for this
+# user. pnnx (110 MB) is installed by the tests that need it; onnx2tf (2.6 GB) only by .ci/run
+# or a user (fakes/toolchains.py). Per-test caches would reinstall them for each test.
 _USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
 os.environ.setdefault("EDGEBENCH_TOOLCHAINS_DIR", str(_USER_CACHE / "edgebench" / "toolchains"))
 # Ray on loopback only: with this, Ray's own address is 127.0.0.1 instead of the machine's
