@@ -8,33 +8,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from edgebench.results.energy_part import EnergyResult
 
 #: A pinned core running below this fraction of its max frequency counts as throttled.
 DEFAULT_THROTTLE_FRACTION = 0.85
 #: Fewer samples than this inside the timed window: too coarse to integrate.
 MIN_WINDOW_SAMPLES = 5
-
-
-@dataclass
-class EnergyResult:
-    energy_mj_per_inf: float | None = None
-    avg_power_w: float | None = None  # mean power over the timed window
-    active_power_w: float | None = None  # avg_power_w minus the idle baseline
-    baseline_power_w: float | None = None
-    window_s: float | None = None
-    flags: list[str] = field(default_factory=list)
-    unavailable: str | None = None  # why there is no energy figure ("energy unavailable: ...")
-    temp_start_c: dict[str, float] = field(default_factory=dict)
-    temp_end_c: dict[str, float] = field(default_factory=dict)
-    temp_max_c: float | None = None
-    freq_min_khz: dict[str, int] = field(default_factory=dict)
-    freq_max_khz: dict[str, int] = field(default_factory=dict)
-    source: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _interp(ts: Sequence[int], values: Sequence[float], at: int) -> float:

@@ -3,6 +3,7 @@ measured it, and the one place telemetry becomes energy figures on a record."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from edgebench import __version__
@@ -181,14 +182,14 @@ def attach_energy(
         throttle_fraction=settings.throttle_fraction if settings else 0.85,
     )
     record.telemetry = trace
-    record.energy = analysis.as_dict()
+    record.energy = replace(analysis, flags=list(analysis.flags))
     record.avg_power_w = analysis.avg_power_w
     record.energy_flags = list(analysis.flags)
     if tool_avg_ms is None:
         record.energy_mj_per_inf = analysis.energy_mj_per_inf
     elif not analysis.unavailable and analysis.active_power_w is not None and tool_avg_ms:
         record.energy_mj_per_inf = analysis.active_power_w * tool_avg_ms
-        record.energy["energy_mj_per_inf"] = record.energy_mj_per_inf
+        record.energy.energy_mj_per_inf = record.energy_mj_per_inf
         record.energy_flags.append(
             "native tool: energy/inference = (mean power - idle) x the tool's average latency"
         )

@@ -13,6 +13,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from edgebench.results.breakdown_parts import Instances, OpProfile, ShapeVariant, Stages
+from edgebench.results.energy_part import EnergyResult
 from edgebench.results.json_values import RecordPart, json_kind, matches, wrong_type
 from edgebench.results.quant_parts import Accuracy, Quant
 from edgebench.statuses import Status
@@ -28,6 +29,7 @@ PARTS: dict[str, type[RecordPart]] = {
     "op_profile": OpProfile,
     "instances": Instances,
     "shape": ShapeVariant,
+    "energy": EnergyResult,
 }
 
 
@@ -82,8 +84,8 @@ class Record:
     avg_power_w: float | None = None
     #: Why the energy figure may mislead (charging, throttled, coarse sampling, ...).
     energy_flags: list[str] = field(default_factory=list)
-    #: energy.EnergyResult.as_dict(): baseline, temperatures, frequencies, unavailable reason.
-    energy: dict[str, Any] | None = None
+    #: Baseline, power, temperatures, frequencies, unavailable reason.
+    energy: EnergyResult | None = None
     #: --sustained: first 10% vs last 10% of the window (latency, power, temperature).
     sustained: dict[str, Any] | None = None
     #: The raw telemetry trace sampled on the device (edgebench.telemetry/1).

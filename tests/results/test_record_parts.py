@@ -14,14 +14,16 @@ from fakes.records import sampled_record
 
 from edgebench.analysis.statistics import latency_stats
 from edgebench.results.breakdown_parts import Instances, OpProfile, ShapeVariant, Stages
+from edgebench.results.energy_part import EnergyResult
 from edgebench.results.quant_parts import Accuracy, Quant
 from edgebench.results.records import PARTS, Record, merge_parts
 from edgebench.results.store import ResultsStore
 
 #: Two lines of records.jsonl as the version before the typed parts wrote them (commit
 #: 3ff888f, through its own stages_field/pool_stages, instances_field, op_profile's
-#: profile_result and quantization's Accuracy): every part filled, then the other forms
-#: (unavailable stages and profile, the cell's own instance count, a NaN accuracy figure).
+#: profile_result, quantization's Accuracy and analysis's EnergyResult): every part filled,
+#: then the other forms (unavailable stages, profile and energy, the cell's own instance
+#: count, a NaN accuracy figure).
 PREVIOUS_VERSION = Path(__file__).parent.parent / "data" / "records" / "previous_version.jsonl"
 
 
@@ -50,6 +52,8 @@ def test_records_of_the_previous_version_read_back_byte_for_byte() -> None:
         "mode": "shared",
     }
     assert other.accuracy.cosine_min is None and other.quant.calibration is None
+    assert full.energy.freq_max_khz == {"4": 2841600} and full.energy.flags == ["charging"]
+    assert other.energy.unavailable == "no telemetry was recorded"
 
 
 def _every_form() -> list[dict[str, Any]]:
@@ -94,6 +98,8 @@ def test_partial_and_older_part_objects_keep_their_keys(index: int) -> None:
         ("quant", {"fp32_fallback_ops": [1]}, "quant.fp32_fallback_ops"),
         ("accuracy", {"passed": "yes"}, "accuracy.passed"),
         ("accuracy", [], "accuracy"),
+        ("energy", {"flags": "charging"}, "energy.flags"),
+        ("energy", {"freq_min_khz": {"4": 2.5e6}}, "energy.freq_min_khz"),
         ("stages", "fast", "stages"),
     ],
 )
@@ -149,6 +155,7 @@ def test_merge_parts_takes_each_part_from_its_own_merge() -> None:
             op_profile=OpProfile.missing(f"round {seed}"),
             quant=Quant(method=f"q{seed}"),
             accuracy=Accuracy(n=seed),
+            energy=EnergyResult(window_s=float(seed)),
         )
 
     rounds = [round_record(1, [1_000_000], 2), round_record(2, [3_000_000], 3)]
@@ -157,5 +164,5 @@ def test_merge_parts_takes_each_part_from_its_own_merge() -> None:
     assert merged.stages.samples_ns == {"compute": [1_000_000, 3_000_000]}
     assert merged.stages.p50_ms == {"compute": 2.0}
     # The parts that do not pool are the first round's, as the rest of the record is.
-    for name in ("instances", "shape", "op_profile", "quant", "accuracy"):
+    for name in ("instances", "shape", "op_profile", "quant", "accuracy", "energy"):
         assert getattr(merged, name) is getattr(rounds[0], name), name
