@@ -188,7 +188,8 @@ def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
         streams = facts.started.opened.streams
         extra = facts.started.opened.extra
         facts.warmup_samples_ns = warm_up(streams, spec.warmup)
-        facts.window = time_window(spec, streams, hooks)
+        backend_hooks = [h for b in [backend, *extra] for h in b.window_hooks()]
+        facts.window = time_window(spec, streams, [*hooks, *backend_hooks])
         facts.stages = stages_field(spec, streams, facts.window)
         facts.ran = finish_streams(streams, facts.window, facts.started.opened.instances)
     except (BackendError, MemoryError):

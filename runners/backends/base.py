@@ -5,7 +5,7 @@ Runs on the device: Python 3.8+, stdlib + numpy + the framework only.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence
 
 
 class BackendError(Exception):
@@ -90,6 +90,12 @@ class Backend:
 
     def make_stream(self, feeds: Dict[str, Any]) -> Callable[[], List[Any]]:
         raise NotImplementedError
+
+    def window_hooks(self) -> List[ContextManager[Any]]:
+        """Timed-region hooks this backend needs around the timed window, entered after the
+        telemetry's (so innermost) and left before them: a device sync that drains queued work
+        before the window closes, a profiler started and stopped with it. Optional."""
+        return []
 
     def reuse_streams(self) -> None:
         """Let the next ``make_stream`` take over the earlier streams' state (a shape change
