@@ -25,6 +25,7 @@ import numpy as np
 
 from edgebench.frameworks import display_order
 from edgebench.results.breakdown_parts import OpProfile, ProfiledOp
+from edgebench.results.record_warnings import OPS_OUTWEIGH_INFERENCE, RecordWarning
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
@@ -265,7 +266,7 @@ OP_SUM_TOLERANCE = 0.10
 OP_ROUNDING_MS = 0.001
 
 
-def op_sum_warning(profile: OpProfile | dict[str, Any] | None) -> str | None:
+def op_sum_warning(profile: OpProfile | dict[str, Any] | None) -> RecordWarning | None:
     """The record warning for an op profile whose ops add up to more than the inference they
     were timed in (past the tolerance above), else None. ``profile`` may be the runner's
     JSON object, as it reported it."""
@@ -281,15 +282,8 @@ def op_sum_warning(profile: OpProfile | dict[str, Any] | None) -> str | None:
     slack = inference * OP_SUM_TOLERANCE + OP_ROUNDING_MS * sum(max(1, op.count) for op in ops)
     if total <= inference + slack:
         return None
-    if (profile.source or "").startswith("benchmark_app"):
-        why = "benchmark_app's counters include its untimed first inference: "
-        why += "raise --profile-iterations"
-    else:
-        why = "read the ops' shares, not their times"
-    return (
-        f"--profile ops: the ops add up to {total:.4g} ms, {total / inference:.1f}x the "
-        f"{inference:.4g} ms inference they were timed in, so their times are not per "
-        f"inference ({why})"
+    return OPS_OUTWEIGH_INFERENCE.make(
+        total_ms=total, inference_ms=inference, source=profile.source
     )
 
 

@@ -8,11 +8,12 @@ Mann-Whitney U test and the seeded bootstrap CI of a ratio of statistics, used b
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from edgebench.results.record_warnings import FEW_SAMPLES, HIGH_VARIANCE, RecordWarning
 
 #: Below this many samples p99 is an interpolation between the last few points, not a tail.
 MIN_SAMPLES_FOR_P99 = 100
@@ -61,19 +62,15 @@ def latency_stats(samples_ns: Sequence[int]) -> LatencyStats | None:
     )
 
 
-def stats_warnings(stats: LatencyStats | None) -> list[str]:
-    """Human-readable reasons not to trust a result blindly."""
+def stats_warnings(stats: LatencyStats | None) -> list[RecordWarning]:
+    """Reasons not to trust a result blindly: too few samples for a tail, too much spread."""
     if stats is None:
         return []
     warnings = []
     if stats.n < MIN_SAMPLES_FOR_P99:
-        warnings.append(
-            f"only {stats.n} samples: p99 is not a real tail (raise --iterations or --min-time)"
-        )
+        warnings.append(FEW_SAMPLES.make(samples=stats.n))
     if stats.cv > HIGH_CV:
-        warnings.append(
-            f"high variance (CV {stats.cv:.0%}): pin cores, close other load, or raise --min-time"
-        )
+        warnings.append(HIGH_VARIANCE.make(cv=stats.cv))
     return warnings
 
 
@@ -173,12 +170,3 @@ def bootstrap_ratio_ci(
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
     return point, float(lo), float(hi)
-
-
-_FIGURE = re.compile(r"\d+(?:\.\d+)?")
-
-
-def warning_figures(warning: str) -> tuple[str, tuple[float, ...]]:
-    """A warning's kind (its text with every figure replaced by #) and its figures: warnings
-    of one kind ("high variance (CV 12%)", "(CV 15%)") differ only in the figures."""
-    return _FIGURE.sub("#", warning), tuple(float(n) for n in _FIGURE.findall(warning))

@@ -18,6 +18,7 @@ from edgebench.results.breakdown_parts import (
     ShapeVariant,
     Stages,
 )
+from edgebench.results.record_warnings import INSTANCES_APART, INSTANCES_CUT_SHORT, RecordWarning
 from edgebench.results.records import Record
 
 
@@ -73,7 +74,7 @@ def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> Instances
     )
 
 
-def instances_warning(instances: Instances | None, stop_reason: Any) -> str | None:
+def instances_warning(instances: Instances | None, stop_reason: Any) -> RecordWarning | None:
     """The record's warning when fewer than the cell's N instances ran in its timed window, or
     were ever inferring at the same moment: its figures are then not "all N running"."""
     if not instances:
@@ -82,18 +83,9 @@ def instances_warning(instances: Instances | None, stop_reason: Any) -> str | No
     if not isinstance(count, int) or count < 2:
         return None
     if isinstance(ran, int) and ran < count:
-        ended = "at --max-time" if stop_reason == "max_time" else f"({stop_reason})"
-        return (
-            f"only {ran} of the {count} instances finished an inference before the timed "
-            f"window ended {ended}: latency, throughput and memory are not with all of them "
-            "running; raise --max-time"
-        )
+        return INSTANCES_CUT_SHORT.make(ran=ran, count=count, stop_reason=stop_reason)
     if isinstance(at_once, int) and at_once < count:
-        return (
-            f"at most {at_once} of the {count} instances were inferring at the same moment "
-            "(one inference is shorter than starting them all): throughput and memory are "
-            f"with up to {at_once} running, not {count}"
-        )
+        return INSTANCES_APART.make(at_once=at_once, count=count)
     return None
 
 

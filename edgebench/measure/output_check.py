@@ -19,6 +19,7 @@ from edgebench.planning.config import (
     Tolerance,
 )
 from edgebench.quantization.accuracy import AccuracyRule
+from edgebench.results.record_warnings import BLANK_REFERENCE, RecordWarning
 from edgebench.runners.protocol import SPEC_SCHEMA
 from edgebench.statuses import Status
 
@@ -36,8 +37,6 @@ NOT_FINITE = 1e300
 #: entries and there are at most ``SCORE_ROWS`` of them (a batch).
 SCORE_MIN_CLASSES = 2
 SCORE_ROWS = 64
-#: Where the hint for a degenerate reference points.
-INPUT_HINT = "a check on a blank output proves little; give a real input with --input"
 
 
 @dataclass
@@ -94,10 +93,11 @@ class OutputCheck:
     atol_floor: float | None = None
     cosine_gap: float | None = None
     max_rel_l2: float | None = None
-    warnings: list[str] = field(default_factory=list)
+    #: Stored as their messages, as in the record's ``output_check`` before warnings had kinds.
+    warnings: list[RecordWarning] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(asdict(self), warnings=[w.message for w in self.warnings])
 
     def summary(self) -> str:
         """One line: what decided, and by how much."""
@@ -407,8 +407,7 @@ def check_outputs(
         cosine_gap=rule.cosine_gap,
         max_rel_l2=rule.rel_l2,
         warnings=[
-            f"the reference output {c.reference_name} {c.degenerate} for {input_label}: "
-            + INPUT_HINT
+            BLANK_REFERENCE.make(output=c.reference_name, problem=c.degenerate, input=input_label)
             for c in comparisons
             if c.degenerate
         ],

@@ -11,6 +11,7 @@ from edgebench.measure.output_check import CheckSettings, load_saved_outputs
 from edgebench.planning.cells import Cell
 from edgebench.quantization.accuracy import apply_rule, measure_accuracy
 from edgebench.results.quant_parts import Accuracy, Quant
+from edgebench.results.record_warnings import ACCURACY_FROM_ONE_INPUT, NO_ACCURACY
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
@@ -48,7 +49,9 @@ def check_quantized(
     record.quant = quant_info(cell)
     reference = cell.model.reference
     if reference is None:
-        record.warnings.append("no accuracy: no ONNX reference for this model (give --reference)")
+        record.warnings.append(
+            NO_ACCURACY.make(reason="no ONNX reference for this model (give --reference)")
+        )
         return
     sets = cell.quantization
     if eval_outputs is not None and sets is not None:
@@ -63,11 +66,9 @@ def check_quantized(
             reference, cell.inputs or [], checks.seed, checks.input_file(cell)
         )
         refs = [np.asarray(r)[None] for r in refs]
-        record.warnings.append(
-            "accuracy from 1 input only: this measurement method does not run the evaluation set"
-        )
+        record.warnings.append(ACCURACY_FROM_ONE_INPUT.make())
     else:
-        record.warnings.append("no accuracy: the runner returned no outputs")
+        record.warnings.append(NO_ACCURACY.make(reason="the runner returned no outputs"))
         return
     try:
         accuracy = measure_accuracy(names, outputs, ref_names, refs)

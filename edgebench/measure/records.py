@@ -14,6 +14,13 @@ from edgebench.framework_tools import NativeResult
 from edgebench.measure.breakdowns import attach_breakdowns, shape_field
 from edgebench.planning.cells import Cell
 from edgebench.results.breakdown_parts import Instances
+from edgebench.results.record_warnings import (
+    CORES_NOT_APPLIED,
+    GOVERNOR_NOT_PERFORMANCE,
+    GOVERNOR_NOT_SET,
+    NO_OUTPUT_CHECK,
+    NO_PERCENTILES,
+)
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
@@ -113,7 +120,7 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
     record.warnings = stats_warnings(stats)
     effective = record.cores_effective
     if cell.cores and effective is not None and sorted(effective) != sorted(cell.cores):
-        record.warnings.append(f"asked for cores {cell.cores} but the runner ran on {effective}")
+        record.warnings.append(CORES_NOT_APPLIED.make(asked=cell.cores, effective=effective))
     if status != Status.OK and error.get("detail"):
         record.stderr_tail = str(error["detail"])[-STDERR_TAIL_CHARS:]
     attach_breakdowns(record, cell, result)
@@ -152,10 +159,9 @@ def record_from_native(run_id: str, cell: Cell, result: NativeResult) -> Record:
     record.framework_version = result.tool_version
     if result.median_ms is None:
         record.warnings.append(
-            f"{result.tool} prints only {', '.join(result.stats_available)}: no percentiles "
-            "(the Python runner records per-iteration samples)"
+            NO_PERCENTILES.make(tool=result.tool, printed=list(result.stats_available))
         )
-    record.warnings.append("no output check: native tools do not return outputs here")
+    record.warnings.append(NO_OUTPUT_CHECK.make(reason="native tools do not return outputs here"))
     return record
 
 
@@ -202,11 +208,8 @@ def attach_energy(
             f"{cooldown.get('waited_s')} s (limit {cooldown.get('limit_c')} C)"
         )
     governor = trace.get("governor") or {}
-    record.warnings += [f"governor: {e}" for e in governor.get("errors", [])]
+    record.warnings += [GOVERNOR_NOT_SET.make(error=e) for e in governor.get("errors", [])]
     cpus = ((trace.get("state_before") or {}).get("cpus")) or {}
     slow = sorted({i["governor"] for i in cpus.values() if i.get("governor")} - {"performance"})
     if slow:
-        record.warnings.append(
-            f"governor {', '.join(slow)} on the pinned cores: clocks may move during the "
-            "cell (--set-governor performance where the device allows it)"
-        )
+        record.warnings.append(GOVERNOR_NOT_PERFORMANCE.make(governors=slow))

@@ -11,12 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Protocol
 
-from edgebench.analysis.statistics import latency_stats, stats_warnings, warning_figures
+from edgebench.analysis.statistics import latency_stats, stats_warnings
 from edgebench.lab.transports.base import TransportError, link_error_reason
 from edgebench.measure.methods import Method, Visit, method_for
 from edgebench.measure.output_check import CheckSettings
 from edgebench.measure.records import failed_record, new_record
 from edgebench.planning.cells import Cell
+from edgebench.results.record_warnings import ROUNDS_CUT_SHORT, pool_warnings
 from edgebench.results.records import Record, merge_parts
 from edgebench.results.store import RunDir, utc_now
 from edgebench.statuses import DONE, MEASURED, ErrorKind, Status
@@ -166,27 +167,10 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     if stats and merged.measure_wall_s:
         merged.throughput_ips = len(samples) / merged.measure_wall_s
     merged.peak_rss_mb = max((p.peak_rss_mb or 0.0 for p in parts), default=None) or None
-    warnings = [w for p in parts for w in p.warnings if not w.startswith("only ")]
-    merged.warnings = worst_per_kind(warnings + stats_warnings(stats))
+    merged.warnings = pool_warnings([p.warnings for p in parts], stats_warnings(stats))
     merged.ended_at = parts[-1].ended_at
     merged.duration_s = round(sum(p.duration_s or 0.0 for p in parts), 3)
     return merged
-
-
-def worst_per_kind(warnings: Sequence[str]) -> list[str]:
-    """One warning per kind, in order of first appearance. Warnings of one kind differ only in
-    their figures ("high variance (CV 12%)" in one round, "(CV 15%)" in the next): the one with
-    the largest figure (the highest CV) stands for them all."""
-    kept: dict[str, tuple[tuple[float, ...], str]] = {}
-    for warning in warnings:
-        kind, figures = warning_figures(warning)
-        if kind not in kept or figures > kept[kind][0]:
-            kept[kind] = (figures, warning)
-    return [warning for _, warning in kept.values()]
-
-
-#: The warning on a cell whose interleaved rounds were cut short by Ctrl-C.
-ROUNDS_CUT_SHORT = "stopped after"
 
 
 class _DeviceWorker:
@@ -302,10 +286,7 @@ class _DeviceWorker:
                 continue
             record = merge_rounds(done)
             record.rounds = len(done)
-            record.warnings.append(
-                f"{ROUNDS_CUT_SHORT} {len(done)} of {self.rounds} rounds (Ctrl-C): the samples "
-                "are pooled from the rounds that finished"
-            )
+            record.warnings.append(ROUNDS_CUT_SHORT.make(done=len(done), rounds=self.rounds))
             self._store(position, cell, record)
 
     def _fail_unrecorded(self, exc: Exception) -> None:

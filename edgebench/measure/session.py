@@ -25,12 +25,7 @@ from edgebench.measure.methods import Method
 from edgebench.measure.output_check import CheckSettings
 from edgebench.measure.progress import LineProgress
 from edgebench.measure.resume import check_same_settings, resume_hint
-from edgebench.measure.scheduler import (
-    ROUNDS_CUT_SHORT,
-    StopRequest,
-    execute_cells,
-    pending_cells,
-)
+from edgebench.measure.scheduler import StopRequest, execute_cells, pending_cells
 from edgebench.models import BUILTIN_MODELS
 from edgebench.paths import cache_dir, default_results_dir
 from edgebench.planning.cells import (
@@ -51,6 +46,7 @@ from edgebench.planning.plan_file import Plan, load_plan
 from edgebench.planning.prepare import calibration_sets, prepare_cells
 from edgebench.planning.unused import warn_unused
 from edgebench.planning.variants import base_shapes, breakdown_of, check_sweep_shapes, expand
+from edgebench.results.record_warnings import ROUNDS_CUT_SHORT
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir, utc_now
 from edgebench.statuses import PROBLEMS, Status
@@ -361,7 +357,7 @@ def _measure(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    cut_short = sum(1 for r in records if any(w.startswith(ROUNDS_CUT_SHORT) for w in r.warnings))
+    cut_short = sum(1 for r in records if any(w.is_a(ROUNDS_CUT_SHORT) for w in r.warnings))
     if stop.requested and (len(records) < len(cells) or cut_short):
         run_dir.update_metadata(status="interrupted", finished_at=utc_now())
         pooled = f" ({cut_short} pooled from the rounds that finished)" if cut_short else ""

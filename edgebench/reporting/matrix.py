@@ -21,10 +21,20 @@ from edgebench.analysis.ranking import (
     rank,
     tie_rule,
 )
-from edgebench.analysis.statistics import HIGH_CV, warning_figures
+from edgebench.analysis.statistics import HIGH_CV
 from edgebench.frameworks import display_order
 from edgebench.reporting.tables import fmt_number, format_table, shorten
 from edgebench.results.quant_parts import Accuracy
+from edgebench.results.record_warnings import (
+    HIGH_VARIANCE,
+    Merge,
+    RecordWarning,
+    WarningKind,
+    by_kind,
+    how_merged,
+    kind_of,
+    worst_of,
+)
 from edgebench.results.records import Record
 from edgebench.statuses import MEASURED, Status
 
@@ -152,39 +162,24 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-# Warnings are grouped by kind: the text with its numbers masked. For these kinds the number
-# says how bad it is; the worst one is kept.
-_WORST_NUMBER = {"high variance": max, "only ": min}
-
-
-def group_warnings(warnings: Sequence[str]) -> list[str]:
-    """One line per kind of warning, in order of first appearance.
-
-    A record pooled from interleaved rounds may hold each round's warnings (runs stored before
-    merge_rounds grouped them), so one cell can say "high variance (CV 12%)" three times with
-    three numbers. Per kind this keeps the worst value (the highest CV, the fewest samples),
-    or for other kinds the first wording, and says how many it stands for.
-    """
-    groups: dict[str, list[str]] = {}
-    for warning in warnings:
-        groups.setdefault(warning_figures(warning)[0], []).append(warning)
+def group_warnings(
+    warnings: Sequence[RecordWarning], without_advice: Sequence[WarningKind] = ()
+) -> list[str]:
+    """The lines that show a cell's warnings, kinds in order of first appearance, merged as
+    each kind says (``Merge``): one line for the worst ("high variance (CV 18%) (worst of 3)",
+    the highest CV, the fewest samples), one for the first of similar ones ("(+1 similar)"),
+    or one per distinct warning. ``without_advice``: kinds shown by their headline only."""
     out = []
-    for items in groups.values():
-        distinct = list(dict.fromkeys(items))
-        pick = next((f for p, f in _WORST_NUMBER.items() if distinct[0].startswith(p)), None)
-        if pick is None or len(distinct) == 1:
-            chosen = distinct[0]
-            suffix = f" (+{len(distinct) - 1} similar)" if len(distinct) > 1 else ""
+    for group in by_kind(warnings):
+        advice = kind_of(group[0]) not in without_advice
+        merge = how_merged(group)
+        if merge == Merge.WORST:
+            out.append(worst_of(group).shown(f" (worst of {len(group)})", advice))
+        elif merge == Merge.SIMILAR:
+            out.append(group[0].shown(f" (+{len(group) - 1} similar)", advice))
         else:
-            chosen = pick(distinct, key=_first_number)
-            suffix = f" (worst of {len(distinct)})"
-        head, sep, advice = chosen.partition(": ")
-        out.append(head + suffix + sep + advice)
+            out.extend(w.shown(advice=advice) for w in group)
     return out
-
-
-def _first_number(text: str) -> float:
-    return next(iter(warning_figures(text)[1]), 0.0)
 
 
 def noisy_cells(records: Sequence[Record]) -> tuple[int, int]:
@@ -271,10 +266,9 @@ def format_details(records: Sequence[Record]) -> str:
         )
         if r.error and r.status != Status.SKIPPED:
             notes.append(f"  {cell}: {r.error}")
-        for warning in group_warnings(r.warnings):
-            if advice and warning.startswith("high variance"):  # advised once, below
-                warning = warning.partition(": ")[0]
-            notes.append(f"  {cell}: warning: {warning}")
+        # With the quiet-machine advice (said once, below), high variance needs no advice.
+        plain = [HIGH_VARIANCE] if advice else []
+        notes.extend(f"  {cell}: warning: {w}" for w in group_warnings(r.warnings, plain))
         if r.accuracy:
             notes.append(f"  {cell}: {describe_accuracy(r)}")
         if r.sustained:

@@ -16,6 +16,11 @@ from edgebench.results.breakdown_parts import Instances, OpProfile, ShapeVariant
 from edgebench.results.energy_part import EnergyResult
 from edgebench.results.json_values import RecordPart, json_kind, matches, wrong_type
 from edgebench.results.quant_parts import Accuracy, Quant
+from edgebench.results.record_warnings import (
+    RecordWarning,
+    warnings_from_json,
+    warnings_to_json,
+)
 from edgebench.statuses import Status
 
 RECORD_SCHEMA = "edgebench.record/1"
@@ -67,7 +72,8 @@ class Record:
     load_ms: float | None = None
     first_inference_ms: float | None = None
     outputs: list[dict[str, Any]] | None = None
-    warnings: list[str] = field(default_factory=list)
+    #: Stored as messages, with each one's kind and figures under ``warning_details``.
+    warnings: list[RecordWarning] = field(default_factory=list)
     device_info: dict[str, Any] = field(default_factory=dict)
     edgebench_version: str | None = None
     started_at: str | None = None
@@ -130,6 +136,7 @@ class Record:
         for name in PARTS:
             if data[name] is not None:
                 data[name] = data[name].to_dict()
+        data.update(warnings_to_json(self.warnings))
         return _finite(data)
 
     @classmethod
@@ -139,9 +146,11 @@ class Record:
         if not isinstance(data, dict):
             raise ValueError(f"a record is a JSON object, not a JSON {json_kind(data)}")
         hints, defaulted = _field_types(), _defaulted_fields()
-        values = {}
+        values: dict[str, Any] = {
+            "warnings": warnings_from_json(data.get("warnings"), data.get("warning_details"))
+        }
         for name, value in data.items():
-            if name not in hints:
+            if name not in hints or name == "warnings":
                 continue
             if name in PARTS and isinstance(value, dict):
                 values[name] = value  # read and checked by the part, in __post_init__

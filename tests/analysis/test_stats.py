@@ -47,11 +47,11 @@ def test_warnings_for_few_samples_and_high_variance():
     steady = latency_stats([10_000_000 + (i % 3) for i in range(200)])
     assert stats_warnings(steady) == []
     few = stats_warnings(latency_stats([10_000_000] * 20))
-    assert len(few) == 1 and "only 20 samples" in few[0]
+    assert len(few) == 1 and "only 20 samples" in few[0].message
     noisy_samples = [10_000_000] * 150 + [30_000_000] * 50
     noisy = latency_stats(noisy_samples)
     assert noisy.cv > HIGH_CV
-    assert any("high variance" in w for w in stats_warnings(noisy))
+    assert any("high variance" in w.message for w in stats_warnings(noisy))
 
 
 def test_throughput_is_count_over_wall_time():

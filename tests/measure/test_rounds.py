@@ -7,6 +7,7 @@ import pytest
 
 from edgebench.measure.scheduler import merge_rounds
 from edgebench.planning.cells import DEFAULT_ROUNDS, auto_rounds
+from edgebench.results.record_warnings import HIGH_VARIANCE, NO_OUTPUT_CHECK, RecordWarning
 from edgebench.results.records import Record
 
 
@@ -121,25 +122,28 @@ def test_explicit_rounds_one_turns_interleaving_off(run_cli, conv_model):
     assert ort["ended_at"] <= ov["started_at"]  # one after the other, not interleaved
 
 
-def high_cv(pct: int) -> str:
-    return f"high variance (CV {pct}%): pin cores, close other load, or raise --min-time"
+def high_cv(pct: int) -> RecordWarning:
+    return HIGH_VARIANCE.make(cv=pct / 100)
+
+
+NO_REFERENCE = NO_OUTPUT_CHECK.make(reason="no reference")
 
 
 def test_merge_keeps_one_warning_per_kind_with_the_worst_figure():
     steady = [1_000_000] * 50  # the pooled samples add no warning of their own
     parts = [
-        make(samples=steady, wall=0.05, warnings=[high_cv(12), "no output check: no reference"]),
+        make(samples=steady, wall=0.05, warnings=[high_cv(12), NO_REFERENCE]),
         make(samples=steady, wall=0.05, warnings=[high_cv(15)]),
-        make(samples=steady, wall=0.05, warnings=[high_cv(9), "no output check: no reference"]),
+        make(samples=steady, wall=0.05, warnings=[high_cv(9), NO_REFERENCE]),
     ]
     merged = merge_rounds(parts)
-    assert merged.warnings == [high_cv(15), "no output check: no reference"]
+    assert merged.warnings == [high_cv(15), NO_REFERENCE]
 
 
 def test_merge_counts_the_pooled_variance_too():
     noisy = [1_000_000, 3_000_000] * 25  # CV about 50% once pooled
     parts = [make(samples=noisy, wall=0.1, warnings=[high_cv(20)]) for _ in range(3)]
-    (variance,) = [w for w in merge_rounds(parts).warnings if w.startswith("high variance")]
+    (variance,) = [w for w in merge_rounds(parts).warnings if w.is_a(HIGH_VARIANCE)]
     assert variance != high_cv(20)  # the pooled figure is the worst here
 
 

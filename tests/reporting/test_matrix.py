@@ -10,6 +10,13 @@ from edgebench.analysis.statistics import latency_stats, stats_warnings
 from edgebench.reporting.html import render_html
 from edgebench.reporting.matrix import format_details, format_matrix, group_warnings
 from edgebench.reporting.report import render_markdown
+from edgebench.results.record_warnings import (
+    CORES_NOT_APPLIED,
+    FEW_SAMPLES,
+    HIGH_VARIANCE,
+    NO_OUTPUT_CHECK,
+    unclassified,
+)
 from edgebench.results.records import Record
 
 
@@ -20,7 +27,7 @@ def cell(device: str, framework: str, median_ms: float, cv: float, seed: int, **
     samples = (median_ms * 1e6 * rng.lognormal(0.0, cv, 300)).astype(np.int64).tolist()
     per_round = [w for i in range(3) for w in stats_warnings(latency_stats(samples[i::3]))]
     pooled = latency_stats(samples)
-    warnings = [w for w in dict.fromkeys(per_round) if not w.startswith("only ")]
+    warnings = [w for w in dict.fromkeys(per_round) if not w.is_a(FEW_SAMPLES)]
     return Record(
         run_id="r",
         cell_id=f"{device}/resnet50/{framework}/fp32/t4/call/s1",
@@ -89,16 +96,17 @@ def test_scalar_metrics_tie_within_the_margin() -> None:
 
 
 def test_warnings_are_grouped_per_kind_with_the_worst_value() -> None:
+    no_reference = NO_OUTPUT_CHECK.make(reason="no ONNX reference for this model")
     warnings = [
-        "high variance (CV 12%): pin cores, close other load, or raise --min-time",
-        "only 40 samples: p99 is not a real tail (raise --iterations or --min-time)",
-        "high variance (CV 18%): pin cores, close other load, or raise --min-time",
-        "only 33 samples: p99 is not a real tail (raise --iterations or --min-time)",
-        "asked for cores [0] but the runner ran on [1]",
-        "asked for cores [0] but the runner ran on [2]",
-        "high variance (CV 15%): pin cores, close other load, or raise --min-time",
-        "no output check: no ONNX reference for this model",
-        "no output check: no ONNX reference for this model",
+        HIGH_VARIANCE.make(cv=0.12),
+        FEW_SAMPLES.make(samples=40),
+        HIGH_VARIANCE.make(cv=0.18),
+        FEW_SAMPLES.make(samples=33),
+        CORES_NOT_APPLIED.make(asked=[0], effective=[1]),
+        CORES_NOT_APPLIED.make(asked=[0], effective=[2]),
+        HIGH_VARIANCE.make(cv=0.15),
+        no_reference,
+        no_reference,
     ]
     assert group_warnings(warnings) == [
         "high variance (CV 18%) (worst of 3): pin cores, close other load, or raise --min-time",
@@ -106,6 +114,17 @@ def test_warnings_are_grouped_per_kind_with_the_worst_value() -> None:
         "asked for cores [0] but the runner ran on [1] (+1 similar)",
         "no output check: no ONNX reference for this model",
     ]
+
+
+def test_warnings_of_a_record_stored_before_kinds_are_shown_as_they_are() -> None:
+    """Messages read from an old record have no kind or figures: none is taken for another's
+    worse figure, only repeats are dropped."""
+    old = [
+        "high variance (CV 12%): pin cores, close other load, or raise --min-time",
+        "high variance (CV 18%): pin cores, close other load, or raise --min-time",
+        "high variance (CV 12%): pin cores, close other load, or raise --min-time",
+    ]
+    assert group_warnings([unclassified(w) for w in old]) == old[:2]
 
 
 def test_details_say_each_warning_once_per_cell_and_quiet_runs_get_no_advice() -> None:
@@ -116,7 +135,7 @@ def test_details_say_each_warning_once_per_cell_and_quiet_runs_get_no_advice() -
     mnn = next(line for line in notes if "loaded/resnet50/mnn" in line)
     cvs = [int(m) for m in re.findall(r"CV (\d+)%", mnn)]
     record = next(r for r in loaded_and_quiet() if r.cell_id.startswith("loaded/resnet50/mnn"))
-    worst = max(int(m) for w in record.warnings for m in re.findall(r"CV (\d+)%", w))
+    worst = max(int(m) for w in record.warnings for m in re.findall(r"CV (\d+)%", w.message))
     assert cvs == [worst]
     assert "noise:" not in text  # 3 of 6 cells noisy is not most of them
 

@@ -18,6 +18,7 @@ import pytest
 from edgebench.errors import UserError
 from edgebench.reporting.html import render_html
 from edgebench.reporting.report import FORMATS, render_markdown, write_report
+from edgebench.results.record_warnings import unclassified
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir
 
@@ -66,7 +67,7 @@ def _ok(framework: str, p50: float, device: str = "pixel", **changes) -> Record:
         energy_mj_per_inf=p50 * 3,
         avg_power_w=2.2,
         energy_flags=["coarse sampling"],
-        warnings=["high variance"],
+        warnings=[unclassified("high variance")],
         output_check={"passed": True, "max_abs_diff": 1e-6, "rel_error": 1e-7, "cosine": 1.0,
                       "top1_agreement": 1.0},
         telemetry=telemetry,

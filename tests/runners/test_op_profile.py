@@ -398,4 +398,4 @@ def test_native_run_adds_the_profile_of_a_second_run(run_cli, emulated_phone, tm
     # then (the rule itself is tested on fixed figures in test_op_profile_sums.py).
     expected = op_sum_warning(profile)
     warned = [w for w in record["warnings"] if "--profile ops" in w]
-    assert warned == ([expected] if expected else []), (warned, profile["inference_ms"])
+    assert warned == ([expected.message] if expected else []), (warned, profile["inference_ms"])

@@ -11,6 +11,7 @@ from fakes.quant_models import save_small_classifier
 from edgebench.analysis.breakdowns import OP_SUM_TOLERANCE, op_sum_warning
 from edgebench.framework_tools import OpenvinoBenchmarkAppAdapter
 from edgebench.measure.breakdowns import attach_op_profile
+from edgebench.results.record_warnings import unclassified
 from edgebench.results.records import Record
 
 pytest.importorskip("openvino")
@@ -59,7 +60,9 @@ def profile(total_ms: float, inference_ms: float, source: str = "test", ops: int
 
 
 def bare_record() -> Record:
-    return Record("r", "c", "local", "tiny", "openvino", "fp32", 1, "", "ok", warnings=["x"])
+    return Record(
+        "r", "c", "local", "tiny", "openvino", "fp32", 1, "", "ok", warnings=[unclassified("x")]
+    )
 
 
 @pytest.mark.parametrize(
@@ -75,8 +78,8 @@ def test_ops_past_the_inference_warn_for_every_source(source):
     record = bare_record()
     attach_op_profile(record, profile(0.72, 0.105, source))
     assert record.op_profile.total_ms == 0.72  # the profile itself is kept as it came
-    assert record.warnings[0] == "x"
-    (warning,) = record.warnings[1:]
+    assert record.warnings[0] == unclassified("x")
+    (warning,) = (w.message for w in record.warnings[1:])
     assert warning.startswith("--profile ops: the ops add up to 0.72 ms, 6.9x the 0.105 ms")
     assert "not per inference" in warning and "\n" not in warning
 
@@ -134,6 +137,6 @@ def test_benchmark_app_counters_count_the_first_inference_and_warn():
     assert parsed["total_ms"] == pytest.approx(0.138)
     record = bare_record()
     attach_op_profile(record, parsed)
-    warning = record.warnings[-1]
+    warning = record.warnings[-1].message
     assert "4.9x the 0.02834 ms inference" in warning
     assert "untimed first inference" in warning and "--profile-iterations" in warning

@@ -18,6 +18,7 @@ from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_c
 from edgebench.measure.records import attach_energy, new_record
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.breakdown_parts import OpProfile
+from edgebench.results.record_warnings import NO_TELEMETRY
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
@@ -83,8 +84,10 @@ class EdgebenchNative(PythonRunner):
             return Launched(
                 outcome,
                 lambda record: record.warnings.append(
-                    "no telemetry: edgebench-native is sampled by a shell loop on ADB and SSH "
-                    "devices only"
+                    NO_TELEMETRY.make(
+                        reason="edgebench-native is sampled by a shell loop on ADB and SSH "
+                        "devices only"
+                    )
                 ),
             )
         profile = device.profile

@@ -27,6 +27,7 @@ from edgebench.measure.records import attach_energy, failed_record, new_record, 
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.quantization import QUANTIZED_PRECISIONS
 from edgebench.results.breakdown_parts import OpProfile
+from edgebench.results.record_warnings import INPUT_NOT_USED, OP_PROFILE_FAILED
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
@@ -82,9 +83,7 @@ class FrameworkTools:
             return failed_record(visit.run_id, cell, ErrorKind.NATIVE_TOOL, str(exc))
         note_whole_inference(record, cell, "a native benchmark tool")
         if visit.checks.input is not None:
-            record.warnings.append(
-                "--input is not used here: a native benchmark tool times its own inputs"
-            )
+            record.warnings.append(INPUT_NOT_USED.make(runner="a native benchmark tool"))
         return record
 
 
@@ -212,4 +211,4 @@ def _attach_op_profile(
         except NativeParseError as exc:
             problem = f"{exc} (exit {command.returncode})"
     record.op_profile = OpProfile.missing(f"op profiling failed: {problem}")
-    record.warnings.append(f"--profile ops: the profiling run failed: {problem}")
+    record.warnings.append(OP_PROFILE_FAILED.make(problem=problem))

@@ -18,6 +18,7 @@ from edgebench.measure.quantized_check import check_quantized
 from edgebench.measure.records import STDERR_TAIL_CHARS, failed_record, record_from_result
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.quantization import QUANTIZED_PRECISIONS
+from edgebench.results.record_warnings import NO_ACCURACY, NO_OUTPUT_CHECK
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
@@ -127,17 +128,17 @@ class PythonRunner:
             single = None if evaluated is not None else device.fetch_outputs(outputs_at)
             check_quantized(record, cell, visit.checks, evaluated, single)
         except (ReferenceUnavailable, InputUnavailable, TransportError) as exc:
-            record.warnings.append(f"no accuracy: {exc}")
+            record.warnings.append(NO_ACCURACY.make(reason=str(exc)))
 
     @staticmethod
     def _check(record: Record, cell: Cell, device: Device, outputs_at: str, visit: Visit) -> None:
         try:
             check = compare_with_reference(cell, device.fetch_outputs(outputs_at), visit.checks)
         except (ReferenceUnavailable, InputUnavailable, TransportError) as exc:
-            record.warnings.append(f"no output check: {exc}")
+            record.warnings.append(NO_OUTPUT_CHECK.make(reason=str(exc)))
             return
         if check is None:
-            record.warnings.append("no output check: no ONNX reference for this model")
+            record.warnings.append(NO_OUTPUT_CHECK.make(reason="no ONNX reference for this model"))
             return
         record.output_check = check.as_dict()
         record.warnings.extend(check.warnings)
