@@ -456,7 +456,7 @@ class CheckSettings:
             tolerance=config.tolerances(),
             seed=config.seed,
             input=source,
-            accuracy_rule=AccuracyRule(q.int8_min_top1, q.int8_min_sqnr),
+            accuracy_rule=q.accuracy_rule(),
         )
 
     def input_file(self, cell: Cell) -> Path | None:

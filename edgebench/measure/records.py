@@ -126,7 +126,7 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
     attach_breakdowns(record, cell, result)
     if result.get("telemetry") is not None:
         attach_energy(record, cell, result["telemetry"])
-    if cell.timing.sustained and status == Status.OK:
+    if cell.timing.sustained_s and status == Status.OK:
         summary = summarize_sustained(record.samples_ns, result.get("telemetry"))
         record.sustained = summary.as_dict() if summary else None
     return record
@@ -185,7 +185,6 @@ def attach_energy(
         max_freq_khz={} if cell.device.unreachable else cell.device.facts().max_freq_khz,
         pinned_cpus=cell.cores,
         temp_limit_c=limit,
-        throttle_fraction=settings.throttle_fraction if settings else 0.85,
     )
     record.telemetry = trace
     record.energy = replace(analysis, flags=list(analysis.flags))

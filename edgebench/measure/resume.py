@@ -8,7 +8,7 @@ import shlex
 import sys
 
 from edgebench.errors import UserError
-from edgebench.planning.config import RunConfig, settings
+from edgebench.planning.config import RunConfig, settings, stored_settings
 from edgebench.results.store import RunDir
 
 #: The parts of the configuration that decide what a cell measures: a resumed run keeps them.
@@ -29,15 +29,14 @@ def check_same_settings(run_dir: RunDir, config: RunConfig) -> None:
     stored = run_dir.metadata().get("config")
     if not isinstance(stored, dict):
         return  # a run from before run.json kept its configuration
-    now = json.loads(json.dumps(config.as_dict()))
+    earlier = stored_settings(stored)
+    now = stored_settings(json.loads(json.dumps(config.as_dict())))
     differ = []
     for spec in settings():
-        if spec.part not in MEASURED_PARTS or (spec.part, spec.name) in _NOT_MEASURED:
+        key = (spec.part, spec.name)
+        if spec.part not in MEASURED_PARTS or key in _NOT_MEASURED or key not in earlier:
             continue
-        part = stored.get(spec.part)
-        if not isinstance(part, dict) or spec.name not in part:
-            continue
-        before, after = part[spec.name], now[spec.part][spec.name]
+        before, after = earlier[key], now[key]
         if before != after:
             name = spec.option or f"{spec.part}.{spec.name}"
             differ.append(f"{name} {_shown(before)} (run) vs {_shown(after)} (now)")

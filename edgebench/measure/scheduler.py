@@ -346,7 +346,7 @@ def execute_cells(
         _DeviceWorker(
             group,
             # An emulated device's cells are for the output check: one visit is enough.
-            1 if all(cell.timing.correctness_only for _, cell in group) else rounds,
+            1 if all(cell.correctness_only for _, cell in group) else rounds,
             run,
             progress,
             checks,

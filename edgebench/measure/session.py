@@ -2,7 +2,7 @@
 
 The phases, in order: apply the plan, lock and probe the devices, build the cells, convert,
 take the device locks, open (or resume) the run, measure with Ctrl-C handled, print, compare
-with the plan's baseline. cli.py only declares the options.
+with the plan's baseline. `cli/run.py` only declares the options.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from edgebench import __version__, process_group
 from edgebench.analysis.compare import CellVerdict, any_regression, compare_runs
@@ -31,14 +31,15 @@ from edgebench.paths import cache_dir, default_results_dir
 from edgebench.planning.cells import (
     DEFAULT_FRAMEWORKS,
     Cell,
-    TelemetrySettings,
-    Timing,
     auto_rounds,
     build_cells,
     check_frameworks,
+    max_iterations,
     resolve_inputs,
+    sustained_timing,
+    target_ci_fraction,
 )
-from edgebench.planning.config import RunConfig
+from edgebench.planning.config import RunConfig, TimingConfig
 from edgebench.planning.limits import check_memory
 from edgebench.planning.model_precision import precisions_by_model
 from edgebench.planning.modelref import ModelRef, parse_shape_overrides, resolve_models
@@ -51,9 +52,6 @@ from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir, utc_now
 from edgebench.statuses import PROBLEMS, Status
 
-#: A sustained window ends early (stop_reason max_iterations) rather than hold more samples:
-#: a sub-millisecond model would otherwise fill the device's memory and the record.
-SUSTAINED_MAX_SAMPLES = 2_000_000
 #: Signals that end a run like a second Ctrl-C: what is measuring is killed, the run is marked.
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -76,7 +74,7 @@ class Matrix:
     thread_counts: list[int]
     core_selections: list[str]
     precisions: list[str]
-    timing: Timing
+    timing: TimingConfig
 
 
 class RunOutput(Protocol):
@@ -167,7 +165,7 @@ def _run_session(
             availability=lambda device, framework: methods[device.name].availability(
                 device, framework
             ),
-            telemetry=TelemetrySettings.from_config(config.telemetry),
+            telemetry=config.telemetry,
         )
     ]
     cells = expand(base_cells, breakdown_of(config), cache_dir())
@@ -236,20 +234,6 @@ def _run_session(
 
 
 def _resolve_matrix(config: RunConfig) -> Matrix:
-    t = config.timing
-    timing = Timing(
-        t.warmup,
-        t.iterations,
-        t.min_time,
-        t.max_time,
-        t.timeout,
-        max_iterations=max(100_000, t.iterations),
-        target_ci=t.target_ci / 100 if t.target_ci else None,
-    )
-    if t.sustained:
-        # One long continuous window per cell: the way an app session loads the phone.
-        s = t.sustained
-        timing = Timing(t.warmup, 1, s, s + 1.0, t.timeout + s, True, SUSTAINED_MAX_SAMPLES)
     sweep = config.sweep
     return Matrix(
         model_refs=resolve_models(
@@ -259,8 +243,24 @@ def _resolve_matrix(config: RunConfig) -> Matrix:
         thread_counts=sweep.threads,
         core_selections=sweep.cores or ["all"],
         precisions=sweep.precision,
-        timing=timing,
+        timing=sustained_timing(config.timing),
     )
+
+
+def _runner_timing(timing: TimingConfig) -> dict[str, Any]:
+    """run.json's ``options.timing``: the timing as the runner takes it, in the keys it has
+    always had (the settings themselves are under ``config.timing``)."""
+    return {
+        "warmup": timing.warmup,
+        "iterations": timing.iterations,
+        "min_time_s": timing.min_time_s,
+        "max_time_s": timing.max_time_s,
+        "timeout_s": timing.timeout_s,
+        "sustained": bool(timing.sustained_s),
+        "max_iterations": max_iterations(timing),
+        "target_ci": target_ci_fraction(timing),
+        "correctness_only": False,
+    }
 
 
 def _run_metadata(
@@ -286,7 +286,7 @@ def _run_metadata(
             "concurrency": config.sweep.concurrency,
             "rounds": rounds,
             "seed": config.checks.seed,
-            "timing": matrix.timing.__dict__,
+            "timing": _runner_timing(matrix.timing),
         },
         "config": config.as_dict(),
         "models": {

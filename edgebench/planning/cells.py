@@ -19,7 +19,7 @@ from edgebench.frameworks import (
 )
 from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
-from edgebench.planning.config import TelemetryConfig
+from edgebench.planning.config import TelemetryConfig, TimingConfig
 from edgebench.planning.modelref import (
     ModelRef,
     ShapeOverride,
@@ -27,7 +27,7 @@ from edgebench.planning.modelref import (
     input_shapes,
 )
 from edgebench.quantization.calibration import PreparedSets
-from edgebench.runners.protocol import SPEC_SCHEMA
+from edgebench.runners.spec import RunSpec, TelemetrySpec
 from edgebench.statuses import ErrorKind, Status
 
 log = logging.getLogger(__name__)
@@ -40,61 +40,52 @@ Availability = Callable[[Device, str], Verdict | None]
 DEFAULT_FRAMEWORKS = python_frameworks()
 
 
-@dataclass(frozen=True)
-class TelemetrySettings:
-    """What the runner samples beside the timed loop (None energy source: the profile's)."""
-
-    energy_source: str | None = None
-    period_s: float = 0.05
-    baseline_s: float = 1.0
-    sync_marker: str | None = None
-    temp_limit_c: float | None = None
-    throttle_fraction: float = 0.85
-    cooldown_temp_c: float | None = None
-    cooldown_max_wait_s: float = 120.0
-    set_governor: str | None = None
-    enabled: bool = True
-
-    @classmethod
-    def from_config(cls, t: TelemetryConfig) -> TelemetrySettings:
-        return cls(
-            energy_source=t.energy_source,
-            period_s=t.period_s,
-            baseline_s=t.baseline_s,
-            sync_marker=t.sync_marker,
-            temp_limit_c=t.temp_limit,
-            cooldown_temp_c=t.cooldown_temp,
-            cooldown_max_wait_s=t.cooldown_max_wait,
-            set_governor=t.set_governor,
-        )
+#: A sustained window ends early (stop_reason max_iterations) rather than hold more samples:
+#: a sub-millisecond model would otherwise fill the device's memory and the record.
+SUSTAINED_MAX_SAMPLES = 2_000_000
 
 
-@dataclass(frozen=True)
-class Timing:
-    warmup: int = 10
-    iterations: int = 100
-    min_time_s: float = 2.0
-    max_time_s: float = 120.0
-    timeout_s: float = 600.0
-    sustained: bool = False
-    max_iterations: int = 100_000
-    target_ci: float | None = None  # fraction, e.g. 0.01 for +-1%
-    #: On an emulated CPU: one timed inference, for the output check only (latency there says
-    #: nothing about a chip, and each inference takes seconds).
-    correctness_only: bool = False
+def sustained_timing(timing: TimingConfig) -> TimingConfig:
+    """--sustained: one long continuous window per cell, the way an app session loads the
+    phone (its length is both the minimum time and, with a second's slack, the maximum)."""
+    seconds = timing.sustained_s
+    if not seconds:
+        return timing
+    return replace(
+        timing,
+        iterations=1,
+        min_time_s=seconds,
+        max_time_s=seconds + 1.0,
+        timeout_s=timing.timeout_s + seconds,
+        target_ci_pct=None,
+    )
 
 
-def correctness_timing(timing: Timing) -> Timing:
-    """The least timing that still yields checked outputs: no warm-up, one inference."""
+def max_iterations(timing: TimingConfig, correctness_only: bool = False) -> int:
+    """The most samples the runner takes: one when only the outputs count."""
+    if correctness_only:
+        return 1
+    if timing.sustained_s:
+        return SUSTAINED_MAX_SAMPLES
+    return max(RunSpec.max_iterations, timing.iterations)
+
+
+def target_ci_fraction(timing: TimingConfig) -> float | None:
+    """--target-ci as the runner takes it: a fraction (0.01 for +-1%)."""
+    return timing.target_ci_pct / 100 if timing.target_ci_pct else None
+
+
+def correctness_timing(timing: TimingConfig) -> TimingConfig:
+    """The least timing that still yields checked outputs: no warm-up, one inference. Used
+    on an emulated CPU, where latency says nothing about a chip and each inference takes
+    seconds (the timeout stays)."""
     return replace(
         timing,
         warmup=0,
         iterations=1,
         min_time_s=0.0,
-        max_iterations=1,
-        sustained=False,
-        target_ci=None,
-        correctness_only=True,
+        sustained_s=None,
+        target_ci_pct=None,
     )
 
 
@@ -109,13 +100,16 @@ class Cell:
     cores: list[int] | None
     concurrency: int
     inputs: list[dict[str, Any]]
-    timing: Timing
+    #: The cell's own timing: the run's, made a sustained window or a correctness-only one.
+    timing: TimingConfig
     #: (status, error kind, reason) when the cell is decided without running it.
     verdict: Verdict | None = None
     #: The artifact format the framework needs, when the model must be converted first.
     convert_to: str | None = None
     artifact: Artifact | None = None
-    telemetry: TelemetrySettings | None = None
+    telemetry: TelemetryConfig | None = None
+    #: Timed once, for the output check only (``correctness_timing``: an emulated CPU).
+    correctness_only: bool = False
     #: Quantized precisions: the calibration and evaluation sets the cell is judged with.
     quantization: PreparedSets | None = None
     #: Time copy-in, compute and copy-out separately (one stream only).
@@ -164,56 +158,58 @@ class Cell:
     def spec(
         self, seed: int = 0, save_outputs: str | None = None, input_file: str | None = None
     ) -> dict[str, Any]:
-        """The runner's JSON spec (runners/runner.py documents each field). ``input_file`` is
-        the device path of a prepared inputs .npz (--input), fed instead of seeded inputs."""
-        return {
-            "schema": SPEC_SCHEMA,
-            "model": str(self.run_path),
-            "framework": self.framework,
-            "precision": self.precision,
-            "threads": self.threads,
-            "cores": self.cores,
-            "warmup": self.timing.warmup,
-            "iterations": self.timing.iterations,
-            "min_time_s": self.timing.min_time_s,
-            "max_time_s": self.timing.max_time_s,
-            "max_iterations": self.timing.max_iterations,
-            "target_ci": self.timing.target_ci,
-            "concurrency": self.concurrency,
-            "inputs": self.inputs,
-            "seed": seed,
-            "input_file": input_file,
-            "save_outputs": save_outputs,
-            "telemetry": self.telemetry_spec(),
-            "stages": self.stages,
-            "profile_ops": self.profile_ops,
-            "instances": self.instances,
-            "instance_mode": self.instance_mode,
-            "shape_change_from": self.shape_from,
-        }
+        """The runner's JSON spec (``RunSpec`` documents each field). ``input_file`` is the
+        device path of a prepared inputs .npz (--input), fed instead of seeded inputs."""
+        timing = self.timing
+        return RunSpec(
+            model=str(self.run_path),
+            framework=self.framework,
+            precision=self.precision,
+            threads=self.threads,
+            cores=self.cores,
+            warmup=timing.warmup,
+            iterations=timing.iterations,
+            min_time_s=timing.min_time_s,
+            max_time_s=timing.max_time_s,
+            max_iterations=max_iterations(timing, self.correctness_only),
+            target_ci=target_ci_fraction(timing),
+            concurrency=self.concurrency,
+            inputs=self.inputs,
+            seed=seed,
+            input_file=input_file,
+            save_outputs=save_outputs,
+            telemetry=self.telemetry_spec(),
+            stages=self.stages,
+            profile_ops=self.profile_ops,
+            instances=self.instances,
+            instance_mode=self.instance_mode,
+            shape_change_from=self.shape_from,
+        ).to_json()
 
-    def telemetry_spec(self) -> dict[str, Any] | None:
+    def telemetry_spec(self) -> TelemetrySpec | None:
+        """The telemetry settings as the runner takes them, with the device profile's energy
+        source and thermal zones; None when nothing is sampled."""
         settings = self.telemetry
-        if settings is None or not settings.enabled:
+        if settings is None:
             return None
         profile = getattr(self.device, "profile", None)
         source = settings.energy_source or (profile.energy_source if profile else "auto")
-        return {
-            "energy_source": source,
-            "period_s": settings.period_s,
-            "baseline_s": settings.baseline_s if source != "none" else 0.0,
-            "zones": list(profile.thermal_zones) if profile else [],
-            "sync_marker": settings.sync_marker,
-            "cooldown_temp_c": settings.cooldown_temp_c,
-            "cooldown_max_wait_s": settings.cooldown_max_wait_s,
-            "set_governor": settings.set_governor,
-        }
+        return TelemetrySpec(
+            energy_source=source,
+            period_s=settings.period_s,
+            baseline_s=settings.baseline_s if source != "none" else 0.0,
+            zones=list(profile.thermal_zones) if profile else [],
+            sync_marker=settings.sync_marker,
+            cooldown_temp_c=settings.cooldown_temp_c,
+            cooldown_max_wait_s=settings.cooldown_max_wait_s,
+            set_governor=settings.set_governor,
+        )
 
     @property
     def timeout_s(self) -> float:
         """The cell's own timeout plus the waiting the runner does before it."""
         extra = 0.0
-        if self.telemetry is not None and self.telemetry.enabled:
+        if self.telemetry is not None:
             extra = self.telemetry.baseline_s
             if self.telemetry.cooldown_temp_c is not None:
                 extra += self.telemetry.cooldown_max_wait_s
@@ -328,9 +324,9 @@ def build_cells(
     cores: Sequence[str],
     concurrency: int,
     precision: str,
-    timing: Timing,
+    timing: TimingConfig,
     availability: Availability,
-    telemetry: TelemetrySettings | None = None,
+    telemetry: TelemetryConfig | None = None,
 ) -> list[Cell]:
     """Every combination, in device > model > framework > threads > cores order."""
     cells = []
@@ -370,6 +366,7 @@ def build_cells(
                                 concurrency=concurrency,
                                 inputs=inputs.get(model.name, []),
                                 timing=device_timing,
+                                correctness_only=emulated,
                                 verdict=verdict,
                                 convert_to=convert_to,
                                 telemetry=telemetry,
@@ -390,9 +387,9 @@ def auto_rounds(cells: Sequence[Cell]) -> int:
     frameworks: dict[tuple[str, str], set[str]] = {}
     for cell in cells:
         timing = cell.timing
-        if cell.verdict is not None or timing.sustained or timing.target_ci:
+        if cell.verdict is not None or timing.sustained_s or timing.target_ci_pct:
             continue
-        if timing.correctness_only:
+        if cell.correctness_only:
             continue
         frameworks.setdefault((cell.device.name, cell.model.name), set()).add(cell.framework)
     return DEFAULT_ROUNDS if any(len(f) > 1 for f in frameworks.values()) else 1

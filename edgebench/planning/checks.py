@@ -124,6 +124,7 @@ def one_of(registry: Collection[str], what: str = "") -> Check:
         return value
 
     check.metavar = "|".join(registry)  # type: ignore[attr-defined]
+    check.choices = registry  # type: ignore[attr-defined]  # what a command line offers
     return check
 
 
@@ -150,6 +151,14 @@ def path(value: Any) -> Path:
         return Path(value).expanduser()
     except RuntimeError as exc:  # "~user" with no such user
         raise ValueError(f"cannot expand {value!r} ({exc})") from None
+
+
+def folder(value: Any) -> Path:
+    """A folder, or a path where one can be made (``--results-dir``); not an existing file."""
+    checked = path(value)
+    if checked.exists() and not checked.is_dir():
+        raise ValueError(f"{checked} is a file; give a folder")
+    return checked
 
 
 def input_file(value: Any) -> Path:
@@ -289,6 +298,17 @@ def names(value: Any) -> list[str]:
     return _strings(comma_items(value, split=True, rejoin=True))
 
 
+def device_names(value: Any) -> list[str]:
+    """``names`` of devices, by every command that takes them (`run`, `devices`, `clean`,
+    `recommend`); an empty list says what to give."""
+    try:
+        return names(value)
+    except ValueError as exc:
+        if str(exc) == EMPTY:
+            raise ValueError(f"{EMPTY} device, e.g. local") from None
+        raise
+
+
 def entries(value: Any) -> list[str]:
     """Like ``names`` but never split on commas (cpu lists such as 0,2 contain them)."""
     return _strings(comma_items(value, split=False))
@@ -338,10 +358,12 @@ def optional(check: Check) -> Check:
 
 text.metavar = "TEXT"  # type: ignore[attr-defined]
 path.metavar = "PATH"  # type: ignore[attr-defined]
+folder.metavar = "PATH"  # type: ignore[attr-defined]
 input_file.metavar = "PATH"  # type: ignore[attr-defined]
 calibration_source.metavar = "PATH"  # type: ignore[attr-defined]
 preprocessing.metavar = "KEY=VALUE;..."  # type: ignore[attr-defined]
 names.metavar = "NAME[,NAME...]"  # type: ignore[attr-defined]
+device_names.metavar = "NAME[,NAME...]"  # type: ignore[attr-defined]
 entries.metavar = "VALUE"  # type: ignore[attr-defined]
 
 

@@ -23,31 +23,32 @@ from edgebench.planning.checks import (
     calibration_source,
     choice,
     choices,
-    entries,
     flag,
+    folder,
     fraction,
     input_file,
-    names,
     number,
     one_of,
     optional,
     path,
     preprocessing,
-    shapes,
     text,
     whole,
-    wholes,
 )
 from edgebench.planning.session_settings import Session
 from edgebench.planning.setting import setting
+from edgebench.planning.sweep_settings import PRECISIONS, Sweep
 from edgebench.planning.tolerances import DEFAULT_TOLERANCE, TOLERANCES, Tolerance
 from edgebench.quantization.accuracy import AccuracyRule
 from edgebench.runners.energy_sources import SOURCE_KINDS
+from edgebench.runners.spec import RunSpec, TelemetrySpec
 
 __all__ = [
     "DEFAULT_TOLERANCE",
+    "PRECISIONS",
     "TOLERANCES",
     "Session",
+    "Sweep",
     "Tolerance",
     "setting",
 ]  # re-exported: the checks read them here
@@ -56,91 +57,33 @@ __all__ = [
 
 
 ENERGY_SOURCES = SOURCE_KINDS  # the runner's vocabulary
-PRECISIONS = ("fp32", "fp16", "int8", "int8-weights")
-
-
-@dataclass
-class Sweep:
-    """What is measured: the matrix of cells. In a plan: top level and ``[sweep]``."""
-
-    devices: list[str] = setting(
-        ["local"], names, "Devices to measure on.", repeat=True, plan="devices"
-    )
-    models: list[str] = setting(
-        [], names, "Built-in names or .onnx paths [default: all built-in].", repeat=True
-    )
-    frameworks: list[str] = setting(
-        [], names, "Frameworks [default: every one with a Python runtime].", repeat=True
-    )
-    threads: list[int] = setting(
-        [1], wholes(1, limits.MAX_THREADS), "Thread counts to sweep, e.g. 1,4.", repeat=True
-    )
-    cores: list[str] = setting(
-        ["all"],
-        entries,
-        "Cores: all, 0, 0-3, 0,2 or a cluster name; repeat to sweep.",
-        repeat=True,
-    )
-    precision: list[str] = setting(
-        ["fp32"],
-        choices(*PRECISIONS),
-        "Precisions to sweep: fp32, fp16, int8 (weights and activations, calibrated), "
-        "int8-weights (weight-only; MNN).",
-        repeat=True,
-    )
-    concurrency: int = setting(
-        1, whole(1, limits.MAX_CONCURRENCY), "Concurrent inference streams (throughput mode)."
-    )
-    shape: list[str] = setting(
-        [],
-        entries,
-        "Input shape for dynamic models: 1,3,640,640 or name=1,3,640,640.",
-        repeat=True,
-    )
-    instances: list[int] = setting(
-        [1],
-        wholes(1, limits.MAX_INSTANCES),
-        "Instances of each model in one process, e.g. 1,2,4,8: memory per instance, and "
-        "latency and throughput with all of them running.",
-        repeat=True,
-    )
-    instance_mode: list[str] = setting(
-        ["separate", "shared"],
-        choices("separate", "shared"),
-        "With --instances above 1: separate loads, and/or one load whose weights the "
-        "instances share (where the framework can).",
-        repeat=True,
-    )
-    shapes: list[str] = setting(
-        [],
-        shapes,
-        "Input sizes to sweep, e.g. 1x3x160x160,1x3x224x224,1x3x320x320 (models with "
-        "dynamic or, for built-in CNNs, free spatial dimensions).",
-        repeat=True,
-    )
-    shape_mode: list[str] = setting(
-        ["fixed", "dynamic"],
-        choices("fixed", "dynamic"),
-        "With --shapes: an artifact converted per shape, and/or one dynamic artifact resized "
-        "at run time (where the framework can).",
-        repeat=True,
-    )
 
 
 @dataclass
 class TimingConfig:
     """How long and how often each cell is timed. In a plan: ``[timing]``."""
 
-    warmup: int = setting(10, whole(0, limits.MAX_WARMUP), "Untimed iterations first.")
-    iterations: int = setting(100, whole(1, limits.MAX_ITERATIONS), "Minimum timed iterations.")
-    min_time: float = setting(
-        2.0, number(0, limit=limits.MAX_SECONDS), "Minimum timed seconds per cell."
+    warmup: int = setting(RunSpec.warmup, whole(0, limits.MAX_WARMUP), "Untimed iterations first.")
+    iterations: int = setting(
+        RunSpec.iterations, whole(1, limits.MAX_ITERATIONS), "Minimum timed iterations."
     )
-    max_time: float = setting(
-        120.0, number(0.01, limit=limits.MAX_SECONDS), "Stop timing a cell after this many seconds."
+    min_time_s: float = setting(
+        RunSpec.min_time_s,
+        number(0, limit=limits.MAX_SECONDS),
+        "Minimum timed seconds per cell.",
+        named="min_time",
     )
-    timeout: float = setting(
-        600.0, number(1, limit=limits.MAX_SECONDS), "Seconds before a cell is abandoned."
+    max_time_s: float = setting(
+        RunSpec.max_time_s,
+        number(0.01, limit=limits.MAX_SECONDS),
+        "Stop timing a cell after this many seconds.",
+        named="max_time",
+    )
+    timeout_s: float = setting(
+        600.0,
+        number(1, limit=limits.MAX_SECONDS),
+        "Seconds before a cell is abandoned.",
+        named="timeout",
     )
     rounds: int | None = setting(
         None,
@@ -148,15 +91,17 @@ class TimingConfig:
         "Visit each device's cells in N interleaved rounds (A B C A B C) and pool the samples "
         "[default: 3 when several frameworks share a device, else 1].",
     )
-    target_ci: float | None = setting(
+    target_ci_pct: float | None = setting(
         None,
         optional(number(0.01, 50)),
         "Keep sampling until the 95% CI of the median is within +-PCT % (capped by --max-time).",
+        named="target_ci",
     )
-    sustained: float | None = setting(
+    sustained_s: float | None = setting(
         None,
         optional(number(1, limit=limits.MAX_SECONDS)),
         "Run each cell continuously for this many seconds and compare its first and last 10%.",
+        named="sustained",
     )
 
 
@@ -193,7 +138,7 @@ class TelemetryConfig:
         "Idle power is measured this long before each cell.",
     )
     period_s: float = setting(
-        0.05,
+        TelemetrySpec.period_s,
         number(0.005, limit=limits.MAX_PERIOD_S),
         "Seconds between telemetry samples on the device.",
         option="--telemetry-period",
@@ -203,13 +148,17 @@ class TelemetryConfig:
         optional(text),
         "Device file that exists while the timed window runs (for external power meters).",
     )
-    cooldown_temp: float | None = setting(
+    cooldown_temp_c: float | None = setting(
         None,
         optional(number(limit=limits.MAX_TEMPERATURE_C)),
         "Before each cell, wait until the hottest thermal zone is below this, C.",
+        named="cooldown_temp",
     )
-    cooldown_max_wait: float = setting(
-        120.0, number(0, limit=limits.MAX_SECONDS), "Longest cool-down wait per cell, s."
+    cooldown_max_wait_s: float = setting(
+        120.0,
+        number(0, limit=limits.MAX_SECONDS),
+        "Longest cool-down wait per cell, s.",
+        named="cooldown_max_wait",
     )
     set_governor: str | None = setting(
         None,
@@ -217,10 +166,11 @@ class TelemetryConfig:
         "cpufreq governor for the pinned cores during each cell (e.g. performance; needs root "
         "on the device), restored afterwards.",
     )
-    temp_limit: float | None = setting(
+    temp_limit_c: float | None = setting(
         None,
         optional(number(limit=limits.MAX_TEMPERATURE_C)),
         "Flag cells hotter than this, C [default: the profile's max_temp_c].",
+        named="temp_limit",
     )
 
 
@@ -304,12 +254,16 @@ class QuantizationConfig:
         "Quantized cells: the least top-1 agreement with fp32 ONNX Runtime on the evaluation "
         "set (classifier outputs), else mismatch.",
     )
-    int8_min_sqnr: float = setting(
+    int8_min_sqnr_db: float = setting(
         AccuracyRule.min_sqnr_db,
         number(limit=limits.MAX_SQNR_DB),
         "Quantized cells: the least SQNR (dB) of every output against fp32 ONNX Runtime on the "
         "evaluation set, else mismatch.",
+        named="int8_min_sqnr",
     )
+
+    def accuracy_rule(self) -> AccuracyRule:
+        return AccuracyRule(min_top1=self.int8_min_top1, min_sqnr_db=self.int8_min_sqnr_db)
 
 
 @dataclass
@@ -318,7 +272,7 @@ class OutputConfig:
 
     results_dir: Path | None = setting(
         None,
-        optional(path),
+        optional(folder),
         "Where runs are stored [default: $EDGEBENCH_RESULTS or ~/.local/share/edgebench/runs].",
         plan=None,
     )
@@ -336,13 +290,17 @@ class OutputConfig:
 
 @dataclass
 class Thresholds:
-    """What counts as a regression against a plan's last good run. In a plan: ``[thresholds]``."""
+    """What counts as a regression against a plan's last good run. In a plan: ``[thresholds]``;
+    `edgebench compare` takes them as options (``--min-effect``, ``--alpha``, ``--metric``)."""
 
     min_effect: float = setting(
         0.05, fraction(low_open=False), "Smallest relative change that counts.", option=None
     )
     alpha: float = setting(
-        0.01, fraction(low_open=True), "Significance level (Mann-Whitney U).", option=None
+        0.01,
+        fraction(low_open=True),
+        "Significance level of the Mann-Whitney U test on the raw samples.",
+        option=None,
     )
     metric: str = setting(
         "p50", one_of(METRICS, "metric"), "Metric the regression is judged on.", option=None
@@ -397,8 +355,13 @@ class SettingSpec:
 
     part: str
     name: str
+    #: The name users type: the field's name without its unit where it carries one.
+    typed: str
     check: Check
     help: str
+    #: The command-line flag wherever the setting is an option (`run`'s, or another command's).
+    flag: str
+    #: ``flag`` when `run` has the option, else None.
     option: str | None
     plan_table: str | None
     plan_key: str | None
@@ -416,12 +379,11 @@ def settings() -> Iterator[SettingSpec]:
     for part, (cls, table) in PARTS.items():
         for f in dataclasses.fields(cls):
             meta = f.metadata
-            option = meta["option"]
-            if option == "":
-                option = "--" + f.name.replace("_", "-")
+            typed = meta["named"] or f.name
+            flag = meta["option"] or "--" + typed.replace("_", "-")
             key = meta["plan"]
             if key == "":
-                key = f.name
+                key = typed
             plan_table = table
             if part == "sweep" and f.name in TOP_LEVEL_SWEEP:
                 plan_table = ""
@@ -431,9 +393,11 @@ def settings() -> Iterator[SettingSpec]:
             yield SettingSpec(
                 part=part,
                 name=f.name,
+                typed=typed,
                 check=meta["check"],
                 help=meta["help"],
-                option=option,
+                flag=flag,
+                option=None if meta["option"] is None else flag,
                 plan_table=plan_table if key is not None else None,
                 plan_key=key,
                 repeat=meta["repeat"],
@@ -442,14 +406,42 @@ def settings() -> Iterator[SettingSpec]:
             )
 
 
-def assign(config: RunConfig, spec: SettingSpec, raw: Any, where: str) -> None:
-    """Check ``raw`` with the setting's checker and store it; ``where`` names the source in
-    the one-line error (an option such as ``--threads`` or ``plan p.toml: [sweep] threads``)."""
+def find_setting(part: str, name: str) -> SettingSpec:
+    """The declared setting ``part``.``name`` (a field name, e.g. ``timing``, ``min_time_s``)."""
+    for spec in settings():
+        if (spec.part, spec.name) == (part, name):
+            return spec
+    raise KeyError(f"no setting {part}.{name}")
+
+
+def checked(check: Check, raw: Any, where: str) -> Any:
+    """``raw`` through a setting's checker; ``where`` names the source in the one-line error
+    (an option such as ``--threads`` or ``plan p.toml: [sweep] threads``)."""
     try:
-        value = spec.check(raw)
+        return check(raw)
     except ValueError as exc:
         raise UserError(f"{where}: {exc}") from None
-    setattr(getattr(config, spec.part), spec.name, value)
+
+
+def assign(config: RunConfig, spec: SettingSpec, raw: Any, where: str) -> None:
+    """Check ``raw`` with the setting's checker and store it (``where``: see ``checked``)."""
+    setattr(getattr(config, spec.part), spec.name, checked(spec.check, raw, where))
+
+
+def stored_settings(stored: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    """The settings a run.json holds under ``"config"``, by (part, field name). A run stored
+    before the fields carried their units has some under the typed name (``min_time`` for
+    ``min_time_s``): both are read."""
+    found: dict[tuple[str, str], Any] = {}
+    for spec in settings():
+        part = stored.get(spec.part)
+        if not isinstance(part, dict):
+            continue
+        for key in (spec.name, spec.typed):
+            if key in part:
+                found[spec.part, spec.name] = part[key]
+                break
+    return found
 
 
 def from_options(options: dict[str, Any]) -> RunConfig:
@@ -461,7 +453,5 @@ def from_options(options: dict[str, Any]) -> RunConfig:
         raw = options[spec.dest]
         if raw is None or raw == () or raw is False:
             continue
-        if spec.repeat and spec.name == "devices" and not any(str(r).strip() for r in raw):
-            raise UserError("--devices is empty; name at least one device (e.g. --devices local)")
         assign(config, spec, raw, spec.option)
     return config

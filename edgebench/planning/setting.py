@@ -14,6 +14,7 @@ def setting(
     check: Check,
     help: str,
     *,
+    named: str = "",
     option: str | None = "",
     plan: str | None = "",
     repeat: bool = False,
@@ -21,13 +22,16 @@ def setting(
 ) -> Any:
     """A field of a config part.
 
-    ``option`` is the command-line flag ("" derives ``--field-name``; None: plan file only);
-    ``plan`` is the key in the plan's table ("" the field name; None: command line only);
+    ``named`` is the name users type, when it is not the field's own: a field carries its
+    unit (``min_time_s``) while users keep typing ``--min-time`` and ``min_time``. ``option``
+    is the command-line flag ("" derives ``--typed-name``; None: not an option of `run`);
+    ``plan`` is the key in the plan's table ("" the typed name; None: command line only);
     ``repeat`` lets the option be given several times.
     """
     metadata = {
         "check": check,
         "help": help,
+        "named": named,
         "option": option,
         "plan": plan,
         "repeat": repeat,

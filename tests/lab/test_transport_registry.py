@@ -13,7 +13,8 @@ from edgebench.lab.lab_file import load_lab
 from edgebench.lab.transports import LocalTransport, TransportKind, transport_kinds
 from edgebench.measure.methods import method_for
 from edgebench.measure.scheduler import run_cell
-from edgebench.planning.cells import Timing, build_cells, resolve_inputs
+from edgebench.planning.cells import build_cells, resolve_inputs
+from edgebench.planning.config import TimingConfig
 from edgebench.planning.modelref import resolve_models
 
 
@@ -82,7 +83,7 @@ def test_a_registered_transport_measures_a_cell(sandbox_registered, tmp_path, co
         cores=["all"],
         concurrency=1,
         precision="fp32",
-        timing=Timing(warmup=1, iterations=5, min_time_s=0.0),
+        timing=TimingConfig(warmup=1, iterations=5, min_time_s=0.0),
         availability=method.availability,
     )
     record = run_cell("sandboxed", cell, method=method)

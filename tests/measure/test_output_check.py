@@ -22,9 +22,9 @@ from edgebench.measure.output_check import (
 )
 from edgebench.measure.scheduler import run_cell
 from edgebench.paths import cache_dir
-from edgebench.planning.cells import Timing, build_cells, check_frameworks, resolve_inputs
+from edgebench.planning.cells import build_cells, check_frameworks, resolve_inputs
 from edgebench.planning.checks import input_file, preprocessing
-from edgebench.planning.config import TOLERANCES, CheckConfig
+from edgebench.planning.config import TOLERANCES, CheckConfig, TimingConfig
 from edgebench.planning.modelref import resolve_model
 from edgebench.results.record_warnings import BLANK_REFERENCE
 from edgebench.runners.backends.base import InputSpec
@@ -280,7 +280,7 @@ def _cell(model_path: Path):
         cores=["all"],
         concurrency=1,
         precision="fp32",
-        timing=Timing(warmup=1, iterations=3, min_time_s=0.0),
+        timing=TimingConfig(warmup=1, iterations=3, min_time_s=0.0),
         availability=PythonRunner().availability,
     )
     return cell

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from edgebench.errors import UserError
+from edgebench.measure.resume import check_same_settings
 from edgebench.planning.config import RunConfig
 from edgebench.results.store import ResultsStore
 
@@ -306,7 +308,7 @@ def test_resume_with_other_settings_is_refused(run_cli, eb_env, conv_model):
     config = RunConfig()
     config.sweep.models = [str(conv_model)]
     config.sweep.frameworks = ["onnxruntime"]
-    config.timing.max_time = 30.0
+    config.timing.max_time_s = 30.0
     store = ResultsStore(Path(eb_env["EDGEBENCH_RESULTS"]))
     run = store.create_run({"status": "interrupted", "config": config.as_dict()})
     base = ["run", "--models", str(conv_model), "--resume", run.run_id, "--format", "jsonl"]
@@ -351,3 +353,33 @@ def test_resume_after_a_crash_mid_write_keeps_every_cell(run_cli, eb_env, conv_m
     ]
     stored = (run_dir / "records.jsonl").read_text().splitlines()
     assert len(stored) == 2 and stored[0] == done
+
+
+def test_resume_compares_with_a_run_stored_before_settings_carried_their_units(tmp_path):
+    """A run.json written before the timing and telemetry fields carried their units stores
+    them under the names users type (``max_time``, ``cooldown_temp``): still compared."""
+    old_timing = {
+        "warmup": 10,
+        "iterations": 100,
+        "min_time": 2.0,
+        "max_time": 30.0,
+        "timeout": 600.0,
+        "rounds": None,
+        "target_ci": None,
+        "sustained": None,
+    }
+    old_config = {**RunConfig().as_dict(), "timing": old_timing}
+    old_config["telemetry"] = {"cooldown_temp": 45.0, "cooldown_max_wait": 120.0}
+    run = ResultsStore(tmp_path).create_run({"status": "interrupted", "config": old_config})
+    same = RunConfig()
+    same.timing.max_time_s = 30.0
+    same.telemetry.cooldown_temp_c = 45.0
+    check_same_settings(run, same)  # nothing differs
+    shorter = RunConfig()
+    shorter.timing.max_time_s = 3.0
+    with pytest.raises(UserError) as refused:
+        check_same_settings(run, shorter)
+    message = str(refused.value)
+    assert "--max-time 30 (run) vs 3 (now)" in message
+    assert "--cooldown-temp 45 (run) vs unset (now)" in message
+    assert "--min-time" not in message

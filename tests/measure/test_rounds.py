@@ -7,6 +7,7 @@ import pytest
 
 from edgebench.measure.scheduler import merge_rounds
 from edgebench.planning.cells import DEFAULT_ROUNDS, auto_rounds
+from edgebench.planning.config import TimingConfig
 from edgebench.results.record_warnings import HIGH_VARIANCE, NO_OUTPUT_CHECK, RecordWarning
 from edgebench.results.records import Record
 
@@ -73,16 +74,16 @@ def test_merge_pools_samples_and_a_bad_round_decides_the_status():
     assert failed.status == "failed" and failed.error == "runner timed out"
 
 
-def fake_cell(device="d", model="m", framework="onnxruntime", verdict=None, **timing):
-    timing = SimpleNamespace(
-        **{"sustained": False, "target_ci": None, "correctness_only": False, **timing}
-    )
+def fake_cell(
+    device="d", model="m", framework="onnxruntime", verdict=None, correctness_only=False, **timing
+):
     return SimpleNamespace(
         device=SimpleNamespace(name=device),
         model=SimpleNamespace(name=model),
         framework=framework,
         verdict=verdict,
-        timing=timing,
+        timing=TimingConfig(**timing),
+        correctness_only=correctness_only,
     )
 
 
@@ -92,8 +93,10 @@ def test_rounds_default_on_only_where_frameworks_share_a_device():
     assert auto_rounds([fake_cell(), fake_cell(device="phone", framework="mnn")]) == 1
     unsupported = ("unsupported", "framework", "no mnn here")
     assert auto_rounds([fake_cell(), fake_cell(framework="mnn", verdict=unsupported)]) == 1
-    assert auto_rounds([fake_cell(sustained=True), fake_cell(framework="mnn", sustained=True)]) == 1
-    assert auto_rounds([fake_cell(target_ci=0.01), fake_cell(framework="mnn", target_ci=0.01)]) == 1
+    sustained = [fake_cell(sustained_s=60.0), fake_cell(framework="mnn", sustained_s=60.0)]
+    assert auto_rounds(sustained) == 1
+    adaptive = [fake_cell(target_ci_pct=1.0), fake_cell(framework="mnn", target_ci_pct=1.0)]
+    assert auto_rounds(adaptive) == 1
 
 
 def test_explicit_rounds_one_turns_interleaving_off(run_cli, conv_model):
@@ -156,9 +159,11 @@ def test_cells_on_an_emulated_cpu_never_ask_for_rounds():
 
 
 def test_correctness_timing_is_one_inference_without_warm_up():
-    from edgebench.planning.cells import Timing, correctness_timing
+    from edgebench.planning.cells import correctness_timing, max_iterations
 
-    timing = correctness_timing(Timing(warmup=10, iterations=100, min_time_s=2.0, target_ci=0.01))
-    assert (timing.warmup, timing.iterations, timing.max_iterations) == (0, 1, 1)
-    assert timing.min_time_s == 0 and timing.target_ci is None and timing.correctness_only
-    assert timing.timeout_s == Timing().timeout_s  # an emulated inference is slow, not shorter
+    timing = correctness_timing(
+        TimingConfig(warmup=10, iterations=100, min_time_s=2.0, target_ci_pct=1.0)
+    )
+    assert (timing.warmup, timing.iterations, max_iterations(timing, True)) == (0, 1, 1)
+    assert timing.min_time_s == 0 and timing.target_ci_pct is None
+    assert timing.timeout_s == TimingConfig().timeout_s  # an emulated inference is slow

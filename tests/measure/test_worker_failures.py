@@ -6,6 +6,7 @@ from edgebench.measure import scheduler
 from edgebench.measure.records import new_record
 from edgebench.measure.scheduler import execute_cells
 from edgebench.planning.cells import Cell
+from edgebench.planning.config import TimingConfig
 from edgebench.results.store import ResultsStore
 from edgebench.statuses import Status
 
@@ -58,9 +59,7 @@ class Progress:
 
 
 def cells_of(device: FakeDevice) -> list[Cell]:
-    timing = SimpleNamespace(
-        sustained=False, target_ci=None, timeout_s=60.0, correctness_only=False
-    )
+    timing = TimingConfig(timeout_s=60.0)
     return [
         Cell(
             device=device,

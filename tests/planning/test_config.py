@@ -9,7 +9,7 @@ from fakes.models import save_conv_model
 
 from edgebench.errors import UserError
 from edgebench.measure.session import _resolve_matrix
-from edgebench.planning.cells import TelemetrySettings
+from edgebench.planning.cells import target_ci_fraction
 from edgebench.planning.config import RunConfig, from_options, settings
 from edgebench.planning.plan_file import load_plan
 
@@ -124,20 +124,20 @@ def test_every_plan_key_reaches_the_configuration_and_what_is_built_from_it(tmp_
     assert (sweep.shapes, sweep.shape_mode) == (["1x3x32x32"], ["dynamic"])
     b = config.breakdown
     assert (b.profile, b.profile_iterations, b.no_stages) == (["ops"], 2, True)
-    assert (timing.rounds, timing.target_ci) == (2, 40.0)
+    assert (timing.rounds, timing.target_ci_pct) == (2, 40.0)
     assert (checks.seed, checks.reference) == (7, model)
     assert checks.tolerances() == {"fp32": 0.01, "fp16": 0.05}
     assert checks.tflite_converter == "onnx2tf"
     quant = config.quantization
     assert (quant.calibration_samples, quant.eval_samples) == (5, 3)
-    assert (quant.int8_min_top1, quant.int8_min_sqnr) == (0.5, 12.5)
+    assert (quant.int8_min_top1, quant.int8_min_sqnr_db) == (0.5, 12.5)
     assert (thr.min_effect, thr.alpha, thr.metric) == (0.3, 0.05, "p90")
     assert config.plan_name == "every-key"
 
     built = _resolve_matrix(config).timing
     assert (built.warmup, built.iterations, built.min_time_s) == (3, 7, 0.05)
-    assert (built.max_time_s, built.timeout_s, built.target_ci) == (30.0, 300.0, 0.4)
-    settings_ = TelemetrySettings.from_config(config.telemetry)
+    assert (built.max_time_s, built.timeout_s, target_ci_fraction(built)) == (30.0, 300.0, 0.4)
+    settings_ = config.telemetry
     assert (settings_.energy_source, settings_.baseline_s, settings_.period_s) == (
         "none",
         0.1,
@@ -149,8 +149,8 @@ def test_every_plan_key_reaches_the_configuration_and_what_is_built_from_it(tmp_
 
     sustained = plan_with_sustained = load_plan(write_full_plan(tmp_path, model, sustained=True))
     window = _resolve_matrix(sustained.apply(RunConfig())).timing
-    assert plan_with_sustained.get("timing", "sustained") == 1.5
-    assert window.sustained and window.min_time_s == 1.5
+    assert plan_with_sustained.get("timing", "sustained_s") == 1.5
+    assert window.sustained_s and window.min_time_s == 1.5
 
 
 def test_a_plan_run_stores_every_key_and_uses_the_telemetry_keys(run_cli, eb_env, tmp_path):

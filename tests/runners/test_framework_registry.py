@@ -22,7 +22,8 @@ from edgebench.lab.device import LocalDevice
 from edgebench.measure.methods.python_runner import PythonRunner
 from edgebench.measure.scheduler import run_cell
 from edgebench.paths import cache_dir
-from edgebench.planning.cells import Timing, build_cells, check_frameworks, resolve_inputs
+from edgebench.planning.cells import build_cells, check_frameworks, resolve_inputs
+from edgebench.planning.config import TimingConfig
 from edgebench.planning.modelref import resolve_model
 from edgebench.runners.backends import discover
 
@@ -96,7 +97,7 @@ def test_a_framework_is_one_registry_entry_plus_one_backend_file(tmp_path, monke
         cores=["all"],
         concurrency=1,
         precision="fp32",
-        timing=Timing(warmup=2, iterations=20, min_time_s=0.0),
+        timing=TimingConfig(warmup=2, iterations=20, min_time_s=0.0),
         availability=PythonRunner().availability,
     )
     assert cell.verdict is None and cell.convert_to is None  # runs the ONNX file itself

@@ -77,7 +77,7 @@ class EdgebenchNative(PythonRunner):
         device = cell.device
         settings = cell.telemetry
         spec["telemetry"] = None  # the binary samples nothing itself
-        if settings is None or not settings.enabled:
+        if settings is None:
             return Launched(device.run_runner(spec, cell.cores, cell.timeout_s))
         if not isinstance(device, RemoteDevice):
             outcome = device.run_runner(spec, cell.cores, cell.timeout_s)

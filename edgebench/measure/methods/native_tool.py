@@ -130,7 +130,7 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
     tool_line = adapter.shell_command(binary, native_cell, pid_file=device.pid_file)
     settings = cell.telemetry
     sampler = None
-    if settings is not None and settings.enabled:
+    if settings is not None:
         profile = device.profile
         source = settings.energy_source or (profile.energy_source if profile else "auto")
         zones = list(profile.thermal_zones) if profile else []
