@@ -28,8 +28,8 @@ from edgebench.lab.inventory import open_device, probe_device
 from edgebench.lab.lab_file import load_lab
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.methods import Method, Visit, method_for
-from edgebench.measure.output_check import ReferenceOutputs
 from edgebench.measure.records import failed_record
+from edgebench.measure.reference_outputs import ReferenceOutputs
 from edgebench.measure.scheduler import lock_taken_over, run_cell
 from edgebench.paths import cache_dir
 from edgebench.planning.cells import Cell, Verdict

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edgebench.measure.output_check import CheckSettings, load_saved_outputs
+from edgebench.measure.output_check import CheckSettings
+from edgebench.measure.reference_outputs import load_saved_outputs
 from edgebench.planning.cells import Cell
 from edgebench.quantization.accuracy import apply_rule, measure_accuracy
 from edgebench.results.quant_parts import Accuracy, Quant
@@ -47,8 +48,7 @@ def check_quantized(
     then measured on that one sample, with a warning saying so.
     """
     record.quant = quant_info(cell)
-    reference = cell.model.reference
-    if reference is None:
+    if cell.model.reference is None:
         record.warnings.append(
             NO_ACCURACY.make(reason="no ONNX reference for this model (give --reference)")
         )
@@ -57,14 +57,12 @@ def check_quantized(
     if eval_outputs is not None and sets is not None:
         names, outputs = load_saved_outputs(eval_outputs)
         ref_names, refs = checks.reference.outputs(
-            reference, cell.inputs or [], checks.seed, eval_file=sets.evaluation.path
+            cell, checks.seed, eval_file=sets.evaluation.path
         )
     elif single_outputs is not None:
         names, outputs = load_saved_outputs(single_outputs)
         outputs = [np.asarray(o)[None] for o in outputs]
-        ref_names, refs = checks.reference.outputs(
-            reference, cell.inputs or [], checks.seed, checks.input_file(cell)
-        )
+        ref_names, refs = checks.reference.outputs(cell, checks.seed, checks.input_file(cell))
         refs = [np.asarray(r)[None] for r in refs]
         record.warnings.append(ACCURACY_FROM_ONE_INPUT.make())
     else:

@@ -13,9 +13,10 @@ from edgebench.lab.device import Device, RunnerOutcome
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.input_files import InputUnavailable
 from edgebench.measure.methods.base import Visit, model_files
-from edgebench.measure.output_check import ReferenceUnavailable, compare_with_reference
+from edgebench.measure.output_check import compare_with_reference
 from edgebench.measure.quantized_check import check_quantized
 from edgebench.measure.records import STDERR_TAIL_CHARS, failed_record, record_from_result
+from edgebench.measure.reference_outputs import ReferenceUnavailable
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.quantization import QUANTIZED_PRECISIONS
 from edgebench.results.record_warnings import NO_ACCURACY, NO_OUTPUT_CHECK
