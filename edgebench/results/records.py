@@ -6,6 +6,7 @@ Field names listed in docs/results.md are stable; add fields, never rename them.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import typing
 from collections.abc import Sequence
@@ -25,6 +26,8 @@ from edgebench.statuses import Status
 
 RECORD_SCHEMA = "edgebench.record/1"
 STATUSES = tuple(Status)
+
+log = logging.getLogger(__name__)
 
 #: The record's typed parts: field name -> the part stored under it.
 PARTS: dict[str, type[RecordPart]] = {
@@ -125,9 +128,19 @@ class Record:
         for name, part in PARTS.items():
             value = getattr(self, name)
             if isinstance(value, dict):  # the part as stored: read and checked
-                setattr(self, name, part.from_dict(value, name))
+                setattr(self, name, self._read_part(name, part, value))
             elif value is not None and not isinstance(value, part):
                 raise wrong_type(name, value)
+
+    def _read_part(self, name: str, part: type[RecordPart], value: dict[str, Any]) -> Any:
+        """The part read from its JSON object, or None when a value inside it has the wrong
+        type: the record keeps its other fields (results already collected are never lost),
+        and one warning names the cell and the field."""
+        try:
+            return part.from_dict(value, name)
+        except ValueError as exc:
+            log.warning("record %s: %s; its %s is left out", self.cell_id, exc, name)
+            return None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as JSON values: a NaN or infinite float (an output check of NaN outputs,
@@ -142,7 +155,8 @@ class Record:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
         """Tolerant of fields added by newer versions (they are dropped); a field of the wrong
-        type is a ValueError, so readers never meet ``"latency_ms": "fast"`` downstream."""
+        type is a ValueError, so readers never meet ``"latency_ms": "fast"`` downstream. A part
+        holding a wrong type inside its object is left out of the record (``_read_part``)."""
         if not isinstance(data, dict):
             raise ValueError(f"a record is a JSON object, not a JSON {json_kind(data)}")
         hints, defaulted = _field_types(), _defaulted_fields()

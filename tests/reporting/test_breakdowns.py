@@ -592,10 +592,41 @@ def test_markdown_has_the_tables_without_charts() -> None:
     assert len(changes) == 4
 
 
+def test_malformed_breakdowns_are_skipped_not_fatal(caplog: pytest.LogCaptureFixture) -> None:
+    # Stored records are untrusted JSON: a breakdown part holding a wrong type is left out of
+    # its record, with one warning naming the cell and the field, and the record is still shown.
+    records = [
+        sampled_record("d", "onnxruntime", 5.0, 1,
+                       stages={"p50_ms": "x", "boundaries": "y", "samples_ns": {"compute": "z"}}),
+        sampled_record("d", "ncnn", 5.0, 2, op_profile={"ops": "bad", "iterations": "x"}),
+        sampled_record("d", "tflite", 5.0, 3,
+                       op_profile={"ops": [{"name": 1, "time_ms": "1"}, 5, {"time_ms": 2.0}]}),
+        sampled_record("d", "openvino", 5.0, 4, instances={"mode": None, "rss_running_mb": "big"}),
+        sampled_record("d", "tnn", 5.0, 5, shape={"pixels": -1, "change": "x"},
+                       inputs=[{"shape": "x"}]),
+    ]  # fmt: skip
+    bad = ["stages", "op_profile", "op_profile", "instances", "shape"]
+    assert [getattr(r, part) for r, part in zip(records, bad, strict=True)] == [None] * 5
+    warnings = [r.getMessage() for r in caplog.records if r.name == "edgebench.results.records"]
+    expected = [
+        (f"record {r.cell_id}", f"its {p} is left out") for r, p in zip(records, bad, strict=True)
+    ]
+    assert [(w.split(": field ")[0], w.split("; ")[-1]) for w in warnings] == expected
+    assert stage_summary(records[0]) is None
+    assert breakdown_report(records) == [] and breakdown_sections(records) == ""
+    # Beside sound records, the sections show theirs only; every record is still in the report.
+    sound = _stage_records()
+    sections = {s.title: s for s in breakdown_report(records + sound)}
+    assert list(sections) == [STAGES_TITLE]
+    md = render_markdown(records + sound)
+    (row,) = _md_rows(md, "net")
+    shown = [row[r.framework].strip(" ★≈") for r in records]
+    assert shown == [f"{r.latency_ms['p50']:.2f}" for r in records]
+
+
 def test_empty_and_senseless_breakdowns_are_skipped_not_fatal() -> None:
-    # Wrong types inside the breakdown parts never get this far (tests/results/
-    # test_record_parts.py); parts that are empty, or hold figures that mean nothing, are left
-    # out of the reports.
+    # Parts whose values have the right types but are empty, or hold figures that mean
+    # nothing, are left out of the reports (wrong types are left out of the record, above).
     records = [
         sampled_record("d", "onnxruntime", 5.0, 1, stages={"p50_ms": {}, "samples_ns": {}}),
         sampled_record("d", "ncnn", 5.0, 2, op_profile={"ops": []}),
