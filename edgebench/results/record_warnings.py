@@ -194,7 +194,7 @@ ACCURACY_FROM_ONE_INPUT = WarningKind(
     "accuracy from 1 input only",
     "this measurement method does not run the evaluation set",
 )
-# Breakdowns (measure/breakdowns.py, analysis/breakdowns.py, measure/methods/native_tool.py).
+# Breakdowns (measure/breakdowns.py, analysis/breakdowns.py, measure/methods/framework_tools.py).
 OP_PROFILE_FAILED = WarningKind(
     "op_profile_failed",
     {"problem": "why the profiling run gave no profile"},

@@ -356,7 +356,7 @@ def test_benchmark_model_flag_and_missing_table():
 
 
 def test_every_native_tool_has_an_op_table_or_a_reason():
-    from edgebench.measure.methods.native_tool import NO_OP_PROFILE
+    from edgebench.measure.methods.framework_tools import NO_OP_PROFILE
 
     for framework, adapter in ADAPTERS.items():
         has_parser = callable(getattr(adapter, "parse_op_profile", None))

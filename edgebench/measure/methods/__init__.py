@@ -11,7 +11,7 @@ from edgebench.lab.device import Device
 from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.measure.methods.base import Method, Visit
 from edgebench.measure.methods.edgebench_native import EdgebenchNative
-from edgebench.measure.methods.native_tool import FrameworkTools
+from edgebench.measure.methods.framework_tools import FrameworkTools
 from edgebench.measure.methods.python_runner import PythonRunner
 
 METHODS: dict[RunnerKind, Method] = {

@@ -10,6 +10,7 @@ from typing import Any
 
 from edgebench.frameworks import install_hint
 from edgebench.lab.device import Device, RunnerOutcome
+from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.input_files import InputUnavailable
 from edgebench.measure.methods.base import Visit, model_files
@@ -34,7 +35,7 @@ class Launched:
 
 
 class PythonRunner:
-    kind = "python"
+    kind = RunnerKind.PYTHON
     #: Whether the runner runs a quantized cell's evaluation set (spec ``eval_file``).
     runs_eval_set = True
 
