@@ -1,40 +1,18 @@
-"""The `edgebench` command group, the options several commands share, and ``main``."""
+"""The `edgebench` command group and ``main`` (the options several commands share are
+generated in ``cli/options.py``)."""
 
 from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path
 
 import click
 
 from edgebench import __version__, process_group
-from edgebench.analysis.metrics import METRICS
 from edgebench.errors import UserError
 
 #: The exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
-
-lab_option = click.option(
-    "--lab",
-    "lab_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Lab inventory TOML [default: $EDGEBENCH_LAB, then ~/.config/edgebench/lab.toml].",
-)
-results_dir_option = click.option(
-    "--results-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where runs are stored [default: $EDGEBENCH_RESULTS or ~/.local/share/edgebench/runs].",
-)
-metric_option = click.option(
-    "--metric",
-    type=click.Choice(list(METRICS)),
-    default="p50",
-    show_default=True,
-    help="What the matrix shows.",
-)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from edgebench.cli.app import cli, lab_option
+from edgebench.cli.app import cli
+from edgebench.cli.options import lab_option
 
 
 @cli.command()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from edgebench.cli.app import cli, lab_option
-from edgebench.cli.values import split_values
+from edgebench.cli.app import cli
+from edgebench.cli.options import lab_option, setting_option
 from edgebench.frameworks import display_order
 from edgebench.lab.cores import format_cpu_list
 from edgebench.lab.inventory import LOCAL, probe_device, resolve_devices
@@ -19,11 +19,13 @@ from edgebench.lab.transports.base import TransportError
 
 @cli.command(name="devices")
 @lab_option
-@click.option("--devices", "names", multiple=True, help="Only these devices [default: all].")
-def devices_cmd(lab_path: Path | None, names: tuple[str, ...]) -> None:
+@setting_option(
+    "sweep", "devices", dest="names", default=None, help="Only these devices [default: all]."
+)
+def devices_cmd(lab_path: Path | None, names: list[str] | None) -> None:
     """The lab's devices with live status and what was probed on each."""
     lab = load_lab(lab_path)
-    wanted = split_values(names) or [LOCAL, *lab.devices]
+    wanted = names or [LOCAL, *lab.devices]
     click.echo(f"lab: {lab.path or 'none found (only the local device)'}")
     for device in resolve_devices(wanted, lab):
         problem = probe_device(device)
@@ -79,12 +81,14 @@ def describe_facts(device) -> list[str]:
 
 @cli.command()
 @lab_option
-@click.option("--devices", "names", multiple=True, required=True, help="Devices to clean.")
-def clean(lab_path: Path | None, names: tuple[str, ...]) -> None:
+@setting_option(
+    "sweep", "devices", dest="names", default=None, help="Devices to clean.", required=True
+)
+def clean(lab_path: Path | None, names: list[str]) -> None:
     """Remove the runner, models and outputs edgebench put on devices."""
     lab = load_lab(lab_path)
     failures = 0
-    for device in resolve_devices(split_values(names), lab):
+    for device in resolve_devices(names, lab):
         try:
             click.echo(f"{device.name}: {device.clean()}")
         except TransportError as exc:

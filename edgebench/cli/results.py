@@ -13,16 +13,13 @@ from typing import Any
 
 import click
 
-from edgebench.analysis.metrics import (
-    METRICS,
-    RECOMMEND_METRICS,
-    REGRESSION_METRICS,
-    get_metric,
-)
-from edgebench.cli.app import cli, metric_option, results_dir_option
-from edgebench.cli.values import print_records, split_values
+from edgebench.analysis.metrics import RECOMMEND_METRICS, get_metric
+from edgebench.cli.app import cli
+from edgebench.cli.options import comma_list, metric_option, results_dir_option, setting_option
+from edgebench.cli.values import print_records
 from edgebench.errors import UserError
 from edgebench.paths import default_results_dir
+from edgebench.planning.checks import one_of
 from edgebench.results.records import Record
 from edgebench.results.store import RUN_FILE, ResultsStore, RunDir
 from edgebench.statuses import Status
@@ -87,7 +84,7 @@ def _open_run(store: ResultsStore, ref: str | None) -> RunDir:
 @cli.command()
 @click.argument("run_ref", required=False)
 @results_dir_option
-@_choice("--format", "output_format", ("table", "jsonl"))
+@setting_option("output", "format", dest="output_format")
 @metric_option
 def show(run_ref: str | None, results_dir: Path | None, output_format: str, metric: str) -> None:
     """Print a stored run's matrix (RUN: id, id prefix, folder, or latest)."""
@@ -114,6 +111,7 @@ def show(run_ref: str | None, results_dir: Path | None, output_format: str, metr
     "formats",
     default="html,md,csv",
     show_default=True,
+    callback=comma_list,
     help="Comma-separated: html, md, csv, parquet, json.",
 )
 @click.option(
@@ -123,14 +121,14 @@ def show(run_ref: str | None, results_dir: Path | None, output_format: str, metr
     show_default=True,
     help="Folder for the report files.",
 )
-def report(run_ref: str | None, results_dir: Path | None, formats: str, out: Path) -> None:
+def report(run_ref: str | None, results_dir: Path | None, formats: list[str], out: Path) -> None:
     """Write a stored run as a self-contained HTML page, Markdown, CSV, Parquet or JSON."""
     from edgebench.reporting.report import write_report
 
     run_dir = _open_run(ResultsStore(results_dir or default_results_dir()), run_ref)
     with _writing("--out", out):
         out.mkdir(parents=True, exist_ok=True)
-        written = write_report(run_dir, split_values(formats), out)
+        written = write_report(run_dir, formats, out)
     for path in written:
         click.echo(str(path))
 
@@ -139,21 +137,9 @@ def report(run_ref: str | None, results_dir: Path | None, formats: str, out: Pat
 @click.argument("base_ref")
 @click.argument("new_ref")
 @results_dir_option
-@_choice("--metric", "metric", REGRESSION_METRICS, help="What the verdicts are judged on.")
-@click.option(
-    "--min-effect",
-    type=click.FloatRange(min=0, max=1),
-    default=0.05,
-    show_default=True,
-    help="Smallest relative change that counts.",
-)
-@click.option(
-    "--alpha",
-    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
-    default=0.01,
-    show_default=True,
-    help="Significance level of the Mann-Whitney U test on the raw samples.",
-)
+@setting_option("thresholds", "metric")
+@setting_option("thresholds", "min_effect")
+@setting_option("thresholds", "alpha")
 @click.option(
     "--junit",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -196,9 +182,20 @@ def compare(
 
 
 @cli.command()
-@click.option("--devices", "names", required=True, help="Devices the app must run on, e.g. A,B,C.")
+@setting_option(
+    "sweep",
+    "devices",
+    default=None,
+    required=True,
+    help="Devices the app must run on, e.g. A,B,C.",
+)
 @click.option("--model", required=True, help="Model name as stored in the run.")
-@_choice("--metric", "metric", RECOMMEND_METRICS)
+@setting_option(
+    "output",
+    "metric",
+    check=one_of(RECOMMEND_METRICS, "metric"),
+    help="What the frameworks are ranked by.",
+)
 @click.option("--budget-ms", type=float, default=None, help="Latency budget per inference.")
 @click.option(
     "--max-accuracy-drop",
@@ -210,7 +207,7 @@ def compare(
 @click.option("--run", "run_ref", default=None, help="Stored run to decide from [default: newest].")
 @results_dir_option
 def recommend(
-    names: str,
+    devices: list[str],
     model: str,
     metric: str,
     budget_ms: float | None,
@@ -228,9 +225,6 @@ def recommend(
         raise UserError(
             f"--max-accuracy-drop {max_accuracy_drop:g}: must be a fraction in [0, 1), e.g. 0.01"
         )
-    devices = split_values(names)
-    if not devices:
-        raise UserError("--devices is empty; name at least one device of the run")
     run_dir = _open_run(ResultsStore(results_dir or default_results_dir()), run_ref)
     records = run_dir.current_records()
     _check_present(run_dir.run_id, "device", devices, [r.device for r in records])
@@ -296,7 +290,7 @@ def _check_metric_measured(
 @click.option("--device", default=None)
 @click.option("--model", default=None)
 @click.option("--framework", default=None)
-@_choice("--metric", "metric", tuple(METRICS))
+@setting_option("output", "metric", help="The metric whose trend is shown.")
 @click.option(
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,37 +11,12 @@ import click
 
 from edgebench.analysis.compare import CellVerdict
 from edgebench.cli.app import cli
+from edgebench.cli.options import run_options
 from edgebench.cli.values import print_records
-from edgebench.planning.config import SettingSpec, from_options, settings
+from edgebench.planning.config import from_options
 from edgebench.reporting.junit import junit_xml
 from edgebench.reporting.text import format_comparison
 from edgebench.results.records import Record
-
-
-def _option(spec: SettingSpec) -> Callable:
-    """A click option that hands the raw text to the setting's own checker."""
-    assert spec.option is not None
-    help_text = spec.help
-    default = spec.default
-    if spec.show_default and default not in (None, [], False):
-        shown = ",".join(map(str, default)) if isinstance(default, list) else default
-        help_text += f"  [default: {shown}]"
-    if spec.check.__name__ == "flag":
-        return click.option(spec.option, spec.dest, is_flag=True, default=False, help=help_text)
-    return click.option(
-        spec.option,
-        spec.dest,
-        multiple=spec.repeat,
-        default=None,
-        metavar=getattr(spec.check, "metavar", "VALUE"),
-        help=help_text,
-    )
-
-
-def _with_options(command: Callable) -> Callable:
-    for spec in reversed([s for s in settings() if s.option is not None]):
-        command = _option(spec)(command)
-    return command
 
 
 class _TerminalOutput:
@@ -78,7 +52,7 @@ class _TerminalOutput:
 
 
 @cli.command()
-@_with_options
+@run_options
 def run(**options: Any) -> None:
     """Measure every model x framework on every device and print the matrix."""
     from edgebench.measure.session import run_session

@@ -11,7 +11,7 @@ import click
 import onnx
 
 from edgebench.cli.app import cli
-from edgebench.cli.values import split_values
+from edgebench.cli.options import comma_list
 from edgebench.converters import (
     CONVERTER_CHOICES,
     CONVERTERS,
@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
     "--to",
     "targets",
     default=None,
+    callback=comma_list,
     help=f"Formats to produce, from {', '.join(CONVERTERS)} [default: each that can be made in "
     "the precision].",
 )
@@ -65,7 +66,7 @@ log = logging.getLogger(__name__)
 )
 def convert(
     model: str,
-    targets: str,
+    targets: list[str],
     precision: str,
     shape: tuple[str, ...],
     force: bool,
@@ -75,13 +76,10 @@ def convert(
     preprocess: str | None,
 ) -> None:
     """Convert MODEL (built-in name or .onnx path) to other formats, through the cache."""
-    if targets is None:
-        formats = [f for f in CONVERTERS if precision in get_converter(f).precisions]
-    else:
-        formats = split_values(targets)
+    formats = targets or [f for f in CONVERTERS if precision in get_converter(f).precisions]
     unknown = [f for f in formats if f not in CONVERTERS]
-    if unknown or not formats:
-        raise UserError(f"--to {targets}: choose from {', '.join(CONVERTERS)}")
+    if unknown:
+        raise UserError(f"--to {','.join(targets)}: choose from {', '.join(CONVERTERS)}")
     (ref,) = resolve_models([model], cache_dir())
     if ref.error:
         raise UserError(ref.error)
@@ -189,14 +187,14 @@ def toolchains_list() -> None:
 
 
 @toolchains.command(name="install")
-@click.argument("names", nargs=-1)
+@click.argument("names", nargs=-1, callback=comma_list)
 @click.option("--force", is_flag=True, help="Reinstall even when healthy.")
-def toolchains_install(names: tuple[str, ...], force: bool) -> None:
+def toolchains_install(names: list[str], force: bool) -> None:
     """Install toolchains: ncnn (the default: what the default routes need), tflite (onnx2tf,
     only for --tflite-converter onnx2tf), or all."""
     from edgebench.converters.toolchains import TOOLCHAINS, install_toolchain
 
-    wanted = split_values(names) or [n for n, spec in TOOLCHAINS.items() if spec.default]
+    wanted = names or [n for n, spec in TOOLCHAINS.items() if spec.default]
     if "all" in wanted:
         wanted = list(TOOLCHAINS)
     unknown = [n for n in wanted if n not in TOOLCHAINS]
