@@ -104,3 +104,19 @@ def corrupt_model(tmp_path: Path) -> Path:
     path = tmp_path / "corrupt.onnx"
     path.write_bytes(b"\x08\x07this is not a protobuf model \xff\xfe" * 8)
     return path
+
+
+def save_double_model(path: Path) -> Path:
+    """The ONNX model the dummy framework "runs": y = 2 * x, x of shape [1, 16]."""
+    two = numpy_helper.from_array(np.array(2.0, dtype=np.float32), "two")
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "two"], ["y"])],
+        "double",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+        [two],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import shutil
 
+from fakes.models import save_double_model
 from fakes.runner_process import RUNNER
-from test_framework_registry import save_double_model
 
 from edgebench import frameworks
 from edgebench.frameworks import FRAMEWORKS, Framework

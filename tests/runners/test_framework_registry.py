@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import shutil
 import tomllib
-from pathlib import Path
 
-import numpy as np
-import onnx
 from fakes.environment import REPO
+from fakes.models import save_double_model
 from fakes.runner_process import RUNNER
-from onnx import TensorProto, helper, numpy_helper
 
 from edgebench import frameworks
 from edgebench.frameworks import FRAMEWORKS, Framework, framework_names, install_hint
@@ -59,22 +56,6 @@ class DummyBackend(Backend):
 
 BACKEND = DummyBackend
 '''
-
-
-def save_double_model(path: Path) -> Path:
-    """The ONNX model the dummy framework "runs": y = 2 * x, x of shape [1, 16]."""
-    two = numpy_helper.from_array(np.array(2.0, dtype=np.float32), "two")
-    graph = helper.make_graph(
-        [helper.make_node("Mul", ["x", "two"], ["y"])],
-        "double",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
-        [two],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
 
 
 def test_a_framework_is_one_registry_entry_plus_one_backend_file(tmp_path, monkeypatch):
