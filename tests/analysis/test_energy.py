@@ -1,4 +1,4 @@
-"""Energy per inference from telemetry traces (edgebench.energy)."""
+"""Energy per inference from telemetry traces (edgebench.analysis.energy)."""
 
 import pytest
 
