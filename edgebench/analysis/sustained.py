@@ -3,44 +3,13 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass
 from typing import Any
 
+from edgebench.results.sustained_part import SustainedSummary
+
+__all__ = ["EDGE_FRACTION", "SustainedSummary", "summarize"]
+
 EDGE_FRACTION = 0.10
-
-
-@dataclass
-class SustainedSummary:
-    """First vs last tenth of the timed window: median latency, mean power (None without a
-    power trace) and the hottest thermal zone's peak (None without temperatures)."""
-
-    seconds: float
-    first_p50_ms: float
-    last_p50_ms: float
-    #: Change of the median from the first to the last tenth, in percent.
-    latency_change_pct: float = 0.0
-    first_power_w: float | None = None
-    last_power_w: float | None = None
-    power_change_pct: float | None = None
-    first_temp_c: float | None = None
-    last_temp_c: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def describe(self) -> str:
-        text = (
-            f"sustained {self.seconds:.0f} s: p50 {self.first_p50_ms:.2f} -> "
-            f"{self.last_p50_ms:.2f} ms ({self.latency_change_pct:+.1f}%)"
-        )
-        if self.first_power_w is not None and self.last_power_w is not None:
-            text += (
-                f", power {self.first_power_w:.2f} -> {self.last_power_w:.2f} W "
-                f"({self.power_change_pct:+.1f}%)"
-            )
-        if self.first_temp_c is not None and self.last_temp_c is not None:
-            text += f", hottest zone {self.first_temp_c:.1f} -> {self.last_temp_c:.1f} C"
-        return text
 
 
 def _pct(first: float, last: float) -> float:

@@ -192,8 +192,8 @@ class DeviceHost:
             device.transport.close()  # the submitter's retry reconnects
         if record.model_path:
             record.model_path = inbox.original(record.model_path)
-        if record.artifact and isinstance(record.artifact.get("path"), str):
-            record.artifact["path"] = inbox.original(record.artifact["path"])
+        if record.artifact is not None and record.artifact.path is not None:
+            record.artifact.path = inbox.original(record.artifact.path)
         return record
 
     def abort(self) -> None:

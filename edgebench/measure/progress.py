@@ -36,8 +36,7 @@ def describe_outcome(record: Record) -> str:
         if record.energy_mj_per_inf is not None:
             text += f"  {record.energy_mj_per_inf:.3g} mJ/inf"
         if record.sustained:
-            s = record.sustained
-            text += f"  [sustained: p50 {s['latency_change_pct']:+.1f}%]"
+            text += f"  [sustained: p50 {record.sustained.latency_change_pct:+.1f}%]"
         if record.warnings:
             text += f"  [{len(record.warnings)} warning{'s' if len(record.warnings) > 1 else ''}]"
         return text

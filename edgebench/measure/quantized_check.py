@@ -11,7 +11,7 @@ from edgebench.measure.output_check import CheckSettings
 from edgebench.measure.reference_outputs import load_saved_outputs
 from edgebench.planning.cells import Cell
 from edgebench.quantization.accuracy import apply_rule, measure_accuracy
-from edgebench.results.quant_parts import Accuracy, Quant
+from edgebench.results.quant_parts import Quant
 from edgebench.results.record_warnings import ACCURACY_FROM_ONE_INPUT, NO_ACCURACY
 from edgebench.results.records import Record
 from edgebench.statuses import Status
@@ -75,7 +75,7 @@ def check_quantized(
         record.error = f"quantized outputs cannot be compared with ONNX Runtime: {exc}"
         return
     apply_rule(accuracy, checks.accuracy_rule)
-    record.accuracy = Accuracy.from_dict(accuracy.as_dict())
+    record.accuracy = accuracy
     if not accuracy.passed:
         record.status = Status.MISMATCH
         record.error = accuracy.problem

@@ -14,6 +14,7 @@ from edgebench.framework_tools import NativeResult
 from edgebench.measure.breakdowns import attach_breakdowns, shape_field
 from edgebench.planning.cells import Cell
 from edgebench.results.breakdown_parts import Instances
+from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.record_warnings import (
     CORES_NOT_APPLIED,
     GOVERNOR_NOT_PERFORMANCE,
@@ -36,20 +37,20 @@ def _ns_to_ms(value: Any) -> float | None:
     return None if value is None else float(value) / 1e6
 
 
-def _artifact_info(cell: Cell) -> dict[str, Any] | None:
+def _artifact_info(cell: Cell) -> Artifact | None:
     artifact = cell.artifact
     if artifact is None:
         return None
     manifest = artifact.manifest
-    return {
-        "format": artifact.format,
-        "converter": manifest.get("converter"),
-        "converter_version": manifest.get("converter_version"),
-        "cached": artifact.cached,
-        "convert_s": manifest.get("time_s"),
-        "files": [{"name": f["name"], "sha256": f["sha256"]} for f in manifest.get("files", [])],
-        "path": str(artifact.path),
-    }
+    return Artifact(
+        format=artifact.format,
+        converter=manifest.get("converter"),
+        converter_version=manifest.get("converter_version"),
+        cached=artifact.cached,
+        convert_s=manifest.get("time_s"),
+        files=[{"name": f["name"], "sha256": f["sha256"]} for f in manifest.get("files", [])],
+        path=str(artifact.path),
+    )
 
 
 def new_record(run_id: str, cell: Cell, status: str) -> Record:
@@ -128,7 +129,7 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
         attach_energy(record, cell, result["telemetry"])
     if cell.timing.sustained_s and status == Status.OK:
         summary = summarize_sustained(record.samples_ns, result.get("telemetry"))
-        record.sustained = summary.as_dict() if summary else None
+        record.sustained = summary
     return record
 
 
@@ -149,13 +150,13 @@ def record_from_native(run_id: str, cell: Cell, result: NativeResult) -> Record:
     record.first_inference_ms = result.first_ms
     record.load_ms = result.init_ms
     record.peak_rss_mb = result.memory_mb
-    record.native = {
-        "tool": result.tool,
-        "tool_version": result.tool_version,
-        "stats_available": list(result.stats_available),
-        "max_ms": result.max_ms,
-        "raw_lines": result.raw_lines[-20:],
-    }
+    record.native = ToolReport(
+        tool=result.tool,
+        tool_version=result.tool_version,
+        stats_available=list(result.stats_available),
+        max_ms=result.max_ms,
+        raw_lines=result.raw_lines[-20:],
+    )
     record.framework_version = result.tool_version
     if result.median_ms is None:
         record.warnings.append(
@@ -186,7 +187,7 @@ def attach_energy(
         pinned_cpus=cell.cores,
         temp_limit_c=limit,
     )
-    record.telemetry = trace
+    record.set_part("telemetry", trace)
     record.energy = replace(analysis, flags=list(analysis.flags))
     record.avg_power_w = analysis.avg_power_w
     record.energy_flags = list(analysis.flags)

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -55,21 +54,23 @@ class AccuracyRule:
 
 @dataclass
 class Accuracy:
-    n: int
-    top1_agreement: float | None
-    cosine_min: float
-    rel_l2_mean: float
-    sqnr_db: float
+    """A quantized cell's outputs on ``n`` evaluation samples against fp32 ONNX Runtime, and
+    the verdict under the floors. This is also the record's ``accuracy`` part: each field is
+    a key of the stored object, in this order (results/quant_parts.py reads it back), and a
+    figure stored as null (a NaN) reads as None."""
+
+    n: int | None
+    top1_agreement: float | None = None
+    cosine_min: float | None = None
+    rel_l2_mean: float | None = None
+    sqnr_db: float | None = None
     #: The output whose SQNR is lowest (what ``sqnr_db`` describes).
     worst_output: str | None = None
     top1_decisive: float | None = None
-    decisive_rows: int = 0
-    passed: bool = True
+    decisive_rows: int | None = 0
+    passed: bool | None = True
     #: What failed the rule, one line, or None.
     problem: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def measure_accuracy(
@@ -128,7 +129,7 @@ def apply_rule(accuracy: Accuracy, rule: AccuracyRule) -> Accuracy:
             f"top-1 agreement {accuracy.top1_decisive:.1%} on the {accuracy.decisive_rows} "
             f"rows fp32 decides clearly is below the floor {rule.min_top1:.0%}"
         )
-    if accuracy.sqnr_db < rule.min_sqnr_db:
+    if accuracy.sqnr_db is not None and accuracy.sqnr_db < rule.min_sqnr_db:
         problems.append(
             f"SQNR of output {accuracy.worst_output} {accuracy.sqnr_db:.1f} dB is below the "
             f"floor {rule.min_sqnr_db:g} dB"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from edgebench.analysis.history import HistoryPoint
 from edgebench.reporting.line_chart import Series, esc, line_chart
+from edgebench.results.telemetry_part import TelemetryTrace
 
 __all__ = ["esc", "history_svg", "latency_cdf_svg", "plot_history", "telemetry_svgs"]
 
@@ -45,17 +45,17 @@ def latency_cdf_svg(
     )
 
 
-def telemetry_svgs(telemetry: Mapping[str, Any] | None, *, hatch: str = "") -> list[str]:
+def telemetry_svgs(telemetry: TelemetryTrace | None, *, hatch: str = "") -> list[str]:
     """Temperature, CPU frequency and power traces, x in seconds from the first sample;
     ``hatch`` (an id prefix unique in the page) for a cell measured on an emulated CPU."""
-    if not telemetry:
+    if telemetry is None:
         return []
-    ts = telemetry.get("t_perf_ns") or []
+    ts = telemetry.t_perf_ns
     if len(ts) < 2:
         return []
     t0 = ts[0]
     xs = [(t - t0) / 1e9 for t in ts]
-    marks = telemetry.get("marks") or {}
+    marks = telemetry.marks
     shade = None
     if marks.get("window_start") is not None and marks.get("window_end") is not None:
         shade = ((marks["window_start"] - t0) / 1e9, (marks["window_end"] - t0) / 1e9)
@@ -63,29 +63,27 @@ def telemetry_svgs(telemetry: Mapping[str, Any] | None, *, hatch: str = "") -> l
     def hatched(chart: str) -> str:
         return f"{hatch}-{chart}" if hatch else ""
 
-    def series(data: Any, scale: float = 1.0) -> list[Series]:
+    def series(data: Mapping[str, Sequence[float | None]], scale: float = 1.0) -> list[Series]:
         out = []
-        for name, values in (data or {}).items():
-            if not isinstance(values, list):
-                continue
+        for name, values in data.items():
             ys = [None if v is None else float(v) * scale for v in values[: len(xs)]]
             if any(v is not None for v in ys):
                 out.append(Series(str(name), xs[: len(ys)], ys))
         return out
 
     charts = []
-    temps = series(telemetry.get("temp_c"))
+    temps = series(telemetry.temp_c)
     if temps:
         charts.append(
             line_chart("temperature", temps, "time (s)", "°C", shade=shade, hatch=hatched("t"))
         )
-    freqs = series(telemetry.get("freq_khz"), 1e-3)
+    freqs = series(telemetry.freq_khz, 1e-3)
     if freqs:
         charts.append(
             line_chart("CPU frequency", freqs, "time (s)", "MHz", shade=shade, hatch=hatched("f"))
         )
-    power = telemetry.get("power_w")
-    if isinstance(power, list) and any(p is not None for p in power):
+    power = telemetry.power_w
+    if power and any(p is not None for p in power):
         ys = [None if p is None else float(p) for p in power[: len(xs)]]
         charts.append(
             line_chart(

@@ -7,6 +7,7 @@ All text from records and metadata is escaped: model and device names are untrus
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -231,7 +232,7 @@ def _details(r: Record, anchor: str, expand: bool = False) -> str:
     if r.accuracy or r.quant:
         quant = r.quant or Quant(method=None)
         calibration = quant.calibration
-        accuracy = r.accuracy.to_dict() if r.accuracy is not None else {}
+        accuracy = dataclasses.asdict(r.accuracy) if r.accuracy is not None else {}
         rows = [(k, v) for k, v in accuracy.items() if k != "passed"]
         rows += [
             ("quantization", quant.method),

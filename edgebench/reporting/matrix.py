@@ -272,7 +272,7 @@ def format_details(records: Sequence[Record]) -> str:
         if r.accuracy:
             notes.append(f"  {cell}: {describe_accuracy(r)}")
         if r.sustained:
-            notes.append(f"  {cell}: {_describe_sustained(r.sustained)}")
+            notes.append(f"  {cell}: {r.sustained.describe()}")
         unavailable = [f for f in r.energy_flags if f.startswith("energy unavailable")]
         if unavailable:
             energy_gaps.setdefault(r.device, shorten(unavailable[0], ENERGY_NOTE_WIDTH))
@@ -309,9 +309,3 @@ def describe_accuracy(r: Record) -> str:
     if fallback:
         parts.append(f"fp32 fallback: {', '.join(fallback)}")
     return " ".join(parts)
-
-
-def _describe_sustained(data: dict) -> str:
-    from edgebench.analysis.sustained import SustainedSummary
-
-    return SustainedSummary(**data).describe()

@@ -3,9 +3,16 @@ and a value of the wrong type named by its field (``stages.p50_ms``)."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import types
 import typing
 from typing import Any
+
+T = typing.TypeVar("T")
+
+#: Where a part read by ``read_fields`` keeps the keys it was stored with, in their order.
+_STORED_KEYS = "_stored_keys"
 
 
 def json_kind(value: Any) -> str:
@@ -85,20 +92,67 @@ class JsonObject:
         return [JsonObject(v, f"{self.name}.{key}[{i}]") for i, v in enumerate(values)]
 
 
+def read_fields(cls: type[T], data: Any, name: str) -> T:
+    """A dataclass whose field names are its JSON keys, read key by key: each value checked
+    against its field's type (a wrong one is a ValueError naming ``<name>.<key>``), an absent
+    key left to the field's default (None without one). The keys it was stored with are kept
+    on the object, so ``write_fields`` writes the same keys in the same order."""
+    obj = JsonObject(data, name)
+    hints = _field_hints(cls)
+    values = {key: obj.get(key, hint) for key, hint in hints.items() if key in obj.data}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name not in values and _no_default(f):
+            values[f.name] = None
+    part = cls(**values)
+    object.__setattr__(part, _STORED_KEYS, tuple(key for key in obj.data if key in hints))
+    return part
+
+
+def write_fields(part: Any) -> dict[str, Any]:
+    """A dataclass as its JSON object: the keys it was read with, in their order, then any
+    other field set since (no longer its default); a part built in code writes every field."""
+    stored: tuple[str, ...] | None = getattr(part, _STORED_KEYS, None)
+    fields = dataclasses.fields(part)
+    if stored is None:
+        keys = [f.name for f in fields]
+    else:
+        changed = (f.name for f in fields if getattr(part, f.name) != _default(f))
+        keys = [*stored, *(name for name in changed if name not in stored)]
+    return {key: getattr(part, key) for key in keys}
+
+
+@functools.cache
+def _field_hints(cls: type) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def _no_default(f: dataclasses.Field[Any]) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    """What a field holds when its key was absent: its default, or None without one."""
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None if f.default is dataclasses.MISSING else f.default
+
+
 class RecordPart:
     """A typed part of a record, stored as one JSON object under its field name.
 
-    Subclasses are dataclasses with ``from_dict`` (validating, through ``JsonObject``) and
-    ``to_dict`` (the stored JSON, key for key as earlier versions wrote it). ``merge`` gives
-    the part of a record pooled from a cell's interleaved rounds: the first round's, unless
-    the part pools its rounds."""
+    Subclasses are dataclasses. ``from_dict`` reads the stored object (validating, through
+    ``JsonObject``) and ``to_dict`` writes it back, key for key as earlier versions wrote it:
+    by default each field is the key of its name (``read_fields``/``write_fields``); a part
+    stored in another shape overrides both. ``merge`` gives the part of a record pooled from a
+    cell's interleaved rounds: the first round's, unless the part pools its rounds."""
 
     @classmethod
     def from_dict(cls, data: Any, name: str) -> typing.Self:
-        raise NotImplementedError
+        return read_fields(cls, data, name)
 
     def to_dict(self) -> dict[str, Any]:
-        raise NotImplementedError
+        return write_fields(self)
 
     @classmethod
     def merge(cls, rounds: typing.Sequence[typing.Self | None]) -> typing.Self | None:
@@ -108,3 +162,22 @@ class RecordPart:
 def without_none(pairs: dict[str, Any]) -> dict[str, Any]:
     """The keys whose value is set: for parts whose writers leave unset keys out."""
     return {k: v for k, v in pairs.items() if v is not None}
+
+
+def read_part(part: type[T], data: Any, name: str) -> T:
+    """A record part from its stored object: a ``RecordPart`` by its own ``from_dict``, a
+    plain dataclass defined below results (quantization's ``Accuracy``) by its fields."""
+    if issubclass(part, RecordPart):
+        return part.from_dict(data, name)  # type: ignore[return-value]
+    return read_fields(part, data, name)
+
+
+def part_to_json(part: Any) -> dict[str, Any]:
+    return part.to_dict() if isinstance(part, RecordPart) else write_fields(part)
+
+
+def merge_part(part: type[T], rounds: typing.Sequence[T | None]) -> T | None:
+    """The part of a record pooled from rounds: the part's own merge, or the first round's."""
+    if issubclass(part, RecordPart):
+        return part.merge(rounds)  # type: ignore[arg-type,return-value]
+    return rounds[0] if rounds else None

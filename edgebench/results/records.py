@@ -15,13 +15,23 @@ from typing import Any
 
 from edgebench.results.breakdown_parts import Instances, OpProfile, ShapeVariant, Stages
 from edgebench.results.energy_part import EnergyResult
-from edgebench.results.json_values import RecordPart, json_kind, matches, wrong_type
+from edgebench.results.json_values import (
+    json_kind,
+    matches,
+    merge_part,
+    part_to_json,
+    read_part,
+    wrong_type,
+)
+from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.quant_parts import Accuracy, Quant
 from edgebench.results.record_warnings import (
     RecordWarning,
     warnings_from_json,
     warnings_to_json,
 )
+from edgebench.results.sustained_part import SustainedSummary
+from edgebench.results.telemetry_part import TelemetryTrace
 from edgebench.statuses import Status
 
 RECORD_SCHEMA = "edgebench.record/1"
@@ -29,8 +39,9 @@ STATUSES = tuple(Status)
 
 log = logging.getLogger(__name__)
 
-#: The record's typed parts: field name -> the part stored under it.
-PARTS: dict[str, type[RecordPart]] = {
+#: The record's typed parts: field name -> the part stored under it (a ``RecordPart``, or a
+#: plain dataclass whose fields are its JSON keys).
+PARTS: dict[str, type] = {
     "quant": Quant,
     "accuracy": Accuracy,
     "stages": Stages,
@@ -38,6 +49,10 @@ PARTS: dict[str, type[RecordPart]] = {
     "instances": Instances,
     "shape": ShapeVariant,
     "energy": EnergyResult,
+    "sustained": SustainedSummary,
+    "artifact": Artifact,
+    "native": ToolReport,
+    "telemetry": TelemetryTrace,
 }
 
 
@@ -84,7 +99,7 @@ class Record:
     duration_s: float | None = None
     stderr_tail: str | None = None
     #: The converted file the cell ran: format, converter and version, cache hit, time, sha256.
-    artifact: dict[str, Any] | None = None
+    artifact: Artifact | None = None
     #: Outputs vs ONNX Runtime on the same input (measure/output_check.py OutputCheck.as_dict()).
     output_check: dict[str, Any] | None = None
     #: Energy per inference (mJ) after subtracting idle power; None when unavailable.
@@ -96,14 +111,14 @@ class Record:
     #: Baseline, power, temperatures, frequencies, unavailable reason.
     energy: EnergyResult | None = None
     #: --sustained: first 10% vs last 10% of the window (latency, power, temperature).
-    sustained: dict[str, Any] | None = None
+    sustained: SustainedSummary | None = None
     #: The raw telemetry trace sampled on the device (edgebench.telemetry/1).
-    telemetry: dict[str, Any] | None = None
+    telemetry: TelemetryTrace | None = None
     #: --rounds: how many interleaved rounds the samples were pooled from, and each round's p50.
     rounds: int = 1
     round_p50_ms: list[float] | None = None
     #: For cells run by a native benchmark binary: tool, version, which statistics it printed.
-    native: dict[str, Any] | None = None
+    native: ToolReport | None = None
     #: Measured on an emulated CPU (qemu user mode, ...): the latency says nothing about the
     #: chip, so the cell is never ranked or recommended; ``emulation`` says how it was known.
     emulated: bool = False
@@ -132,12 +147,17 @@ class Record:
             elif value is not None and not isinstance(value, part):
                 raise wrong_type(name, value)
 
-    def _read_part(self, name: str, part: type[RecordPart], value: dict[str, Any]) -> Any:
+    def set_part(self, name: str, value: dict[str, Any]) -> None:
+        """Read the part ``name`` from its JSON object (a runner's, say) onto the record, or
+        leave it out as ``__post_init__`` does."""
+        setattr(self, name, self._read_part(name, PARTS[name], value))
+
+    def _read_part(self, name: str, part: type, value: dict[str, Any]) -> Any:
         """The part read from its JSON object, or None when a value inside it has the wrong
         type: the record keeps its other fields (results already collected are never lost),
         and one warning names the cell and the field."""
         try:
-            return part.from_dict(value, name)
+            return read_part(part, value, name)
         except ValueError as exc:
             log.warning("record %s: %s; its %s is left out", self.cell_id, exc, name)
             return None
@@ -148,7 +168,7 @@ class Record:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in PARTS:
             if data[name] is not None:
-                data[name] = data[name].to_dict()
+                data[name] = part_to_json(data[name])
         data.update(warnings_to_json(self.warnings))
         return _finite(data)
 
@@ -181,7 +201,7 @@ def merge_parts(merged: Record, rounds: Sequence[Record]) -> None:
     """Set each typed part of ``merged`` (a cell's record pooled from its interleaved rounds)
     to the part's own merge of the rounds' parts."""
     for name, part in PARTS.items():
-        setattr(merged, name, part.merge([getattr(r, name) for r in rounds]))
+        setattr(merged, name, merge_part(part, [getattr(r, name) for r in rounds]))
 
 
 def _finite(value: Any) -> Any:

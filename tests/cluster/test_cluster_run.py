@@ -99,8 +99,11 @@ def test_a_cluster_run_gives_the_records_of_a_single_host_run(lab: Lab, eb_env, 
     assert len(cluster_records) == 4
     assert all(r["status"] == "ok" for r in cluster_records)
     # The records name the submitting host's files, not the lab host's copies.
+    artifacts = {r["cell_id"]: (r["artifact"] or {}).get("path") for r in single_records}
+    assert any(artifacts.values())
     for record in cluster_records:
         assert record["model_path"] == str(lab.model)
+        assert (record["artifact"] or {}).get("path") == artifacts[record["cell_id"]]
 
     # The two reports say the same, figures and run ids aside.
     def report(env: dict[str, str], out: Path) -> str:

@@ -3,6 +3,7 @@ out with the field's name (the record kept), and rounds pooled by each part's ow
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -13,17 +14,25 @@ import pytest
 from fakes.records import sampled_record
 
 from edgebench.analysis.statistics import latency_stats
+from edgebench.quantization import accuracy as quantization
 from edgebench.results.breakdown_parts import Instances, OpProfile, ShapeVariant, Stages
 from edgebench.results.energy_part import EnergyResult
+from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.quant_parts import Accuracy, Quant
 from edgebench.results.records import PARTS, Record, merge_parts
 from edgebench.results.store import ResultsStore
+from edgebench.results.sustained_part import SustainedSummary
+from edgebench.results.telemetry_part import TelemetryTrace
 
-#: Two lines of records.jsonl as the version before the typed parts wrote them (commit
-#: 3ff888f, through its own stages_field/pool_stages, instances_field, op_profile's
+#: Lines of records.jsonl as versions before the typed parts wrote them. The first two by
+#: commit 3ff888f (through its own stages_field/pool_stages, instances_field, op_profile's
 #: profile_result, quantization's Accuracy and analysis's EnergyResult): every part filled,
 #: then the other forms (unavailable stages, profile and energy, the cell's own instance
-#: count, a NaN accuracy figure).
+#: count, a NaN accuracy figure). The next two by commit 6ea82ea, before sustained, artifact,
+#: native and telemetry were typed (through its record_from_native and attach_energy, and
+#: record_from_result with the runner's CellTelemetry on a fake sysfs): a framework tool's
+#: cell with its report, a full artifact and the shell loop's trace, and a sustained runner
+#: cell with the runner's own trace.
 PREVIOUS_VERSION = Path(__file__).parent.parent / "data" / "records" / "previous_version.jsonl"
 
 
@@ -34,13 +43,17 @@ def _line(record: Record) -> str:
 
 def test_records_of_the_previous_version_read_back_byte_for_byte() -> None:
     lines = PREVIOUS_VERSION.read_text().splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 4
+    held: set[str] = set()
     for line in lines:
-        record = Record.from_dict(json.loads(line))
+        stored, record = json.loads(line), Record.from_dict(json.loads(line))
         for name, part in PARTS.items():
-            assert isinstance(getattr(record, name), part), name
+            assert (stored[name] is None) == (getattr(record, name) is None), name
+            assert stored[name] is None or isinstance(getattr(record, name), part), name
+            held |= {name} if stored[name] is not None else set()
         assert _line(record) == line
-    full, other = (Record.from_dict(json.loads(line)) for line in lines)
+    assert held == set(PARTS)
+    full, other, tool, sustained = (Record.from_dict(json.loads(line)) for line in lines)
     assert full.stages.p50_ms["compute"] > full.stages.p50_ms["copy_out"]
     assert full.instances.measured and full.instances.at_once == 2
     assert [op.type for op in full.op_profile.ops] == ["Conv", "Gemm"]
@@ -54,6 +67,16 @@ def test_records_of_the_previous_version_read_back_byte_for_byte() -> None:
     assert other.accuracy.cosine_min is None and other.quant.calibration is None
     assert full.energy.freq_max_khz == {"4": 2841600} and full.energy.flags == ["charging"]
     assert other.energy.unavailable == "no telemetry was recorded"
+    assert full.artifact.cached is True and full.artifact.path is None
+    assert tool.native.tool == "benchmark_app" and len(tool.native.raw_lines) == 20
+    assert [f["name"] for f in tool.artifact.files] == ["model.xml", "model.bin"]
+    assert tool.telemetry.source["sampled_by"] == "device shell loop"
+    assert tool.telemetry.samples is None and len(tool.telemetry.power_w) == 12
+    trace = sustained.telemetry
+    assert trace.samples == len(trace.t_perf_ns) == len(trace.temp_c["cpu-thermal"])
+    assert trace.marks["window_start"] < trace.marks["window_end"]
+    assert trace.state_before is not None and trace.cooldown is None
+    assert sustained.sustained.first_temp_c == 45.0 and sustained.sustained.first_power_w is None
 
 
 def _every_form() -> list[dict[str, Any]]:
@@ -99,6 +122,13 @@ def test_partial_and_older_part_objects_keep_their_keys(index: int) -> None:
         ("accuracy", {"passed": "yes"}, "accuracy.passed"),
         ("energy", {"flags": "charging"}, "energy.flags"),
         ("energy", {"freq_min_khz": {"4": 2.5e6}}, "energy.freq_min_khz"),
+        ("sustained", {"seconds": "long"}, "sustained.seconds"),
+        ("artifact", {"files": [{"name": 3}]}, "artifact.files"),
+        ("artifact", {"cached": "yes"}, "artifact.cached"),
+        ("native", {"raw_lines": "x"}, "native.raw_lines"),
+        ("telemetry", {"temp_c": {"cpu": ["hot"]}}, "telemetry.temp_c"),
+        ("telemetry", {"marks": {"window_start": 1.5}}, "telemetry.marks"),
+        ("telemetry", {"t_perf_ns": None, "power_w": [1.0, "x"]}, "telemetry.power_w"),
     ],
 )
 def test_a_part_holding_a_wrong_type_is_left_out_of_the_record(
@@ -175,6 +205,10 @@ def test_merge_parts_takes_each_part_from_its_own_merge() -> None:
             quant=Quant(method=f"q{seed}"),
             accuracy=Accuracy(n=seed),
             energy=EnergyResult(window_s=float(seed)),
+            sustained=SustainedSummary(float(seed), 1.0, 1.0),
+            artifact=Artifact(format="onnx", path=f"/a/{seed}"),
+            native=ToolReport(tool=f"tool {seed}"),
+            telemetry=TelemetryTrace(t_perf_ns=[seed]),
         )
 
     rounds = [round_record(1, [1_000_000], 2), round_record(2, [3_000_000], 3)]
@@ -183,5 +217,41 @@ def test_merge_parts_takes_each_part_from_its_own_merge() -> None:
     assert merged.stages.samples_ns == {"compute": [1_000_000, 3_000_000]}
     assert merged.stages.p50_ms == {"compute": 2.0}
     # The parts that do not pool are the first round's, as the rest of the record is.
-    for name in ("instances", "shape", "op_profile", "quant", "accuracy", "energy"):
+    assert set(PARTS) - {"stages"} == {
+        *("instances", "shape", "op_profile", "quant", "accuracy", "energy"),
+        *("sustained", "artifact", "native", "telemetry"),
+    }
+    for name in set(PARTS) - {"stages"}:
         assert getattr(merged, name) is getattr(rounds[0], name), name
+
+
+def test_the_accuracy_part_is_what_quantization_measures() -> None:
+    rng = np.random.default_rng(5)
+    reference = rng.normal(size=(6, 10))
+    measured = quantization.measure_accuracy(
+        ["logits"], [reference + rng.normal(0.0, 0.05, reference.shape)], ["logits"], [reference]
+    )
+    quantization.apply_rule(measured, quantization.AccuracyRule())
+    assert Accuracy is quantization.Accuracy and PARTS["accuracy"] is quantization.Accuracy
+    record = sampled_record("d", "onnxruntime", 5.0, 1, accuracy=measured)
+    assert record.accuracy is measured
+    stored = json.loads(_line(record))["accuracy"]
+    assert stored == dataclasses.asdict(measured)
+    assert list(stored) == [f.name for f in dataclasses.fields(quantization.Accuracy)]
+    assert Record.from_dict(json.loads(_line(record))).accuracy == measured
+
+
+def test_a_part_read_by_its_fields_is_written_with_its_keys_in_their_order() -> None:
+    # The shell loop's order, not the field order; no samples, t_mono_ns or device state.
+    stored = {"schema": "edgebench.telemetry/1", "t_perf_ns": [1, 2], "marks": {"window_end": 2},
+              "power_w": None, "errors": [], "baseline": None}  # fmt: skip
+    trace = TelemetryTrace.from_dict(stored, "telemetry")
+    assert trace.to_dict() == stored and list(trace.to_dict()) == list(stored)
+    assert trace.temp_c == {} and trace.samples is None  # absent: the field's default
+    trace.samples = 2  # set since it was read: written after the stored keys
+    assert list(trace.to_dict()) == [*stored, "samples"]
+    built = TelemetryTrace(t_perf_ns=[1])  # built in code: every field
+    assert list(built.to_dict()) == [f.name for f in dataclasses.fields(TelemetryTrace)]
+    partial = {"passed": False, "n": 3}  # an accuracy read by its fields, the same way
+    again = Record.from_dict(sampled_record("d", "x", 5.0, 1).to_dict() | {"accuracy": partial})
+    assert again.accuracy.decisive_rows == 0 and again.to_dict()["accuracy"] == partial
