@@ -213,10 +213,10 @@ def _details(r: Record, anchor: str, expand: bool = False) -> str:
     else:
         out.append('<p class="muted">no latency samples or telemetry for this cell</p>')
     out.append("<h3>statistics</h3>" + _kv_table(stats))
-    check = r.output_check
-    if check:
+    if r.output_check is not None:
+        check = r.output_check.to_dict()
         rows = [
-            (k, check.get(k))
+            (k, check[k])
             for k in (
                 "passed",
                 "reference",

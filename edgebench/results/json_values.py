@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import types
 import typing
+from collections.abc import Callable, Mapping
 from typing import Any
 
 T = typing.TypeVar("T")
@@ -92,14 +93,32 @@ class JsonObject:
         return [JsonObject(v, f"{self.name}.{key}[{i}]") for i, v in enumerate(values)]
 
 
-def read_fields(cls: type[T], data: Any, name: str) -> T:
+def read_fields(
+    cls: type[T],
+    data: Any,
+    name: str,
+    readers: Mapping[str, Callable[[JsonObject, str], Any]] | None = None,
+) -> T:
     """A dataclass whose field names are its JSON keys, read key by key: each value checked
-    against its field's type (a wrong one is a ValueError naming ``<name>.<key>``), an absent
-    key left to the field's default (None without one). The keys it was stored with are kept
-    on the object, so ``write_fields`` writes the same keys in the same order."""
+    against its field's type (a wrong one is a ValueError naming ``<name>.<key>``), a list of
+    dataclasses read object by object the same way, an absent key left to the field's default
+    (None without one); ``readers`` read the keys stored in another shape. The keys it was
+    stored with are kept on the object, so ``write_fields`` writes the same keys in the same
+    order."""
     obj = JsonObject(data, name)
     hints = _field_hints(cls)
-    values = {key: obj.get(key, hint) for key, hint in hints.items() if key in obj.data}
+    readers = readers or {}
+    values: dict[str, Any] = {}
+    for key, hint in hints.items():
+        if key not in obj.data:
+            continue
+        item = _listed_dataclass(hint)
+        if key in readers:
+            values[key] = readers[key](obj, key)
+        elif item is not None and obj.has(key):
+            values[key] = [read_fields(item, o.data, o.name) for o in obj.objects(key)]
+        else:
+            values[key] = obj.get(key, hint)
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name not in values and _no_default(f):
             values[f.name] = None
@@ -108,17 +127,41 @@ def read_fields(cls: type[T], data: Any, name: str) -> T:
     return part
 
 
-def write_fields(part: Any) -> dict[str, Any]:
+def write_fields(
+    part: Any, writers: Mapping[str, Callable[[Any], Any]] | None = None
+) -> dict[str, Any]:
     """A dataclass as its JSON object: the keys it was read with, in their order, then any
-    other field set since (no longer its default); a part built in code writes every field."""
+    other field set since (no longer its default); a part built in code writes every field.
+    A list of dataclasses is written object by object; ``writers`` write the keys stored in
+    another shape."""
     stored: tuple[str, ...] | None = getattr(part, _STORED_KEYS, None)
     fields = dataclasses.fields(part)
     if stored is None:
         keys = [f.name for f in fields]
     else:
-        changed = (f.name for f in fields if getattr(part, f.name) != _default(f))
+        changed = (f.name for f in fields if not _is_default(getattr(part, f.name), f))
         keys = [*stored, *(name for name in changed if name not in stored)]
-    return {key: getattr(part, key) for key in keys}
+    writers = writers or {}
+    data = {}
+    for key in keys:
+        value = getattr(part, key)
+        if key in writers:
+            value = writers[key](value)
+        elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
+            value = [write_fields(v) for v in value]
+        data[key] = value
+    return data
+
+
+def _listed_dataclass(hint: Any) -> type | None:
+    """``D`` for a field of type ``list[D]`` (or ``list[D] | None``) where D is a dataclass."""
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        found = [_listed_dataclass(arg) for arg in typing.get_args(hint)]
+        return next((item for item in found if item is not None), None)
+    if typing.get_origin(hint) is list:
+        (item,) = typing.get_args(hint)
+        return item if isinstance(item, type) and dataclasses.is_dataclass(item) else None
+    return None
 
 
 @functools.cache
@@ -131,11 +174,13 @@ def _no_default(f: dataclasses.Field[Any]) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
-def _default(f: dataclasses.Field[Any]) -> Any:
-    """What a field holds when its key was absent: its default, or None without one."""
+def _is_default(value: Any, f: dataclasses.Field[Any]) -> bool:
+    """Whether a field holds what it got when its key was absent: its default (the same
+    object, for a NaN default), or None without one."""
     if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return None if f.default is dataclasses.MISSING else f.default
+        return bool(value == f.default_factory())
+    default = None if f.default is dataclasses.MISSING else f.default
+    return value is default or bool(value == default)
 
 
 class RecordPart:

@@ -23,6 +23,7 @@ from edgebench.results.json_values import (
     read_part,
     wrong_type,
 )
+from edgebench.results.output_check_part import OutputCheck
 from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.quant_parts import Accuracy, Quant
 from edgebench.results.record_warnings import (
@@ -53,6 +54,7 @@ PARTS: dict[str, type] = {
     "artifact": Artifact,
     "native": ToolReport,
     "telemetry": TelemetryTrace,
+    "output_check": OutputCheck,
 }
 
 
@@ -100,8 +102,8 @@ class Record:
     stderr_tail: str | None = None
     #: The converted file the cell ran: format, converter and version, cache hit, time, sha256.
     artifact: Artifact | None = None
-    #: Outputs vs ONNX Runtime on the same input (measure/output_check.py OutputCheck.as_dict()).
-    output_check: dict[str, Any] | None = None
+    #: Outputs vs ONNX Runtime on the same input (measure/output_check.py computes it).
+    output_check: OutputCheck | None = None
     #: Energy per inference (mJ) after subtracting idle power; None when unavailable.
     energy_mj_per_inf: float | None = None
     #: Mean power over the timed window (W), idle included.

@@ -88,7 +88,7 @@ def test_a_registered_transport_measures_a_cell(sandbox_registered, tmp_path, co
     )
     record = run_cell("sandboxed", cell, method=method)
     assert record.status == "ok", record.error
-    assert record.n_samples >= 5 and record.output_check and record.output_check["passed"]
+    assert record.n_samples >= 5 and record.output_check and record.output_check.passed
     assert (work_dir / "runner" / "runner.py").is_file()  # deployed like any remote device
 
 

@@ -157,7 +157,7 @@ def test_tolerance_sets_rtol_and_scales_the_cosine_gap_with_its_square():
 
 def test_the_record_keeps_the_old_keys_and_says_what_decided():
     ref = np.random.default_rng(4).normal(size=(1, 10))
-    record = check_outputs(["y"], [ref], ["y"], [ref], FP32, "ort").as_dict()
+    record = check_outputs(["y"], [ref], ["y"], [ref], FP32, "ort").to_dict()
     for key in ("max_abs_diff", "rel_error", "cosine", "top1_agreement", "passed", "tolerance"):
         assert key in record
     assert record["rule"] == "allclose" and record["tolerance"] == FP32.rtol
@@ -296,7 +296,7 @@ def test_an_input_file_is_what_the_runner_times_and_the_check_compares(tmp_path,
     (output,) = record.outputs
     assert output["min"] == output["max"] == 0.0
     assert record.inputs[0]["source"] == "file"
-    assert record.output_check["passed"]
+    assert record.output_check.passed
     (warning,) = [w.message for w in record.warnings if w.is_a(BLANK_REFERENCE)]
     assert "--input zeros.npz" in warning and "zero everywhere" in warning
 

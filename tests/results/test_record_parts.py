@@ -17,6 +17,7 @@ from edgebench.analysis.statistics import latency_stats
 from edgebench.quantization import accuracy as quantization
 from edgebench.results.breakdown_parts import Instances, OpProfile, ShapeVariant, Stages
 from edgebench.results.energy_part import EnergyResult
+from edgebench.results.output_check_part import OutputCheck
 from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.quant_parts import Accuracy, Quant
 from edgebench.results.records import PARTS, Record, merge_parts
@@ -32,7 +33,9 @@ from edgebench.results.telemetry_part import TelemetryTrace
 #: native and telemetry were typed (through its record_from_native and attach_energy, and
 #: record_from_result with the runner's CellTelemetry on a fake sysfs): a framework tool's
 #: cell with its report, a full artifact and the shell loop's trace, and a sustained runner
-#: cell with the runner's own trace.
+#: cell with the runner's own trace. The last by commit 75f4d4f, before output_check was
+#: typed (through its check_outputs): a mismatched cell whose check holds a NaN figure and a
+#: blank-reference warning.
 PREVIOUS_VERSION = Path(__file__).parent.parent / "data" / "records" / "previous_version.jsonl"
 
 
@@ -43,7 +46,7 @@ def _line(record: Record) -> str:
 
 def test_records_of_the_previous_version_read_back_byte_for_byte() -> None:
     lines = PREVIOUS_VERSION.read_text().splitlines()
-    assert len(lines) == 4
+    assert len(lines) == 5
     held: set[str] = set()
     for line in lines:
         stored, record = json.loads(line), Record.from_dict(json.loads(line))
@@ -53,7 +56,7 @@ def test_records_of_the_previous_version_read_back_byte_for_byte() -> None:
             held |= {name} if stored[name] is not None else set()
         assert _line(record) == line
     assert held == set(PARTS)
-    full, other, tool, sustained = (Record.from_dict(json.loads(line)) for line in lines)
+    full, other, tool, sustained, mismatch = (Record.from_dict(json.loads(s)) for s in lines)
     assert full.stages.p50_ms["compute"] > full.stages.p50_ms["copy_out"]
     assert full.instances.measured and full.instances.at_once == 2
     assert [op.type for op in full.op_profile.ops] == ["Conv", "Gemm"]
@@ -77,6 +80,12 @@ def test_records_of_the_previous_version_read_back_byte_for_byte() -> None:
     assert trace.marks["window_start"] < trace.marks["window_end"]
     assert trace.state_before is not None and trace.cooldown is None
     assert sustained.sustained.first_temp_c == 45.0 and sustained.sustained.first_power_w is None
+    check = mismatch.output_check
+    assert not check.passed and check.criterion_output == "feat" and check.rel_error is not None
+    assert [c.name for c in check.outputs] == ["logits", "boxes", "feat"]
+    assert check.outputs[2].rel_error is None and check.outputs[1].degenerate
+    assert [w.message for w in check.warnings] == [w.message for w in mismatch.warnings]
+    assert full.output_check.passed and full.output_check.outputs[0].ratio == 0.2
 
 
 def _every_form() -> list[dict[str, Any]]:
@@ -129,6 +138,13 @@ def test_partial_and_older_part_objects_keep_their_keys(index: int) -> None:
         ("telemetry", {"temp_c": {"cpu": ["hot"]}}, "telemetry.temp_c"),
         ("telemetry", {"marks": {"window_start": 1.5}}, "telemetry.marks"),
         ("telemetry", {"t_perf_ns": None, "power_w": [1.0, "x"]}, "telemetry.power_w"),
+        (
+            "output_check",
+            {"outputs": [{"name": "y"}, {"shape": "1x3"}]},
+            "output_check.outputs[1].shape",
+        ),
+        ("output_check", {"outputs": ["y"]}, "output_check.outputs[0]"),
+        ("output_check", {"warnings": [3]}, "output_check.warnings"),
     ],
 )
 def test_a_part_holding_a_wrong_type_is_left_out_of_the_record(
@@ -209,6 +225,7 @@ def test_merge_parts_takes_each_part_from_its_own_merge() -> None:
             artifact=Artifact(format="onnx", path=f"/a/{seed}"),
             native=ToolReport(tool=f"tool {seed}"),
             telemetry=TelemetryTrace(t_perf_ns=[seed]),
+            output_check=OutputCheck("ort", 0.01, seed == 1, 0.0, 0.0, 1.0, 1.0),
         )
 
     rounds = [round_record(1, [1_000_000], 2), round_record(2, [3_000_000], 3)]
@@ -219,7 +236,7 @@ def test_merge_parts_takes_each_part_from_its_own_merge() -> None:
     # The parts that do not pool are the first round's, as the rest of the record is.
     assert set(PARTS) - {"stages"} == {
         *("instances", "shape", "op_profile", "quant", "accuracy", "energy"),
-        *("sustained", "artifact", "native", "telemetry"),
+        *("sustained", "artifact", "native", "telemetry", "output_check"),
     }
     for name in set(PARTS) - {"stages"}:
         assert getattr(merged, name) is getattr(rounds[0], name), name

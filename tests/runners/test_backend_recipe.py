@@ -138,4 +138,4 @@ def test_a_backend_adds_its_sync_as_a_timed_region_hook(tmp_path, monkeypatch):
     assert window["drained"] is True
     assert window["opened"] >= 3  # the warm-up ran before the window opened
     assert window["closed"] - window["opened"] == len(record.samples_ns) >= 25
-    assert record.output_check["passed"]
+    assert record.output_check.passed

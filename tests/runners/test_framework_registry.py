@@ -87,7 +87,7 @@ def test_a_framework_is_one_registry_entry_plus_one_backend_file(tmp_path, monke
     assert record.status == "ok", record.error
     assert record.framework == "dummy" and record.framework_version == "0.1"
     assert len(record.samples_ns) >= 20
-    assert record.output_check["passed"]  # against ONNX Runtime, like every framework
+    assert record.output_check.passed  # against ONNX Runtime, like every framework
 
 
 def test_registry_and_backend_files_agree():

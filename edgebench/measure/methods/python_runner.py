@@ -142,7 +142,7 @@ class PythonRunner:
         if check is None:
             record.warnings.append(NO_OUTPUT_CHECK.make(reason="no ONNX reference for this model"))
             return
-        record.output_check = check.as_dict()
+        record.output_check = check
         record.warnings.extend(check.warnings)
         if not check.passed:
             record.status = Status.MISMATCH
