@@ -81,7 +81,7 @@ def test_test_files_have_unique_names():
 def test_tests_import_helpers_from_fakes_never_from_conftest():
     """tests/conftest.py only registers tests/fakes/ modules as plugins; helpers are imported as
     ``fakes.*``, so each exists once, under one name."""
-    pattern = re.compile(r"^\s*(?:from\s+conftest\b|import\s+conftest\b)", flags=re.M)
+    pattern = re.compile(r"^\s*(?:from|import)\s+(?:conftest\b|tests\.fakes\b)", flags=re.M)
     offenders = [
         path.relative_to(REPO).as_posix()
         for path in (REPO / "tests").rglob("*.py")
@@ -89,6 +89,8 @@ def test_tests_import_helpers_from_fakes_never_from_conftest():
     ]
     assert offenders == []
     assert pattern.search("x = 1\n    from conftest import REPO\n")  # the check can see one
+    assert pattern.search("from tests.fakes.records import sampled_record\n")
+    assert not pattern.search("from fakes.records import sampled_record\n")
 
 
 # --------------------------------------------------------------------------- docs vs the code

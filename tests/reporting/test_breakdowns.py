@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fakes.records import sampled_record, variant_record
 
 from edgebench.analysis.breakdown_series import (
     CLIFF_FACTOR,
@@ -41,7 +42,6 @@ from edgebench.reporting.breakdowns import breakdown_sections
 from edgebench.reporting.html import render_html
 from edgebench.reporting.report import render_markdown
 from edgebench.results.records import Record
-from tests.fakes.records import sampled_record, variant_record
 
 EVIL = "<script>alert(1)</script>"
 TITLES = (STAGES_TITLE, OPS_TITLE, MEMORY_TITLE, SHAPES_TITLE)
