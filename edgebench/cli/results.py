@@ -20,6 +20,7 @@ from edgebench.cli.values import print_records
 from edgebench.errors import UserError
 from edgebench.paths import default_results_dir
 from edgebench.planning.checks import one_of
+from edgebench.results.energy_part import unavailable_flag
 from edgebench.results.records import Record
 from edgebench.results.store import RUN_FILE, ResultsStore, RunDir
 from edgebench.statuses import Status
@@ -276,7 +277,7 @@ def _check_metric_measured(
     ]
     if not ok or any(wanted.value(r) is not None for r in ok):
         return
-    gaps = [f for r in ok for f in r.energy_flags if f.startswith("energy unavailable")]
+    gaps = [unavailable_flag(r.energy.unavailable) for r in ok if r.energy and r.energy.unavailable]
     why = f" ({shorten(gaps[0], 200)})" if metric == "energy" and gaps else ""
     how = f"{wanted.how_to_get}, or" if wanted.how_to_get else "or"
     others = ", ".join(m for m in RECOMMEND_METRICS if m != metric)

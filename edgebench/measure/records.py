@@ -14,6 +14,7 @@ from edgebench.framework_tools import NativeResult
 from edgebench.measure.breakdowns import attach_breakdowns, shape_field
 from edgebench.planning.cells import Cell
 from edgebench.results.breakdown_parts import Instances
+from edgebench.results.energy_part import unavailable_flag
 from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.record_warnings import (
     CORES_NOT_APPLIED,
@@ -200,7 +201,7 @@ def attach_energy(
             "native tool: energy/inference = (mean power - idle) x the tool's average latency"
         )
     if analysis.unavailable:
-        record.energy_flags.append(f"energy unavailable: {analysis.unavailable}")
+        record.energy_flags.append(unavailable_flag(analysis.unavailable))
     cooldown = trace.get("cooldown") or {}
     if cooldown and not cooldown.get("reached"):
         record.energy_flags.append(

@@ -24,6 +24,7 @@ from edgebench.analysis.ranking import (
 from edgebench.analysis.statistics import HIGH_CV
 from edgebench.frameworks import display_order
 from edgebench.reporting.tables import fmt_number, format_table, shorten
+from edgebench.results.energy_part import unavailable_flag
 from edgebench.results.quant_parts import Accuracy
 from edgebench.results.record_warnings import (
     HIGH_VARIANCE,
@@ -273,14 +274,11 @@ def format_details(records: Sequence[Record]) -> str:
             notes.append(f"  {cell}: {describe_accuracy(r)}")
         if r.sustained:
             notes.append(f"  {cell}: {r.sustained.describe()}")
-        unavailable = [f for f in r.energy_flags if f.startswith("energy unavailable")]
-        if unavailable:
-            energy_gaps.setdefault(r.device, shorten(unavailable[0], ENERGY_NOTE_WIDTH))
-        notes.extend(
-            f"  {cell}: energy: {f}"
-            for f in r.energy_flags
-            if not f.startswith("energy unavailable")
-        )
+        why = r.energy.unavailable if r.energy else None
+        gap = unavailable_flag(why) if why else None
+        if gap:
+            energy_gaps.setdefault(r.device, shorten(gap, ENERGY_NOTE_WIDTH))
+        notes.extend(f"  {cell}: energy: {f}" for f in r.energy_flags if f != gap)
     lines = format_table(header, rows) if rows else []
     if skipped:
         lines += ["", "skipped:", *(f"  {reason}" for reason in skipped.values())]

@@ -8,6 +8,12 @@ from typing import Any
 from edgebench.results.json_values import JsonObject, RecordPart
 
 
+def unavailable_flag(why: str) -> str:
+    """The energy flag a record carries when it has no energy figure; readers learn that from
+    ``EnergyResult.unavailable``, never from the flag's text."""
+    return f"energy unavailable: {why}"
+
+
 @dataclass
 class EnergyResult(RecordPart):
     """Energy per inference (mJ, idle power subtracted), mean and active power over the timed

@@ -45,6 +45,12 @@ RAPL_GAP = (
 )
 
 
+def energy_gap(flag: str) -> dict[str, Any]:
+    """A record's energy fields when it has no figure, as measure writes them: the reason in
+    the energy part, and the flag shown to users."""
+    return {"energy_flags": [flag], "energy": {"unavailable": flag.split(": ", 1)[1]}}
+
+
 @pytest.fixture(scope="module")
 def real_run(mod_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One real run of three tiny models: two files called tiny.onnx in different folders,
@@ -194,7 +200,7 @@ def test_show_gives_cells_that_never_measured_no_peak_mb(real_run, tmp_path):
     ],
 )
 def test_show_energy_note_is_whole_or_cut_after_a_whole_word(real_run, tmp_path, gap, whole):
-    record = sampled_record("local", "onnxruntime", 2.0, 1, energy_flags=[gap])
+    record = sampled_record("local", "onnxruntime", 2.0, 1, **energy_gap(gap))
     shown = cli(["show"], hand_made_store(tmp_path, real_run["env"], [record]))
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
@@ -247,7 +253,7 @@ def test_recommend_from_a_damaged_run_names_the_file(real_run, tmp_path, damage)
 
 def test_recommend_by_energy_without_energy_names_the_missing_figure(real_run, tmp_path):
     records = [
-        sampled_record("phone", fw, ms, seed, energy_flags=[RAPL_GAP])
+        sampled_record("phone", fw, ms, seed, **energy_gap(RAPL_GAP))
         for seed, (fw, ms) in enumerate([("onnxruntime", 2.0), ("ncnn", 3.0)])
     ]
     env = hand_made_store(tmp_path, real_run["env"], records)
