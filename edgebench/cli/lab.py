@@ -14,6 +14,7 @@ from edgebench.lab.cores import format_cpu_list
 from edgebench.lab.inventory import LOCAL, probe_device, resolve_devices
 from edgebench.lab.lab_file import load_lab
 from edgebench.lab.profiles import compare_clusters
+from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.lab.transports.base import TransportError
 
 
@@ -48,8 +49,9 @@ def describe_facts(device) -> list[str]:
         for name, cpus in facts.clusters.items()
     )
     available = display_order(n for n, info in facts.frameworks.items() if info.get("available"))
-    native = (facts.runner or "").startswith("edgebench-native")
-    python_missing = "not needed" if native else "not usable: " + (facts.probe_error or "?")
+    native = (facts.runner or "").startswith(RunnerKind.EDGEBENCH_NATIVE)
+    needs_python = not native and facts.runner != RunnerKind.FRAMEWORK_TOOLS
+    python_missing = "not usable: " + (facts.probe_error or "?") if needs_python else "not needed"
     lines = [
         f"model: {facts.model or '?'}   soc: {facts.soc or '?'}   os: "
         f"{facts.os_version or facts.os or '?'}   kernel: {facts.kernel or '?'}",

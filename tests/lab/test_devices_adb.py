@@ -254,3 +254,12 @@ def test_hung_native_tool_is_killed_on_the_phone(run_cli, emulated_phone, tmp_pa
     assert record["status"] == "failed" and "timed out" in record["error"]
     pid_file = emulated_phone.sandbox / "data" / "local" / "tmp" / "edgebench" / "run.pid"
     assert not outlived(pid_file), "the hung tool outlived its cell"
+
+
+def test_devices_says_a_framework_tools_phone_needs_no_python(run_cli, emulated_phone, tmp_path):
+    lab = write_phone_lab(tmp_path / "lab.toml", emulated_phone, ['runner = "framework-tools"'])
+    result = run_cli(["devices", "--lab", str(lab), "--devices", "emu-phone"])
+    assert result.returncode == 0, result.stderr
+    assert "runner: framework-tools" in result.stdout, result.stdout
+    (python,) = [line for line in result.stdout.splitlines() if "python: " in line]
+    assert "python: not needed;" in python and "not usable" not in result.stdout, python
