@@ -112,7 +112,7 @@ class AdbServer:
 def start_adb_server(workdir: Path, attempts: int = 3) -> AdbServer:
     """Start ``adb nodaemon server`` on a free port with its own HOME; wait until it answers.
     Skips the calling test where adb is not installed."""
-    if not os.path.exists(ADB):
+    if not os.access(ADB, os.X_OK):
         pytest.skip("adb is not installed")
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
