@@ -4,6 +4,7 @@ Parquet and JSON, from a real run and from hand-made records for the edge cases.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import struct
@@ -259,9 +260,9 @@ def _png_distinct_colours(data: bytes) -> tuple[int, int, int]:
 
 
 def test_html_renders_in_headless_chromium(tmp_path: Path) -> None:
-    if not CHROMIUM.exists() and not shutil.which("chromium"):
+    if not os.access(CHROMIUM, os.X_OK) and not shutil.which("chromium"):
         pytest.skip(f"chromium not installed; in CI: {CHROMIUM_APT}")
-    exe = str(CHROMIUM) if CHROMIUM.exists() else str(shutil.which("chromium"))
+    exe = str(CHROMIUM) if os.access(CHROMIUM, os.X_OK) else str(shutil.which("chromium"))
     run = _store_run(tmp_path, _edge_records())
     (report,) = write_report(run, ["html"], tmp_path / "out")
     assert not re.search(r"https?://", report.read_text(encoding="utf-8"))
