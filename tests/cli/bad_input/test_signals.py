@@ -92,7 +92,15 @@ def edgebench(args: list[str], env: dict[str, str]) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_in_a_terminal,
     )
+
+
+def as_in_a_terminal() -> None:
+    """Ctrl-C reaches a command in a terminal. A suite started in the background of a shell
+    without job control inherits SIGINT ignored, and Python then keeps ignoring it, so the
+    SIGINT cases would wait forever on an edgebench that rightly ignores what its parent did."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @contextlib.contextmanager
