@@ -30,8 +30,9 @@ def reference_cell(cell: Cell) -> Cell:
     cell's inputs, one thread, one plain inference (no telemetry, instances or profiling)."""
     if cell.model.reference is None:
         raise ValueError(f"{cell.model.name} has no ONNX reference")
-    return replace(
-        cell,
+    # A new Cell, not a copy: every part the reference does not use keeps Cell's default.
+    return Cell(
+        device=cell.device,
         model=replace(cell.model, path=cell.model.reference, format="onnx", companions=[]),
         framework="onnxruntime",
         precision="fp32",
@@ -39,20 +40,9 @@ def reference_cell(cell: Cell) -> Cell:
         cores_selection="all",
         cores=None,
         concurrency=1,
+        inputs=cell.inputs,
         timing=correctness_timing(TimingConfig(timeout_s=REFERENCE_TIMEOUT_S)),
         correctness_only=True,
-        verdict=None,
-        convert_to=None,
-        artifact=None,
-        telemetry=None,
-        quantization=None,
-        stages=True,
-        profile_ops=0,
-        instances=1,
-        instance_mode="separate",
-        shape_mode=None,
-        shape_from=None,
-        shape_base=None,
     )
 
 
