@@ -11,20 +11,11 @@ wrapped exactly the timed inferences the record holds.
 from __future__ import annotations
 
 import json
-import shutil
 
-from fakes.models import save_double_model
-from fakes.runner_process import RUNNER
+from fakes.dummy_framework import dummy_framework_cell
 
-from edgebench import frameworks
-from edgebench.frameworks import FRAMEWORKS, Framework
-from edgebench.lab.device import LocalDevice
-from edgebench.measure.methods.python_runner import PythonRunner
 from edgebench.measure.scheduler import run_cell
-from edgebench.paths import cache_dir
-from edgebench.planning.cells import build_cells, check_frameworks, resolve_inputs
 from edgebench.planning.config import TimingConfig
-from edgebench.planning.modelref import resolve_model
 
 QUEUED_BACKEND = '''
 """A numpy-only "accelerator" for the backend recipe test: y = 2 * x, computed on a queue."""
@@ -108,28 +99,8 @@ BACKEND = QueuedBackend
 
 
 def test_a_backend_adds_its_sync_as_a_timed_region_hook(tmp_path, monkeypatch):
-    runners = tmp_path / "runners"
-    shutil.copytree(RUNNER.parent, runners, ignore=shutil.ignore_patterns("__pycache__"))
-    (runners / "backends" / "queued_backend.py").write_text(QUEUED_BACKEND)
-    monkeypatch.setattr(
-        frameworks, "FRAMEWORKS", (*FRAMEWORKS, Framework("queued", backend="queued_backend"))
-    )
-    device = LocalDevice()
-    device.runner_path = str(runners / "runner.py")
-    model_file = save_double_model(tmp_path / "double.onnx")
-    model = resolve_model(str(model_file), cache_dir())
-    (cell,) = build_cells(
-        [device],
-        [model],
-        check_frameworks(["queued"]),
-        inputs=resolve_inputs([model], []),
-        threads=[1],
-        cores=["all"],
-        concurrency=1,
-        precision="fp32",
-        timing=TimingConfig(warmup=3, iterations=25, min_time_s=0.0),
-        availability=PythonRunner().availability,
-    )
+    timing = TimingConfig(warmup=3, iterations=25, min_time_s=0.0)
+    cell = dummy_framework_cell(tmp_path, monkeypatch, "queued", QUEUED_BACKEND, timing)
 
     record = run_cell("backend-recipe", cell)
 

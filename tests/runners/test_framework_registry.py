@@ -9,19 +9,15 @@ from __future__ import annotations
 import shutil
 import tomllib
 
+from fakes.dummy_framework import dummy_framework_cell
 from fakes.environment import REPO
-from fakes.models import save_double_model
 from fakes.runner_process import RUNNER
 
 from edgebench import frameworks
-from edgebench.frameworks import FRAMEWORKS, Framework, framework_names, install_hint
+from edgebench.frameworks import FRAMEWORKS, framework_names, install_hint
 from edgebench.lab.device import LocalDevice
-from edgebench.measure.methods.python_runner import PythonRunner
 from edgebench.measure.scheduler import run_cell
-from edgebench.paths import cache_dir
-from edgebench.planning.cells import build_cells, check_frameworks, resolve_inputs
 from edgebench.planning.config import TimingConfig
-from edgebench.planning.modelref import resolve_model
 from edgebench.runners.backends import discover
 
 # A whole framework: y = 2 * x, with numpy as the "framework module".
@@ -59,28 +55,8 @@ BACKEND = DummyBackend
 
 
 def test_a_framework_is_one_registry_entry_plus_one_backend_file(tmp_path, monkeypatch):
-    runners = tmp_path / "runners"
-    shutil.copytree(RUNNER.parent, runners, ignore=shutil.ignore_patterns("__pycache__", "native"))
-    (runners / "backends" / "dummy_backend.py").write_text(DUMMY_BACKEND)
-    monkeypatch.setattr(
-        frameworks, "FRAMEWORKS", (*FRAMEWORKS, Framework("dummy", backend="dummy_backend"))
-    )
-
-    device = LocalDevice()
-    device.runner_path = str(runners / "runner.py")
-    model = resolve_model(str(save_double_model(tmp_path / "double.onnx")), cache_dir())
-    (cell,) = build_cells(
-        [device],
-        [model],
-        check_frameworks(["dummy"]),
-        inputs=resolve_inputs([model], []),
-        threads=[1],
-        cores=["all"],
-        concurrency=1,
-        precision="fp32",
-        timing=TimingConfig(warmup=2, iterations=20, min_time_s=0.0),
-        availability=PythonRunner().availability,
-    )
+    timing = TimingConfig(warmup=2, iterations=20, min_time_s=0.0)
+    cell = dummy_framework_cell(tmp_path, monkeypatch, "dummy", DUMMY_BACKEND, timing)
     assert cell.verdict is None and cell.convert_to is None  # runs the ONNX file itself
 
     record = run_cell("registry-test", cell)
