@@ -38,13 +38,36 @@ struct Tensor {
 
 int64_t element_count(const std::vector<int64_t>& shape);
 
+// One call of one layer, timed by the framework's own per-layer hook.
+struct OpEvent {
+    std::string name;
+    std::string type;
+    std::string impl;  // the kernel or device that ran it, where the framework says; else ""
+    int64_t ns = 0;
+};
+
+// One inference on fixed inputs, in the three stages the framework's API separates (as
+// runners/backends/base.py's Stream): run() is copy_in, compute, copy_out.
 class Stream {
 public:
     virtual ~Stream() = default;
-    // One inference on the stream's fixed inputs. Throws BackendError("inference", ...).
-    virtual void run() = 0;
-    // The last run's outputs, in ONNX names and layout (outside any timed region).
+    // Each throws BackendError("inference", ...) on failure.
+    virtual void copy_in() = 0;
+    virtual void compute() = 0;
+    virtual void copy_out() = 0;
+    void run() {
+        copy_in();
+        compute();
+        copy_out();
+    }
+    // The last copy_out's outputs, in ONNX names and layout (outside any timed region).
     virtual std::vector<Tensor> outputs() = 0;
+    // One whole inference with the framework's per-layer timer on: one event per layer call
+    // appended to `events`. Backends without one throw BackendError("unsupported", why).
+    virtual void run_profiled(std::vector<OpEvent>& events) {
+        (void)events;
+        throw BackendError("unsupported", "this backend has no per-layer timer");
+    }
 };
 
 class Backend {
@@ -54,8 +77,20 @@ public:
                       const Json& options) = 0;
     virtual std::vector<TensorInfo> model_inputs() = 0;
     virtual std::vector<std::string> output_names() = 0;
-    // Feeds in ONNX layout, one per model input (same order as model_inputs()).
+    // Feeds in ONNX layout, one per model input (same order as model_inputs()). Every stream of
+    // one load shares its weights (--instances N shared); feeds of another shape than the
+    // earlier streams' resize, where the artifact allows it.
     virtual std::unique_ptr<Stream> make_stream(const std::vector<Tensor>& feeds) = 0;
+    // Per stage ("copy_in", "compute", "copy_out"), what the framework does in it: the result's
+    // stages.boundaries, as the Python backend's BOUNDARIES.
+    virtual Json boundaries() = 0;
+    // Why one load cannot serve several instances at once ("" when make_stream can).
+    virtual std::string no_shared_instances() { return ""; }
+    // Let the next make_stream take over the earlier streams' state (a shape change resizes
+    // the one session instead of making another); optional.
+    virtual void reuse_streams() {}
+    // Where run_profiled's times come from ("MNN runSessionWithCallBackInfo"), for the result.
+    virtual std::string profile_source() { return ""; }
 };
 
 struct BackendEntry {

@@ -39,11 +39,17 @@ public:
         }
     }
 
-    void run() override {
+    void copy_in() override {
         for (auto& input : staged_) input.first->copyFromHostTensor(input.second.get());
+    }
+
+    void compute() override {
         const MNN::ErrorCode code = interpreter_.runSession(session_);
         if (code != MNN::NO_ERROR)
             throw BackendError("inference", "MNN runSession failed with error code " + std::to_string(code));
+    }
+
+    void copy_out() override {
         for (auto& output : fetch_) output.device->copyToHostTensor(output.host.get());
     }
 
@@ -105,6 +111,14 @@ public:
         std::vector<std::string> names;
         for (const auto& output : interpreter_->getSessionOutputAll(main_)) names.push_back(output.first);
         return names;
+    }
+
+    Json boundaries() override {
+        Json stages = Json::object();
+        stages.set("copy_in", "Tensor::copyFromHostTensor of a host tensor into each session input");
+        stages.set("compute", "Interpreter::runSession");
+        stages.set("copy_out", "Tensor::copyToHostTensor of each output into a host tensor");
+        return stages;
     }
 
     std::unique_ptr<Stream> make_stream(const std::vector<Tensor>& feeds) override {

@@ -47,25 +47,30 @@ std::vector<float> from_mat(const ncnn::Mat& mat, std::vector<int64_t>& shape) {
 class NcnnStream : public Stream {
 public:
     NcnnStream(ncnn::Net& net, const IoMap& io, std::vector<std::pair<std::string, ncnn::Mat>> inputs)
-        : net_(net), io_(io), inputs_(std::move(inputs)), results_(io.outputs.size()) {}
+        : net_(net), io_(io), inputs_(std::move(inputs)), results_(io.outputs.size()),
+          copied_(io.outputs.size()), shapes_(io.outputs.size()) {}
 
-    void run() override {
-        ncnn::Extractor extractor = net_.create_extractor();
+    void copy_in() override {
+        extractor_.reset(new ncnn::Extractor(net_.create_extractor()));
         for (const auto& input : inputs_)
-            if (extractor.input(input.first.c_str(), input.second) != 0)
+            if (extractor_->input(input.first.c_str(), input.second) != 0)
                 throw BackendError("inference", "ncnn has no input blob " + input.first);
+    }
+
+    void compute() override {
         for (size_t i = 0; i < io_.outputs.size(); ++i)
-            if (extractor.extract(io_.outputs[i].name.c_str(), results_[i]) != 0)
+            if (extractor_->extract(io_.outputs[i].name.c_str(), results_[i]) != 0)
                 throw BackendError("inference", "ncnn could not extract blob " + io_.outputs[i].name);
+    }
+
+    void copy_out() override {
+        for (size_t i = 0; i < results_.size(); ++i) copied_[i] = from_mat(results_[i], shapes_[i]);
+        extractor_.reset();
     }
 
     std::vector<Tensor> outputs() override {
         std::vector<Tensor> out;
-        for (size_t i = 0; i < io_.outputs.size(); ++i) {
-            std::vector<int64_t> shape;
-            std::vector<float> data = from_mat(results_[i], shape);
-            out.push_back(io_.outputs[i].to_onnx(std::move(data), shape));
-        }
+        for (size_t i = 0; i < io_.outputs.size(); ++i) out.push_back(io_.outputs[i].to_onnx(copied_[i], shapes_[i]));
         return out;
     }
 
@@ -73,7 +78,10 @@ private:
     ncnn::Net& net_;
     const IoMap& io_;
     std::vector<std::pair<std::string, ncnn::Mat>> inputs_;
+    std::unique_ptr<ncnn::Extractor> extractor_;
     std::vector<ncnn::Mat> results_;
+    std::vector<std::vector<float>> copied_;
+    std::vector<std::vector<int64_t>> shapes_;
 };
 
 class NcnnBackend : public Backend {
@@ -113,6 +121,14 @@ public:
         std::vector<std::string> names;
         for (const auto& t : io_.outputs) names.push_back(t.onnx_name);
         return names;
+    }
+
+    Json boundaries() override {
+        Json stages = Json::object();
+        stages.set("copy_in", "Net::create_extractor and Extractor::input of Mats made once (no copy)");
+        stages.set("compute", "Extractor::extract of every output: ncnn computes the layers lazily in extract");
+        stages.set("copy_out", "a copy of each output Mat's channels into a plain buffer");
+        return stages;
     }
 
     std::unique_ptr<Stream> make_stream(const std::vector<Tensor>& feeds) override {
