@@ -27,7 +27,7 @@ from pathlib import Path
 from edgebench.builds import BuildError, native_root
 from edgebench.builds.compilers import Compiler
 from edgebench.builds.logged import first_error, run_logged
-from edgebench.builds.sources import UNKNOWN, Source, ncnn_version_number
+from edgebench.builds.sources import Source, ncnn_version_number
 from edgebench.builds.targets import Target
 from edgebench.paths import exclusive_lock, write_json_atomically
 
@@ -47,14 +47,30 @@ Progress = Callable[[str], None]
 class Recipe:
     include: str  # the include folder the runner needs, under install/
     lib: str  # the static library, under install/
-    whole_archive: bool  # link every object (MNN registers its ops by static initialisers)
+    whole_archive: bool  # link every object (MNN and TNN register their ops by static initialisers)
     core_minutes: tuple[int, int]  # a build's rough cost in CPU-core minutes, for the estimate
+    #: The CMake target to build when the framework has no install rule (TNN): its library and
+    #: the source's include/ are then copied into install/ by hand.
+    target_without_install: str | None = None
+    #: Macros the runner must see as the library was built with (they change its headers).
+    runner_defines: tuple[str, ...] = ()
 
 
 RECIPES = {
     "ncnn": Recipe("include/ncnn", "lib/libncnn.a", False, (10, 20)),
     "mnn": Recipe("include", "lib/libMNN.a", True, (15, 30)),
+    "tnn": Recipe(
+        "include",
+        "lib/libTNN.a",
+        True,
+        (5, 12),
+        target_without_install="TNN",
+        runner_defines=("FORWARD_CALLBACK_ENABLE",),
+    ),
 }
+
+#: CMake files that run inside a framework's own project() (CMAKE_PROJECT_<name>_INCLUDE).
+CMAKE_HOOKS = Path(__file__).parent / "cmake"
 
 
 @dataclass(frozen=True)
@@ -68,6 +84,14 @@ class Library:
     whole_archive: bool
     seconds: float  # how long its build took
     origin: str
+
+    @property
+    def compile_defines(self) -> list[str]:
+        """``-D`` flags the runner compiles with for this library: the macros its headers need
+        and ``EB_<FW>_VERSION``, for a framework whose library cannot say its own version."""
+        recipe = RECIPES[self.framework]
+        version = f'-DEB_{self.framework.upper()}_VERSION="{self.version}"'
+        return [f"-D{name}" for name in recipe.runner_defines] + [version]
 
     @property
     def link_args(self) -> list[str]:
@@ -104,21 +128,61 @@ def framework_flags(source: Source, target: Target) -> list[str]:
             "-DMNN_USE_THREAD_POOL=ON",
         ]
         return flags + (["-DMNN_ARM82=ON"] if target.machine == "aarch64" else [])
+    if source.framework == "tnn":
+        return tnn_flags(target)
     raise BuildError(f"no build recipe for {source.framework}: choose one of {', '.join(RECIPES)}")
 
 
+def tnn_flags(target: Target) -> list[str]:
+    """TNN as a static library with the CPU devices only: X86 (and the NAIVE device its missing
+    layers fall back to) or ARM with its fp16 kernels. FORWARD_CALLBACK_ENABLE compiles in
+    Instance::ForwardWithCallback, the per-layer hook the runner's op profile uses; it costs
+    nothing when not called. A unity build (16 files per compiler call) cuts TNN's build from
+    about 20 minutes to about 4 on two cores; the one file whose statics clash with a
+    neighbour's is compiled alone (cmake/tnn_unity.cmake)."""
+    devices = (
+        ["-DTNN_ARM_ENABLE=ON", "-DTNN_ARM82_ENABLE=ON"]
+        if target.machine == "aarch64"
+        else ["-DTNN_X86_ENABLE=ON"]
+    )
+    return [
+        "-DTNN_CPU_ENABLE=ON",
+        *devices,
+        "-DTNN_BUILD_SHARED=OFF",
+        "-DTNN_OPENMP_ENABLE=ON",
+        "-DTNN_TEST_ENABLE=OFF",
+        "-DTNN_UNIT_TEST_ENABLE=OFF",
+        "-DTNN_CONVERTER_ENABLE=OFF",
+        "-DTNN_BENCHMARK_MODE=OFF",  # ON would fill every model with random weights
+        "-DCMAKE_CXX_FLAGS=-DFORWARD_CALLBACK_ENABLE",
+        "-DCMAKE_UNITY_BUILD=ON",
+        "-DCMAKE_UNITY_BUILD_BATCH_SIZE=16",
+        f"-DCMAKE_PROJECT_TNN_INCLUDE={CMAKE_HOOKS / 'tnn_unity.cmake'}",
+    ]
+
+
+def _key_flag(flag: str) -> str:
+    """A flag as the cache key sees it: a hook file of ours by its content, not its path (so
+    two checkouts of edgebench share builds, and an edited hook rebuilds)."""
+    name, _, value = flag.partition("=")
+    path = Path(value)
+    if value and path.is_relative_to(CMAKE_HOOKS) and path.is_file():
+        return f"{name}=<{path.name} {hashlib.sha256(path.read_bytes()).hexdigest()[:16]}>"
+    return flag
+
+
 def library_key(source: Source, target: Target, compiler: Compiler) -> str:
-    """Ten hex digits that change with anything that changes the library's bytes."""
+    """Ten hex digits that change with anything that changes the library's bytes: the source's
+    own bytes (an archive's sha256), the target, the compiler and the flags."""
     parts: dict[str, object] = {
         "recipe": RECIPE,
         "framework": source.framework,
         "version": source.version,
+        "source": source.digest or str(source.origin),
         "target": target.name,
         "compiler": [compiler.kind, compiler.version, *compiler.cmake_args],
-        "flags": framework_flags(source, target),
+        "flags": [_key_flag(flag) for flag in framework_flags(source, target)],
     }
-    if source.version == UNKNOWN:  # two checkouts without a version must not share a build
-        parts["origin"] = str(source.origin)
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:10]
 
 
@@ -203,10 +267,14 @@ def build_library(
             *framework_flags(source, target),
         ]
         log.debug("%s: %s", what, " ".join(configure))
-        build = [cmake, "--build", str(build_dir), "-j", str(jobs), "--target", "install"]
+        recipe = RECIPES[source.framework]
+        cmake_target = recipe.target_without_install or "install"
+        build = [cmake, "--build", str(build_dir), "-j", str(jobs), "--target", cmake_target]
         try:
             _run_step(what, "configure", configure, log_path, min(timeout, CONFIGURE_TIMEOUT_S))
             _run_step(what, "build", build, log_path, timeout)
+            if recipe.target_without_install:
+                _install_by_hand(source, recipe, build_dir, install_dir)
         except KeyboardInterrupt:
             # cmake and the compilers are stopped by now; without done.json nothing uses the
             # tree, and keeping it lets the next build resume instead of starting over.
@@ -215,7 +283,6 @@ def build_library(
                 f"build to resume (or remove it: rm -rf {folder})"
             )
             raise
-        recipe = RECIPES[source.framework]
         if not (install_dir / recipe.lib).is_file():
             raise BuildError(
                 f"{what}: cmake installed no {recipe.lib} under {install_dir}; full log: {log_path}"
@@ -239,6 +306,16 @@ def build_library(
     built = read_library(folder)
     assert built is not None
     return built
+
+
+def _install_by_hand(source: Source, recipe: Recipe, build_dir: Path, install_dir: Path) -> None:
+    """The library CMake built and the source's public headers, laid out as an install."""
+    built = build_dir / Path(recipe.lib).name
+    if not built.is_file():
+        return  # the caller reports the missing library with the log's path
+    (install_dir / recipe.lib).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(built, install_dir / recipe.lib)
+    shutil.copytree(source.root / "include", install_dir / recipe.include, dirs_exist_ok=True)
 
 
 def _forget_other_source(build_dir: Path, source_root: Path) -> None:

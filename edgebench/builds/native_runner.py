@@ -198,6 +198,7 @@ def _compile(
     tmp = out / f".{BINARY}.{os.getpid()}.tmp"
     argv = [str(compiler.cxx), *RUNNER_CXXFLAGS, f"-I{folder}"]
     argv += [f"-I{lib.include_dir}" for lib in libraries]
+    argv += [flag for lib in libraries for flag in lib.compile_defines]
     argv += [str(path) for path in cpp_files]
     for lib in libraries:
         argv += lib.link_args

@@ -1,7 +1,8 @@
 """The frameworks' source trees: a folder or archive the user gives, else an archive found in
 ``native_root()/sources/``. Archives are extracted once (safely) under ``native_root()/extracted``.
 
-Never from the network: when a source is missing, the error says which file to download.
+Never from the network: when a source is missing, the error names the file and the project it
+comes from.
 """
 
 from __future__ import annotations
@@ -23,16 +24,23 @@ from edgebench.paths import exclusive_lock
 log = logging.getLogger(__name__)
 
 #: The frameworks the native runner can link, and their CMake project() names.
-FRAMEWORKS = {"ncnn": "ncnn", "mnn": "MNN"}
+FRAMEWORKS = {"ncnn": "ncnn", "mnn": "MNN", "tnn": "TNN"}
 
-#: The pinned ncnn source: the sdist of the `ncnn` package, version 1.0.20250428, on PyPI (it
-#: carries glslang and the Vulkan shaders). `pip download` cannot fetch it (its setup.py stamps
-#: today's date into the version), so the user fetches the file from the package's page.
+#: Where each framework's source comes from: its project page.
+PROJECT_PAGES = {
+    "ncnn": "github.com/Tencent/ncnn",
+    "mnn": "github.com/alibaba/MNN",
+    "tnn": "github.com/Tencent/TNN",
+}
+
+#: The pinned ncnn source: the sdist of the `ncnn` package, version 1.0.20250428 (it carries
+#: glslang and the Vulkan shaders). `pip download` cannot fetch it (its setup.py stamps today's
+#: date into the version), so the user fetches the file from the package's page.
 NCNN_SDIST_NAME = "ncnn-1.0.20250428.tar.gz"
 NCNN_SDIST_SHA256 = "891ebd7ce68172fb8cdc2455c34c01ecf8f814ea233d043489bb35f5daab2dd2"
 NCNN_SDIST_WHERE = (
-    f"the source distribution {NCNN_SDIST_NAME} from the PyPI page of the package ncnn, "
-    "version 1.0.20250428 (project: github.com/Tencent/ncnn)"
+    f"the source distribution {NCNN_SDIST_NAME} of the package ncnn, version 1.0.20250428, "
+    f"from its package page (project: {PROJECT_PAGES['ncnn']})"
 )
 KNOWN_SHA256 = {NCNN_SDIST_NAME: NCNN_SDIST_SHA256}
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
@@ -49,6 +57,8 @@ class Source:
     version: str  # as the framework reports it ("1.0.20250428"), or "unknown"
     root: Path  # the folder holding the top CMakeLists.txt
     origin: Path  # the archive or folder it came from
+    #: What identifies the source's bytes: the archive's sha256, or ``dir:<path>`` for a folder.
+    digest: str = ""
 
 
 def sources_dir() -> Path:
@@ -64,8 +74,9 @@ def missing_source_message(framework: str) -> str:
             f"{sources_dir()}/ or pass --source ncnn=FILE"
         )
     return (
-        f"no {framework} source: put a {framework}-<version>.tar.gz (or .zip) of its source "
-        f"into {sources_dir()}/ or pass --source {framework}=PATH (an archive or a checkout)"
+        f"no {framework} source: put a {FRAMEWORKS.get(framework, framework)}-<version>.tar.gz "
+        f"(or .zip) of its source from {PROJECT_PAGES.get(framework, 'its project page')} into "
+        f"{sources_dir()}/ or pass --source {framework}=PATH (an archive or a checkout)"
     )
 
 
@@ -80,11 +91,13 @@ def find_source(framework: str, given: Path | None = None) -> Source:
         if given is None:
             raise BuildError(missing_source_message(framework))
     given = given.expanduser().absolute()
+    digest = f"dir:{given}"
     if given.is_dir():
         root = _source_root(given, framework)
     elif given.is_file() and given.name.lower().endswith(ARCHIVE_SUFFIXES):
         try:
             folder = extract_archive(given)
+            digest = file_sha256(given)
         except UnreadableArchive as exc:
             fix = (
                 f"remove it from {given.parent} or download it again"
@@ -101,8 +114,11 @@ def find_source(framework: str, given: Path | None = None) -> Source:
     else:
         raise BuildError(f"{framework} source {given} does not exist")
     version = read_version(framework, root)
+    commit = re.match(r"tnn-([0-9a-f]{7,40})\b", archive_stem(given).lower())
+    if framework == "tnn" and commit:  # TNN's own version number has not moved since 2021
+        version = f"{version}+{commit.group(1)}"
     log.info("%s %s from %s", framework, version, given)
-    return Source(framework, version, root, given)
+    return Source(framework, version, root, given, digest)
 
 
 def archive_stem(path: Path) -> str:
@@ -127,7 +143,8 @@ def _newest_archive(framework: str) -> Path | None:
         if stem == path.name or not path.is_file():
             continue
         head, _, version = stem.partition("-")
-        if head.lower() == framework and re.match(r"\d", version):
+        # TNN's archives carry a commit (TNN-f0cb081-src), the others a version number.
+        if head.lower() == framework and (re.match(r"\d", version) or framework == "tnn"):
             found.append((_version_key(version), path.name, path))
     return max(found)[2] if found else None
 
@@ -253,6 +270,8 @@ def read_version(framework: str, root: Path) -> str:
         return ncnn_version(root)
     if framework == "mnn":
         return mnn_version(root)
+    if framework == "tnn":
+        return tnn_version(root)
     return UNKNOWN
 
 
@@ -294,3 +313,17 @@ def mnn_version(root: Path) -> str:
         return ".".join(parts)
     found = re.search(r'^\s*#\s*define\s+MNN_VERSION\s+"(\d+(?:\.\d+)*)"', text, re.M)
     return found.group(1) if found else UNKNOWN
+
+
+def tnn_version(root: Path) -> str:
+    """``MAJOR.MINOR.PATCH.BUILD`` as TNN's CMakeLists.txt sets TNN_*_VERSION, else "unknown".
+    TNN has not changed it in years, so the build key also takes the archive's sha256."""
+    cmake = root / "CMakeLists.txt"
+    text = cmake.read_text(errors="replace") if cmake.is_file() else ""
+    parts = []
+    for name in ("MAJOR", "MINOR", "PATCH", "BUILD"):
+        found = re.search(rf"^\s*set\s*\(\s*TNN_{name}_VERSION\s+(\d+)\s*\)", text, re.M)
+        if not found:
+            return UNKNOWN
+        parts.append(found.group(1))
+    return ".".join(parts)

@@ -309,7 +309,28 @@ def test_missing_ncnn_source_names_the_pinned_file(tmp_path):
     assert one_line(exc) == f"ncnn source {tmp_path / 'nope.tar.gz'} does not exist"
     with pytest.raises(BuildError) as exc:
         find_source("tnn")
-    assert "unknown framework 'tnn'" in one_line(exc)
+    assert "no tnn source" in one_line(exc) and "github.com/Tencent/TNN" in one_line(exc)
+    with pytest.raises(BuildError) as exc:
+        find_source("tflite")
+    assert "unknown framework 'tflite'" in one_line(exc)
+
+
+def test_tnn_archive_named_by_commit_is_found_with_its_version(tmp_path):
+    tree = tmp_path / "t" / "TNN-f0cb081"
+    tree.mkdir(parents=True)
+    (tree / "CMakeLists.txt").write_text(
+        "project(TNN)\n"
+        + "".join(
+            f"set(TNN_{part}_VERSION {n})\n"
+            for part, n in (("MAJOR", 0), ("MINOR", 3), ("PATCH", 0), ("BUILD", 0))
+        )
+    )
+    sources = native_root() / "sources"
+    sources.mkdir(parents=True)
+    archive = tarball(sources / "TNN-f0cb081-src.tar.gz", tree)
+    source = find_source("tnn")
+    assert source.origin == archive and source.version == "0.3.0.0+f0cb081"
+    assert source.digest == file_sha256(archive)
 
 
 def test_pinned_sdist_with_another_sha256_is_refused(tmp_path):
@@ -577,7 +598,7 @@ def test_runner_compile_failure_and_missing_backend(tools, tmp_path, runner_fold
 
 def test_parse_sources():
     assert parse_sources(("ncnn=~/n.tar.gz",)) == {"ncnn": Path("~/n.tar.gz").expanduser()}
-    for bad in ("ncnn", "=x", "tnn=x", "ncnn="):
+    for bad in ("ncnn", "=x", "tflite=x", "ncnn="):
         with pytest.raises(BuildError) as exc:
             parse_sources((bad,))
         assert one_line(exc).startswith(f"--source {bad!r}")

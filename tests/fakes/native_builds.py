@@ -1,11 +1,13 @@
 """edgebench-native builds for the tests: the x86_64 and aarch64 binaries, built once into the
 user cache by `edgebench runners build` (like the converter toolchains and the arm64 board).
 
-A build takes minutes on two cores, so when a session collects a test that needs one and it is
-not built yet, the build starts in the background as collection ends (``start_prebuild``) and
-overlaps the tests before it; the fixtures wait for it. Tests skip only where the ncnn source,
-the target's compiler or cmake is missing (the line names it and how to get it); a failed
-build fails them with the log's path.
+Each binary links every framework whose source is in the sources folder (ncnn always; MNN and
+TNN where their archives are there: `.ci/run` puts them there from ../shared/sources). A build
+takes minutes on two cores, so when a session collects a test that needs one and it is not built
+yet, a thread starts the builds as collection ends (``start_prebuild``), x86_64 first, at a lower
+priority than the tests, and they overlap the tests before them; each fixture waits for its own
+target. Tests skip only where a source, the target's compiler or cmake is missing (the line
+names it and how to get it); a failed build fails them with the log's path.
 """
 
 from __future__ import annotations
@@ -17,30 +19,47 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 
 from edgebench.builds import BuildError
 from edgebench.builds.compilers import find_compiler
-from edgebench.builds.native_runner import BuiltRunner, build_runner, find_runner
-from edgebench.builds.sources import find_source
+from edgebench.builds.native_runner import BuiltRunner, find_runner
+from edgebench.builds.sources import FRAMEWORKS, find_source
 from edgebench.builds.targets import parse_target
 from edgebench.runners.protocol import RESULT_PREFIX
 
-#: The fixture name per target.
+#: The fixture name per target, in the order the builds run.
 FIXTURES = {"native_x86": "x86_64-linux", "native_arm": "aarch64-linux"}
 PREBUILD_TIMEOUT_S = 3000
 
-_prebuild: dict[str, object] = {}
+
+class _Prebuild:
+    """The background builds: one thread building the targets in turn, an event per target."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, threading.Event] = {}
+        self.proc: subprocess.Popen | None = None
+        self.stopped = False
+        self.lock = threading.Lock()
 
 
-def source_problem() -> str | None:
+_prebuild = _Prebuild()
+
+
+def source_problem(framework: str = "ncnn") -> str | None:
     try:
-        find_source("ncnn")
+        find_source(framework)
     except BuildError as exc:
         return str(exc)
     return None
+
+
+def wanted_frameworks() -> list[str]:
+    """ncnn, and each other framework whose source is in the sources folder."""
+    return [fw for fw in FRAMEWORKS if fw == "ncnn" or source_problem(fw) is None]
 
 
 def build_problem(target_name: str) -> str | None:
@@ -58,65 +77,93 @@ def build_problem(target_name: str) -> str | None:
     return None
 
 
+def _current(target_name: str) -> BuiltRunner | None:
+    """The target's built runner, when it has every wanted framework."""
+    found = find_runner(parse_target(target_name))
+    if found is not None and set(wanted_frameworks()) <= set(found.frameworks):
+        return found
+    return None
+
+
+def _build_command(target_name: str) -> list[str]:
+    argv = [sys.executable, "-m", "edgebench", "runners", "build", "--target", target_name]
+    for framework in wanted_frameworks():
+        argv += ["--framework", framework]
+    return argv
+
+
 def start_prebuild(targets: list[str], log: Path) -> None:
-    """Build what is missing in one background process (at a lower priority than the tests)."""
-    missing = [
-        t for t in targets if find_runner(parse_target(t)) is None and build_problem(t) is None
-    ]
+    """Build what is missing, target by target, in one background thread (the builds run at a
+    lower priority than the tests)."""
+    missing = [t for t in targets if _current(t) is None and build_problem(t) is None]
     if not missing:
         return
-    argv = [sys.executable, "-m", "edgebench", "runners", "build"]
-    for target in missing:
-        argv += ["--target", target]
     log.parent.mkdir(parents=True, exist_ok=True)
-    out = log.open("w")
-    _prebuild["proc"] = subprocess.Popen(
-        ["nice", "-n", "10", *argv], stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ)
-    )
-    _prebuild["log"] = log
+    for target in missing:
+        _prebuild.done[target] = threading.Event()
+
+    def build_all() -> None:
+        with log.open("w") as out:
+            for target in missing:
+                with _prebuild.lock:
+                    if _prebuild.stopped:
+                        break
+                    _prebuild.proc = subprocess.Popen(
+                        ["nice", "-n", "10", *_build_command(target)],
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        env=dict(os.environ),
+                    )
+                try:
+                    _prebuild.proc.wait(timeout=PREBUILD_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    _prebuild.proc.kill()
+                    _prebuild.proc.wait(timeout=30)
+                _prebuild.done[target].set()
+        for event in _prebuild.done.values():
+            event.set()
+
+    threading.Thread(target=build_all, name="native-prebuild", daemon=True).start()
 
 
 def stop_prebuild() -> None:
-    proc = _prebuild.get("proc")
-    if isinstance(proc, subprocess.Popen) and proc.poll() is None:
+    with _prebuild.lock:
+        _prebuild.stopped = True
+        proc = _prebuild.proc
+    if proc is not None and proc.poll() is None:
         proc.kill()
         proc.wait(timeout=30)
 
 
 def built(target_name: str) -> BuiltRunner:
-    proc = _prebuild.get("proc")
-    if isinstance(proc, subprocess.Popen):
-        proc.wait(timeout=PREBUILD_TIMEOUT_S)
-    target = parse_target(target_name)
-    found = find_runner(target)
+    """The target's runner with every framework whose source is here: the background build's,
+    else one built now."""
+    waiting = _prebuild.done.get(target_name)
+    if waiting is not None:
+        waiting.wait(timeout=PREBUILD_TIMEOUT_S)
+    found = _current(target_name)
     if found is not None:
         return found
     problem = build_problem(target_name)
     if problem is not None:
         pytest.skip(f"edgebench-native cannot be built here: {problem}")
     result = subprocess.run(
-        [sys.executable, "-m", "edgebench", "runners", "build", "--target", target_name],
-        capture_output=True,
-        text=True,
-        timeout=PREBUILD_TIMEOUT_S,
+        _build_command(target_name), capture_output=True, text=True, timeout=PREBUILD_TIMEOUT_S
     )
     assert result.returncode == 0, f"edgebench runners build failed:\n{result.stderr[-3000:]}"
-    found = find_runner(target)
+    found = _current(target_name)
     assert found is not None, result.stdout
     return found
 
 
-def with_mnn(target_name: str) -> BuiltRunner:
-    """A build with ncnn and MNN. No package registry has MNN's source, so this skips unless
-    one was put in the sources folder (``MNN-<version>.tar.gz`` or a checkout's archive)."""
-    try:
-        find_source("mnn")
-    except BuildError as exc:
-        pytest.skip(f"no MNN source for edgebench-native: {exc}")
-    found = find_runner(parse_target(target_name))
-    if found is not None and "mnn" in found.frameworks:
-        return found
-    return build_runner(target_name, frameworks=("ncnn", "mnn"))
+def with_framework(runner: BuiltRunner, framework: str) -> BuiltRunner:
+    """``runner``, which links ``framework`` when its source is here; else skip, naming where
+    the source goes."""
+    problem = source_problem(framework)
+    if problem is not None:
+        pytest.skip(f"no {framework} source for edgebench-native: {problem}")
+    assert framework in runner.frameworks, f"{runner.path} was built without {framework}"
+    return runner
 
 
 @pytest.fixture(scope="session", name="native_x86")
@@ -131,12 +178,22 @@ def native_arm_fixture() -> BuiltRunner:
 
 @pytest.fixture(scope="session", name="native_x86_mnn")
 def native_x86_mnn_fixture(native_x86: BuiltRunner) -> BuiltRunner:
-    return with_mnn(FIXTURES["native_x86"])
+    return with_framework(native_x86, "mnn")
 
 
 @pytest.fixture(scope="session", name="native_arm_mnn")
 def native_arm_mnn_fixture(native_arm: BuiltRunner) -> BuiltRunner:
-    return with_mnn(FIXTURES["native_arm"])
+    return with_framework(native_arm, "mnn")
+
+
+@pytest.fixture(scope="session", name="native_x86_tnn")
+def native_x86_tnn_fixture(native_x86: BuiltRunner) -> BuiltRunner:
+    return with_framework(native_x86, "tnn")
+
+
+@pytest.fixture(scope="session", name="native_arm_tnn")
+def native_arm_tnn_fixture(native_arm: BuiltRunner) -> BuiltRunner:
+    return with_framework(native_arm, "tnn")
 
 
 def run_native(binary: Path, spec: dict | str, timeout: float = 300) -> dict:
@@ -169,15 +226,15 @@ def convert_builtin(model: str, fmt: str, cache: Path, shared_models: Path) -> P
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the edgebench-native builds the collected tests need, in the background."""
     wanted = {
-        FIXTURES[name]
+        FIXTURES[name.removesuffix("_mnn").removesuffix("_tnn")]
         for item in session.items
         for name in getattr(item, "fixturenames", ())
-        if name in FIXTURES
+        if name.removesuffix("_mnn").removesuffix("_tnn") in FIXTURES
     }
     if wanted:
         cache = getattr(session.config, "cache", None)
         folder = Path(cache.mkdir("native-prebuild")) if cache else Path(tempfile.mkdtemp())
-        start_prebuild(sorted(wanted), folder / "log")
+        start_prebuild([t for t in FIXTURES.values() if t in wanted], folder / "log")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
