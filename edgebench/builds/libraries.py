@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import platform
 import re
 import shutil
 import time
@@ -54,6 +55,9 @@ class Recipe:
     target_without_install: str | None = None
     #: Macros the runner must see as the library was built with (they change its headers).
     runner_defines: tuple[str, ...] = ()
+    #: Folders of the framework's source tree the runner also includes: TNN declares the
+    #: LayerInfo its ForwardWithCallback hands out (layer name and type) only under source/.
+    source_includes: tuple[str, ...] = ()
 
 
 RECIPES = {
@@ -66,6 +70,7 @@ RECIPES = {
         (5, 12),
         target_without_install="TNN",
         runner_defines=("FORWARD_CALLBACK_ENABLE",),
+        source_includes=("source",),
     ),
 }
 
@@ -100,8 +105,48 @@ class Library:
         return [str(self.lib)]
 
 
-def framework_flags(source: Source, target: Target) -> list[str]:
-    """The framework's own CMake options: CPU only, static, no tools, tests or Python."""
+#: What a build compiles in: ``all`` the instruction-set variants the framework picks from at run
+#: time (a binary for any device of the target's architecture), or ``lean`` only the ones the
+#: usual devices run (x86_64: this host's AVX2/FMA where it has them; aarch64: ARMv8.2-A with
+#: fp16 and dot product, as every phone core since 2018): several times faster to build.
+CPU_FEATURES = ("all", "lean")
+
+
+def host_cpu_flags() -> set[str]:
+    """The ``flags`` of /proc/cpuinfo (empty where it cannot be read)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return set()
+    found = re.search(r"^flags\s*:(.*)$", text, re.M)
+    return set(found.group(1).split()) if found else set()
+
+
+def ncnn_lean_flags(target: Target) -> list[str]:
+    """ncnn without its run-time CPU dispatch: one variant of every kernel."""
+    if target.machine == "aarch64":
+        on = ["NCNN_ARM82", "NCNN_ARM82DOT"]
+        off = ["NCNN_ARM82FP16FML", "NCNN_ARM84BF16", "NCNN_ARM84I8MM", "NCNN_ARM86SVE"]
+    else:
+        have = host_cpu_flags() if platform.machine() in ("x86_64", "AMD64") else set()
+        wanted = {"NCNN_AVX": "avx", "NCNN_FMA": "fma", "NCNN_F16C": "f16c", "NCNN_AVX2": "avx2"}
+        on = [name for name, flag in wanted.items() if flag in have]
+        off = [name for name in wanted if name not in on] + [
+            "NCNN_AVX512",
+            "NCNN_AVXVNNI",
+            "NCNN_XOP",
+        ]
+    return ["-DNCNN_RUNTIME_CPU=OFF", *(f"-D{n}=ON" for n in on), *(f"-D{n}=OFF" for n in off)]
+
+
+def framework_flags(source: Source, target: Target, features: str = "all") -> list[str]:
+    """The framework's own CMake options: CPU only, static, no tools, tests or Python; with
+    ``features`` "lean", only the instruction sets of the usual devices (see CPU_FEATURES)."""
+    if features not in CPU_FEATURES:
+        raise BuildError(
+            f"unknown CPU features {features!r}: choose one of {', '.join(CPU_FEATURES)}"
+        )
+    lean = features == "lean"
     if source.framework == "ncnn":
         # Never ncnn's default NCNN_VERSION: it stamps the build date into the library.
         number = ncnn_version_number(source.version) or "0"
@@ -115,6 +160,7 @@ def framework_flags(source: Source, target: Target) -> list[str]:
             "-DNCNN_SHARED_LIB=OFF",
             "-DNCNN_OPENMP=ON",
             f"-DNCNN_VERSION={number}",
+            *(ncnn_lean_flags(target) if lean else []),
         ]
     if source.framework == "mnn":
         flags = [
@@ -127,7 +173,11 @@ def framework_flags(source: Source, target: Target) -> list[str]:
             "-DMNN_SEP_BUILD=OFF",
             "-DMNN_USE_THREAD_POOL=ON",
         ]
-        return flags + (["-DMNN_ARM82=ON"] if target.machine == "aarch64" else [])
+        if target.machine == "aarch64":
+            flags.append("-DMNN_ARM82=ON")
+            if lean:  # KleidiAI's kernels are off by default at run time; SME2 is Armv9.2
+                flags += ["-DMNN_KLEIDIAI=OFF", "-DMNN_SME2=OFF"]
+        return flags
     if source.framework == "tnn":
         return tnn_flags(target)
     raise BuildError(f"no build recipe for {source.framework}: choose one of {', '.join(RECIPES)}")
@@ -171,7 +221,7 @@ def _key_flag(flag: str) -> str:
     return flag
 
 
-def library_key(source: Source, target: Target, compiler: Compiler) -> str:
+def library_key(source: Source, target: Target, compiler: Compiler, features: str = "all") -> str:
     """Ten hex digits that change with anything that changes the library's bytes: the source's
     own bytes (an archive's sha256), the target, the compiler and the flags."""
     parts: dict[str, object] = {
@@ -181,13 +231,15 @@ def library_key(source: Source, target: Target, compiler: Compiler) -> str:
         "source": source.digest or str(source.origin),
         "target": target.name,
         "compiler": [compiler.kind, compiler.version, *compiler.cmake_args],
-        "flags": [_key_flag(flag) for flag in framework_flags(source, target)],
+        "flags": [_key_flag(flag) for flag in framework_flags(source, target, features)],
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:10]
 
 
-def library_folder(source: Source, target: Target, compiler: Compiler) -> Path:
-    key = library_key(source, target, compiler)
+def library_folder(
+    source: Source, target: Target, compiler: Compiler, features: str = "all"
+) -> Path:
+    key = library_key(source, target, compiler, features)
     name = f"{source.framework}-{source.version}-{target.name}-{key}"
     return native_root() / "libs" / name
 
@@ -223,10 +275,11 @@ def build_library(
     jobs: int | None = None,
     progress: Progress | None = None,
     timeout: float = BUILD_TIMEOUT_S,
+    features: str = "all",
 ) -> Library:
     """The framework's static library for ``target``: built now unless already built."""
     say = progress or (lambda _line: None)
-    folder = library_folder(source, target, compiler)
+    folder = library_folder(source, target, compiler, features)
     what = f"{source.framework} {source.version} for {target.name}"
     built = read_library(folder)
     if built is not None:
@@ -264,7 +317,7 @@ def build_library(
             f"-DCMAKE_INSTALL_PREFIX={install_dir}",
             "-DCMAKE_INSTALL_LIBDIR=lib",
             *compiler.cmake_args,
-            *framework_flags(source, target),
+            *framework_flags(source, target, features),
         ]
         log.debug("%s: %s", what, " ".join(configure))
         recipe = RECIPES[source.framework]

@@ -26,7 +26,13 @@ from pathlib import Path
 import edgebench.runners
 from edgebench.builds import BuildError, native_root
 from edgebench.builds.compilers import RUNNER_CXXFLAGS, Compiler, find_compiler
-from edgebench.builds.libraries import Library, Progress, build_library, framework_flags
+from edgebench.builds.libraries import (
+    RECIPES,
+    Library,
+    Progress,
+    build_library,
+    framework_flags,
+)
 from edgebench.builds.logged import first_error, run_logged
 from edgebench.builds.sources import FRAMEWORKS, find_source
 from edgebench.builds.targets import TARGETS, Target, parse_target
@@ -115,11 +121,12 @@ def build_runner(
     force: bool = False,
     progress: Progress | None = None,
     runner_folder: Path | None = None,
+    features: str = "all",
 ) -> BuiltRunner:
     """Build the runner for ``target`` with ``frameworks`` linked in (each framework's library
     first, when not built yet) and make it the target's current runner. An existing binary of
     the same key with an intact manifest is reused unless ``force``. ``runner_folder`` replaces
-    the shipped C++ sources (for tests)."""
+    the shipped C++ sources (for tests). ``features``: the libraries' CPU_FEATURES."""
     target = parse_target(target) if isinstance(target, str) else target
     say = progress or (lambda _line: None)
     chosen = list(dict.fromkeys(frameworks))
@@ -137,11 +144,14 @@ def build_runner(
     cpp_files = runner_sources(chosen, folder)
     compiler = find_compiler(target, ndk)
     found = [find_source(name, given.get(name)) for name in chosen]
-    libraries = [build_library(src, target, compiler, jobs, say) for src in found]
+    libraries = [
+        build_library(src, target, compiler, jobs, say, features=features) for src in found
+    ]
     flags = {
         "cxxflags": list(RUNNER_CXXFLAGS),
         "link_flags": compiler.link_flags,
-        "libraries": {src.framework: framework_flags(src, target) for src in found},
+        "cpu_features": features,
+        "libraries": {src.framework: framework_flags(src, target, features) for src in found},
     }
     key = runner_key(cpp_files, folder, libraries, compiler, flags)
     out_dir = bin_dir(target) / key
@@ -150,7 +160,10 @@ def build_runner(
         if built is None:
             say(f"compiling the native runner for {target.name} with {compiler.short}")
             started = time.monotonic()
-            argv = _compile(compiler, folder, cpp_files, libraries, out_dir)
+            includes = [
+                src.root / name for src in found for name in RECIPES[src.framework].source_includes
+            ]
+            argv = _compile(compiler, folder, cpp_files, libraries, includes, out_dir)
             runner_seconds = round(time.monotonic() - started, 1)
             binary = out_dir / BINARY
             manifest = {
@@ -187,7 +200,12 @@ def build_runner(
 
 
 def _compile(
-    compiler: Compiler, folder: Path, cpp_files: list[Path], libraries: list[Library], out: Path
+    compiler: Compiler,
+    folder: Path,
+    cpp_files: list[Path],
+    libraries: list[Library],
+    source_includes: list[Path],
+    out: Path,
 ) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)
@@ -197,7 +215,10 @@ def _compile(
         stale.unlink(missing_ok=True)
     tmp = out / f".{BINARY}.{os.getpid()}.tmp"
     argv = [str(compiler.cxx), *RUNNER_CXXFLAGS, f"-I{folder}"]
-    argv += [f"-I{lib.include_dir}" for lib in libraries]
+    # The frameworks' headers as system headers: their warnings (TNN's MSVC pragmas, on every
+    # line) would bury the runner's own.
+    argv += [f"-isystem{lib.include_dir}" for lib in libraries]
+    argv += [f"-isystem{path}" for path in source_includes]
     argv += [flag for lib in libraries for flag in lib.compile_defines]
     argv += [str(path) for path in cpp_files]
     for lib in libraries:

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from edgebench.builds import BuildError
+from edgebench.builds.libraries import CPU_FEATURES
 from edgebench.builds.native_runner import build_runner, list_runners
 from edgebench.builds.sources import FRAMEWORKS, find_source
 from edgebench.builds.targets import TARGETS, host_target, parse_target
@@ -76,6 +77,16 @@ def parse_sources(values: tuple[str, ...]) -> dict[str, Path]:
     help="Parallel compile jobs [default: all cores].",
 )
 @click.option(
+    "--cpu-features",
+    "features",
+    type=click.Choice(list(CPU_FEATURES)),
+    default="all",
+    show_default=True,
+    help="all: every instruction-set variant the frameworks choose from at run time (runs on "
+    "any device of the target's architecture); lean: only x86_64 with this host's AVX2/FMA, or "
+    "ARMv8.2-A with fp16 and dot product (builds several times faster; for tests and CI).",
+)
+@click.option(
     "--force",
     is_flag=True,
     help="Relink the runner even when an identical one is built (the frameworks' libraries "
@@ -87,6 +98,7 @@ def runners_build(
     source_values: tuple[str, ...],
     ndk: Path | None,
     jobs: int | None,
+    features: str,
     force: bool,
 ) -> None:
     """Build the native runner for each target.
@@ -105,6 +117,7 @@ def runners_build(
             jobs=jobs,
             force=force,
             progress=lambda line: click.echo(line, err=True),
+            features=features,
         )
         click.echo(f"{target.name}: {runner.path}  ({runner.describe()})")
 

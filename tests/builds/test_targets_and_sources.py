@@ -615,3 +615,20 @@ def test_cli_errors_are_one_line(run_cli, tmp_path):
     assert result.returncode == 2 and "write NAME=PATH" in result.stderr
     result = run_cli(["runners", "build", "--source", f"ncnn={tmp_path / 'missing'}"])
     assert result.returncode == 2 and result.stderr.count("\n") == 1
+
+
+def test_lean_cpu_features_drop_the_run_time_dispatch_and_change_the_key():
+    x86, arm = TARGETS["x86_64-linux"], TARGETS["aarch64-linux"]
+    mnn = fake_source("3.6.1", "mnn")
+    lean_ncnn_arm = framework_flags(fake_source(), arm, "lean")
+    assert "-DNCNN_RUNTIME_CPU=OFF" in lean_ncnn_arm and "-DNCNN_ARM82=ON" in lean_ncnn_arm
+    assert "-DNCNN_RUNTIME_CPU=OFF" not in framework_flags(fake_source(), arm)
+    assert "-DNCNN_AVX512=OFF" in framework_flags(fake_source(), x86, "lean")
+    assert "-DMNN_KLEIDIAI=OFF" in framework_flags(mnn, arm, "lean")
+    assert "-DMNN_KLEIDIAI=OFF" not in framework_flags(mnn, arm)
+    assert library_folder(fake_source(), arm, fake_compiler(), "lean") != library_folder(
+        fake_source(), arm, fake_compiler()
+    )
+    with pytest.raises(BuildError) as exc:
+        framework_flags(fake_source(), x86, "fast")
+    assert one_line(exc) == "unknown CPU features 'fast': choose one of all, lean"

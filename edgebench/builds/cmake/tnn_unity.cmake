@@ -1,6 +1,21 @@
 # Runs inside TNN's project() (CMAKE_PROJECT_TNN_INCLUDE) when edgebench builds TNN as a unity
-# build: this file defines a file-level helper whose name another optimizer file declares as a
-# variable, so it is compiled on its own.
+# build. A few files clash with a neighbour in the same unity file (a file-level helper named as
+# another file's variable; headers that leave macros behind), so each is compiled on its own.
+# Source properties belong to the directory whose target compiles the file, and TNN adds the
+# device directories after this runs: the ARM ones are set once the top directory is done.
 set_source_files_properties(
   ${CMAKE_SOURCE_DIR}/source/tnn/optimizer/net_optimizer_insert_layout_reformat.cc
   PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+
+function(edgebench_tnn_unity_skips)
+  set(arm ${CMAKE_SOURCE_DIR}/source/tnn/device/arm)
+  if(TNN_ARM_ENABLE)
+    set_source_files_properties(${arm}/arm_mat_converter.cc
+      DIRECTORY ${arm} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+  endif()
+  if(TNN_ARM82_ENABLE)
+    set_source_files_properties(${arm}/acc/compute_arm82/arm_conv_fp16_layer_common.cc
+      DIRECTORY ${arm}/acc/compute_arm82 PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+  endif()
+endfunction()
+cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL edgebench_tnn_unity_skips)
