@@ -2,6 +2,7 @@
 code has."""
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,35 @@ def test_results_doc_names_every_framework_and_precision():
 
     assert row("framework") == set(framework_names())
     assert row("precision") == set(PRECISIONS)
+
+
+#: Package registries' and mirrors' hosts: the repository names none (sources come through the
+#: package clients, the host's apt configuration or files the user provides). Written as parts,
+#: so that this file does not name them either.
+REGISTRY_HOSTS = tuple(
+    ".".join(parts)
+    for parts in (
+        ("pypi", "org"),
+        ("pythonhosted", "org"),
+        ("deb", "debian", "org"),
+        ("security", "debian", "org"),
+        ("archive", "ubuntu", "com"),
+        ("registry", "npmjs", "org"),
+        ("download", "pytorch", "org"),
+        ("anaconda", "org"),
+    )
+)
+
+
+def test_the_repository_names_no_package_registry_host() -> None:
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    found = []
+    for name in filter(None, listed):
+        path = REPO / name.decode()
+        if not path.is_file() or path.stat().st_size > 2_000_000:
+            continue
+        text = path.read_bytes().decode("utf-8", errors="replace").lower()
+        found += [f"{name.decode()}: {host}" for host in REGISTRY_HOSTS if host in text]
+    assert found == []

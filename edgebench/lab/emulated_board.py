@@ -40,6 +40,7 @@ from pathlib import Path
 
 from edgebench import process_group
 from edgebench.errors import UserError
+from edgebench.lab.apt_sources import debian_mirror
 from edgebench.lab.board_host import QEMU, build_problem
 from edgebench.paths import (
     cache_dir,
@@ -60,7 +61,6 @@ NAME = "arm64"
 #: Bump when the recipe below changes: a board built by another recipe is rebuilt.
 RECIPE = 1
 SUITE = "bookworm"
-MIRROR = "http://deb.debian.org/debian"
 DEBIAN_PACKAGES = ("python3.11", "python3", "libstdc++6", "libgomp1", "zlib1g")
 PYTHON = "/usr/bin/python3.11"
 SITE = "usr/local/lib/python3.11/dist-packages"
@@ -278,7 +278,11 @@ def build_board(
 
 
 def _build(root: Path, build_log: Path, progress: Callable[[str], None]) -> dict:
-    mirror = os.environ.get(MIRROR_ENV) or MIRROR
+    mirror = os.environ.get(MIRROR_ENV) or debian_mirror(SUITE)
+    if not mirror:
+        raise _BuildError(
+            f"this host's apt sources name no Debian {SUITE} mirror: set {MIRROR_ENV} to one"
+        )
     progress(f"debian {SUITE} arm64 root from {mirror} (mmdebstrap, about 2 minutes)")
     # In a private mount namespace: the /proc and /dev mmdebstrap mounts in the root while it
     # installs never outlive it on the host, even if it is killed.
