@@ -33,7 +33,7 @@ class TnnConverter(Converter):
 
     def version(self) -> str:
         # Bump whenever the bytes written for the same input change.
-        return "edgebench-tnn-2"
+        return "edgebench-tnn-3"
 
     def unavailable_reason(self) -> str | None:
         return None

@@ -60,10 +60,10 @@ def conv(node: Node, ctx: Context) -> Layer:
     dilations = node.attrs.get("dilations", [1, 1])
     pad_type, pad_h, pad_w = _spatial_pads(node, ctx, [kh, kw], strides, dilations)
     fields = [group, in_c_per_group, out_c, kh, kw, *strides[:2], pad_h, pad_w]
-    return _conv_layer("Convolution", node, ctx, fields, pad_type, dilations, weight, bias)
+    return conv_layer("Convolution", node, ctx, fields, pad_type, dilations, weight, bias)
 
 
-def _conv_layer(
+def conv_layer(
     kind: str,
     node: Node,
     ctx: Context,
@@ -158,7 +158,7 @@ def conv_transpose(node: Node, ctx: Context) -> Layer:
             "no TNN pad type gives the same output window",
         )
     fields = [group, in_c // group, out_c_per_group * group, kh, kw, *strides[:2], *begins[:2]]
-    return _conv_layer("Deconvolution", node, ctx, fields, pad_type, dilations, weight, bias)
+    return conv_layer("Deconvolution", node, ctx, fields, pad_type, dilations, weight, bias)
 
 
 def batch_norm(node: Node, ctx: Context) -> Layer:

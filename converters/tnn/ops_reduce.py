@@ -9,6 +9,10 @@ from edgebench.converters.tnn.onnx_graph import Node
 def reduce(node: Node, ctx: Context) -> Layer:
     """onnx2tnn (``OnnxConverterReduce``) prints keepdims then the axes, from the attribute or
     the constant second input; no axes make TNN reduce over every axis (``all_reduce``)."""
+    if node.op == "ReduceProd":
+        # Checked in real TNN: the X86 kernel starts the product at 0 (every output is 0);
+        # the ARM and CPU ones start at 1, but a .tnnproto does not say where it will run.
+        raise ctx.unsupported(node, "TNN's X86 ReduceProd returns 0 for every input")
     rank = ctx.rank(node.inputs[0])
     keepdims = int(node.attrs.get("keepdims", 1))
     if "axes" in node.attrs:

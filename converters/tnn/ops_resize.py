@@ -1,9 +1,17 @@
-"""Resize and Upsample -> TNN Upsample, accepted only where TNN computes the same pixels.
+"""Resize and Upsample -> TNN Upsample (or, for nearest by whole factors, a depthwise
+Deconvolution), accepted only where TNN computes the same pixels.
 
 TNN's Upsample (``cpu_upsample_layer_acc.cc``) picks nearest pixels as
 ``int(dst * (float)in / (float)out)`` and interpolates linearly either with align_corners or
 with clamped half-pixel centres. Every ONNX coordinate mode is checked against that instead
 of being mapped by name, so a model converts only when TNN reproduces it.
+
+TNN's X86 device compiles that nearest kernel with -ffast-math: the ratio comes out a hair
+small, and wherever ``dst * in / out`` is a whole number the X86 kernel takes the pixel before
+it (checked in real TNN: a x2 upsampling repeats the first column three times). Whole upsampling
+factors are therefore written as a depthwise Deconvolution with an all-ones kernel as big as
+its stride, which copies each pixel into its block exactly on every device; any other nearest
+resize converts only where no output pixel lands on such a multiple (in and out coprime).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import numpy as np
 from edgebench.converters.tnn.binary import format_float
 from edgebench.converters.tnn.context import Context, Layer
 from edgebench.converters.tnn.onnx_graph import Node
+from edgebench.converters.tnn.ops_nn import PAD_EXPLICIT, conv_layer
 
 MODE_NEAREST = 1
 MODE_LINEAR = 2
@@ -90,6 +99,16 @@ def _upsample_layer(
         for i, o, s in zip(in_hw, out_hw, scale_hw, strict=True):
             if not _nearest_matches(i, o, s, coord, rounding):
                 raise ctx.unsupported(node, f"nearest with {coord}/{rounding} at {i}->{o}")
+        pairs = list(zip(in_hw, out_hw, strict=True))
+        if all(o % i == 0 for i, o in pairs):
+            return _repeat_layer(node, ctx, shape[1], [o // i for i, o in pairs])
+        if any(i != o and math.gcd(i, o) > 1 for i, o in pairs):
+            raise ctx.unsupported(
+                node,
+                f"nearest at {list(in_hw)}->{out_hw}: TNN's X86 kernel picks the wrong pixel "
+                "where dst * in / out is whole; only whole upsampling factors and coprime sizes "
+                "convert",
+            )
     elif mode == "linear":
         tnn_mode = MODE_LINEAR
         align = _linear_align(in_hw, out_hw, scale_hw, coord)
@@ -105,6 +124,15 @@ def _upsample_layer(
     else:
         params = f"{tnn_mode} 0 0 {align} {out_hw[0]} {out_hw[1]} "
     return Layer("Upsample", node.name, node.inputs[:1], node.outputs[:1], params)
+
+
+def _repeat_layer(node: Node, ctx: Context, channels: int, factors: list[int]) -> Layer:
+    """Nearest upsampling by whole factors as a depthwise Deconvolution: kernel = stride =
+    factor, all-ones weights, no padding, so each input pixel fills its block exactly."""
+    fh, fw = factors
+    weight = np.ones((channels, 1, fh, fw), np.float32)
+    fields = [channels, 1, channels, fh, fw, fh, fw, 0, 0]
+    return conv_layer("Deconvolution", node, ctx, fields, PAD_EXPLICIT, [1, 1], weight, None)
 
 
 def resize(node: Node, ctx: Context) -> Layer:

@@ -174,7 +174,9 @@ def test_folded_shape_subgraphs_leave_no_shape_layers(
     assert not tnn.constants  # no folded shape vector is left as a blob for a layer to read
     reshapes = [layer.params["shape"] for layer in tnn.layers if layer.type == "Reshape"]
     if name == "text_detector":
-        assert types.count("Deconvolution") == 2 and types.count("Upsample") == 4
+        # Two ConvTranspose heads, and four x2 nearest Resizes written as all-ones depthwise
+        # Deconvolutions (TNN's X86 Upsample misplaces pixels at whole factors).
+        assert types.count("Deconvolution") == 6 and "Upsample" not in types
         # paddle's Mul(x, HardSigmoid(x)) became one HardSwish layer each.
         assert "HardSigmoid" not in types and types.count("HardSwish") == 4
     if name == "direction_classifier":

@@ -374,40 +374,74 @@ def test_gather() -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "attrs", "scales", "sizes"),
+    ("mode", "attrs", "scales", "sizes", "layer"),
     [
         (
             "nearest",
             {"coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
             [1, 1, 2, 3],
             None,
+            "Deconvolution",
         ),
-        ("nearest", {}, [1, 1, 2, 2], None),
+        ("nearest", {}, [1, 1, 2, 2], None, "Deconvolution"),
         (
             "nearest",
             {"coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
             None,
-            [1, 2, 7, 4],
+            [1, 2, 7, 11],
+            "Upsample",
         ),
-        ("linear", {}, [1, 1, 2, 2], None),
-        ("linear", {"coordinate_transformation_mode": "align_corners"}, None, [1, 2, 9, 13]),
+        ("linear", {}, [1, 1, 2, 2], None, "Upsample"),
+        (
+            "linear",
+            {"coordinate_transformation_mode": "align_corners"},
+            None,
+            [1, 2, 9, 13],
+            "Upsample",
+        ),
         (
             "linear",
             {"coordinate_transformation_mode": "pytorch_half_pixel"},
             [1, 1, 1.5, 0.5],
             None,
+            "Upsample",
         ),
     ],
 )
-def test_resize(mode: str, attrs: dict, scales, sizes) -> None:
+def test_resize(mode: str, attrs: dict, scales, sizes, layer: str) -> None:
+    """Nearest by whole factors becomes a depthwise all-ones Deconvolution (TNN's X86 Upsample
+    picks the wrong pixel wherever dst * in / out is whole); the rest stay Upsample."""
     inputs = ["x", "", "scales" if scales else "", "sizes" if sizes else ""]
     init = {"scales": np.array(scales, np.float32)} if scales else {}
     if sizes:
         init["sizes"] = np.array(sizes, np.int64)
     node = helper.make_node("Resize", inputs, ["y"], name="resize", mode=mode, **attrs)
     tnn = check(make_model([node], [("x", [1, 2, 4, 6])], ["y"], init))
-    assert tnn.layers[0].type == "Upsample"
-    assert tnn.layers[0].params["mode"] == (1 if mode == "nearest" else 2)
+    assert [line.type for line in tnn.layers] == [layer]
+    if layer == "Upsample":
+        assert tnn.layers[0].params["mode"] == (1 if mode == "nearest" else 2)
+    else:
+        assert tnn.layers[0].params["group"] == 2
+        assert np.all(tnn.resources["resize"]["filter"] == 1)
+
+
+@pytest.mark.parametrize("sizes", [[1, 2, 7, 4], [1, 2, 6, 9]])
+def test_nearest_resize_onto_a_whole_multiple_is_rejected(sizes: list[int]) -> None:
+    """4x6 -> 7x4 and 4x6 -> 6x9 each have an output pixel where dst * in / out is a whole
+    number: TNN's X86 kernel takes the pixel before it there."""
+    node = helper.make_node(
+        "Resize",
+        ["x", "", "", "sizes"],
+        ["y"],
+        name="down",
+        mode="nearest",
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode="floor",
+    )
+    init = {"sizes": np.array(sizes, np.int64)}
+    with pytest.raises(ConversionError) as error:
+        convert_model(make_model([node], [("x", [1, 2, 4, 6])], ["y"], init))
+    assert error.value.kind == "unsupported_op" and "X86" in error.value.message
 
 
 def test_resize_tnn_cannot_reproduce_is_rejected() -> None:
@@ -606,7 +640,7 @@ def test_reduce_line_matches_onnx2tnn() -> None:
     assert convert_model(model).proto.splitlines()[5] == '"ReduceMean mean 1 1 x y 1 1 3 ,"'
 
 
-@pytest.mark.parametrize("op", ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd"])
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"])
 @pytest.mark.parametrize("opset", [13, 18])
 def test_reduce_ops(op: str, opset: int) -> None:
     """Axes as an attribute (before opset 18; ReduceSum before 13) or as a constant input,
@@ -635,6 +669,9 @@ def test_reduce_variants_tnn_cannot_run_are_refused() -> None:
     assert "noop_with_empty_axes" in refusal(make_model([noop], [("x", [2, 3])], ["y"], opset=18))
     scalar = helper.make_node("ReduceSum", ["x"], ["y"], name="to_0d", keepdims=0)
     assert "0-d" in refusal(make_model([scalar], [("x", [2, 3])], ["y"], opset=13))
+    # Real TNN's X86 kernel starts the product at 0.
+    prod = helper.make_node("ReduceProd", ["x"], ["y"], name="prod", axes=[1])
+    assert "X86" in refusal(make_model([prod], [("x", [2, 3])], ["y"], opset=13))
 
 
 def test_activations_and_unary_math() -> None:
