@@ -16,6 +16,11 @@ function(edgebench_tnn_unity_skips)
   if(TNN_ARM82_ENABLE)
     set_source_files_properties(${arm}/acc/compute_arm82/arm_conv_fp16_layer_common.cc
       DIRECTORY ${arm}/acc/compute_arm82 PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    # half_utils.cc includes half_utils_inner.h before macro.h on purpose, to get the half
+    # class as fp16_t; in a unity file that fixes fp16_t for the files after it too, and their
+    # fp16 functions (InitRandom, half2uint8) no longer link with the ARM code's __fp16 ones.
+    set_source_files_properties(${CMAKE_SOURCE_DIR}/source/tnn/utils/half_utils.cc
+      DIRECTORY ${CMAKE_SOURCE_DIR} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
   endif()
 endfunction()
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL edgebench_tnn_unity_skips)
