@@ -11,9 +11,6 @@ from edgebench.converters.tnn.binary import format_float
 from edgebench.converters.tnn.context import Context, Layer, as_tnn_tensor, axis_index
 from edgebench.converters.tnn.onnx_graph import Node
 
-INT_MAX = 2**31 - 1
-INT_MIN = -(2**31)
-
 
 def _ints(values) -> str:
     return "".join(f"{int(v)} " for v in values)
@@ -84,28 +81,30 @@ def slice_(node: Node, ctx: Context) -> Layer:
         steps_value = ctx.input_const(node, 4)
         axes = axes_value.reshape(-1).tolist() if axes_value is not None else range(len(starts))
         steps = steps_value.reshape(-1).tolist() if steps_value is not None else [1] * len(starts)
-    begins, stops, norm_axes = [], [], []
-    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
-        axis = axis_index(axis, len(shape))
+    begins, stops, norm_axes, norm_steps = [], [], [], []
+    # TNN's ARM kernel walks the axes in ascending order, so they are written sorted.
+    ranges = sorted(
+        (axis_index(axis, len(shape)), start, end, step)
+        for start, end, axis, step in zip(starts, ends, axes, steps, strict=True)
+    )
+    for axis, start, end, step in ranges:
         dim = shape[axis]
         start = start + dim if start < 0 else start
         end = end + dim if end < 0 else end
-        if step > 0:
-            start, end = min(max(start, 0), dim), min(max(end, 0), dim)
-            empty = end <= start
-        elif step < 0:
-            start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
-            empty = end >= start
-            # TNN reads INT_MIN as "one before index 0"; a plain -1 would mean the last index.
-            end = INT_MIN if end == -1 else end
-        else:
+        if step < 0:
+            # Checked in real TNN: the ARM kernel loops while index < end, so a negative
+            # step copies nothing (the X86 and CPU kernels walk backwards).
+            raise ctx.unsupported(node, "a negative step (TNN's ARM kernel gives zeros)")
+        if step == 0:
             raise ctx.unsupported(node, "a zero step")
-        if empty:
+        start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+        if end <= start:
             raise ctx.unsupported(node, "an empty slice")
         begins.append(start)
         stops.append(end)
         norm_axes.append(axis)
-    params = _counted(begins) + _counted(stops) + _counted(norm_axes) + _counted(steps)
+        norm_steps.append(step)
+    params = _counted(begins) + _counted(stops) + _counted(norm_axes) + _counted(norm_steps)
     return Layer("StridedSliceV2", node.name, node.inputs[:1], node.outputs[:1], params)
 
 

@@ -321,21 +321,28 @@ def test_transpose_reshape_squeeze_unsqueeze() -> None:
 
 
 def test_slice_with_steps() -> None:
+    """Steps, open and negative ends, axes given out of order (written sorted: TNN's ARM kernel
+    walks them in order); a negative step is refused (TNN's ARM kernel copies nothing)."""
     nodes = [
         helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="slice"),
         helper.make_node("Slice", ["x", "st2", "en2"], ["z"], name="plain"),
     ]
     big = np.iinfo(np.int64).max
     init = {
-        "st": np.array([1, -1, 0], np.int64),
-        "en": np.array([big, -big, 5], np.int64),
-        "ax": np.array([1, 2, -1], np.int64),
-        "sp": np.array([2, -2, 3], np.int64),
+        "st": np.array([0, 1, -7], np.int64),
+        "en": np.array([5, big, -1], np.int64),
+        "ax": np.array([-1, 1, 2], np.int64),
+        "sp": np.array([3, 2, 2], np.int64),
         "st2": np.array([-3], np.int64),
         "en2": np.array([-1], np.int64),
     }
     tnn = check(make_model(nodes, [("x", [2, 6, 7, 5])], ["y", "z"], init))
-    assert tnn.layers[0].params["ends"] == [6, -(2**31), 5]
+    assert tnn.layers[0].params["axes"] == [1, 2, 3]
+    assert tnn.layers[0].params["begins"] == [1, 0, 0]
+    assert tnn.layers[0].params["ends"] == [6, 6, 5]
+    backwards = helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"], name="backwards")
+    init["sp"] = np.array([1, 1, -1], np.int64)
+    assert "negative step" in refusal(make_model([backwards], [("x", [2, 6, 7, 5])], ["y"], init))
 
 
 def test_split() -> None:

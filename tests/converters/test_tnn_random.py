@@ -16,10 +16,11 @@ from edgebench.converters.tnn.checking.reference import run_model
 from edgebench.converters.tnn.writer import convert_model
 
 REFUSAL_PREFIX = "TNN converter does not support operator"
-# Seeds 0..99 convert 69 times (measured); the bar sits a little lower so the property test
+# Seeds 0..99 convert 60 times (measured; 69 before Slices with a negative step were refused,
+# which TNN's ARM kernel turns into zeros); the bar sits a little lower so the property test
 # below cannot pass by refusing everything.
 COVERAGE_SEEDS = range(100)
-MIN_CONVERTED = 62
+MIN_CONVERTED = 54
 
 
 def converts_and_matches(seed: int) -> bool:
