@@ -73,6 +73,8 @@ public:
 class Backend {
 public:
     virtual ~Backend() = default;
+    // `options` are the spec's, with "streams": how many streams this load will serve at once
+    // (1 for each load of --instances N separate; N for shared instances or concurrent streams).
     virtual void load(const std::string& model, int threads, const std::string& precision,
                       const Json& options) = 0;
     virtual std::vector<TensorInfo> model_inputs() = 0;

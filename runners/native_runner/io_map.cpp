@@ -30,6 +30,34 @@ std::vector<float> transpose(const std::vector<float>& data, const std::vector<i
     return out;
 }
 
+bool fit_shape(const std::vector<int64_t>& shape, const std::vector<int64_t>& value_shape,
+               std::vector<int64_t>& fitted) {
+    if (shape.empty()) return false;
+    const int64_t size = element_count(value_shape);
+    int64_t known = 1;
+    std::vector<size_t> unknown;
+    for (size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] < 0) unknown.push_back(i);
+        else known *= shape[i];
+    }
+    fitted = shape;
+    if (unknown.empty()) return size == known;
+    if (unknown.size() == 1) {
+        if (known <= 0 || size % known) return false;
+        fitted[unknown[0]] = size / known;
+        return true;
+    }
+    if (value_shape.size() > shape.size()) return false;
+    const size_t missing = shape.size() - value_shape.size();
+    for (size_t i = 0; i < missing; ++i)
+        if (shape[i] != 1) return false;
+    for (size_t i = 0; i < shape.size(); ++i) {
+        fitted[i] = i < missing ? 1 : value_shape[i - missing];
+        if (shape[i] >= 0 && shape[i] != fitted[i]) return false;
+    }
+    return true;
+}
+
 std::vector<float> TensorMap::to_artifact(const Tensor& value, std::vector<int64_t>& shape_out) const {
     std::vector<float> data = value.data;
     shape_out = value.shape;
@@ -39,9 +67,8 @@ std::vector<float> TensorMap::to_artifact(const Tensor& value, std::vector<int64
         for (int axis : perm) permuted.push_back(value.shape[static_cast<size_t>(axis)]);
         shape_out = permuted;
     }
-    if (!shape.empty() && shape_out != shape &&
-        element_count(shape) == static_cast<int64_t>(data.size()))
-        shape_out = shape;
+    std::vector<int64_t> fitted;
+    if (fit_shape(shape, shape_out, fitted)) shape_out = fitted;
     return data;
 }
 
@@ -59,7 +86,8 @@ Tensor TensorMap::to_onnx(std::vector<float> data, const std::vector<int64_t>& s
             out.shape = back;
         }
     }
-    if (!onnx_shape.empty() && size == element_count(onnx_shape)) out.shape = onnx_shape;
+    std::vector<int64_t> fitted;
+    if (fit_shape(onnx_shape, out.shape, fitted)) out.shape = fitted;
     return out;
 }
 

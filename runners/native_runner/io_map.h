@@ -30,6 +30,12 @@ struct IoMap {
     static bool beside(const std::string& model_path, IoMap& out);
 };
 
+// `shape` made concrete for a value of `value_shape` (runners/backends/io_map.py's _fit): fixed
+// dims must hold the value's element count; one -1 takes what is left of it; several take the
+// value's own dims, the value lacking only leading 1s of `shape` (ncnn blobs have no batch).
+bool fit_shape(const std::vector<int64_t>& shape, const std::vector<int64_t>& value_shape,
+               std::vector<int64_t>& fitted);
+
 std::vector<float> transpose(const std::vector<float>& data, const std::vector<int64_t>& shape,
                              const std::vector<int>& perm);
 

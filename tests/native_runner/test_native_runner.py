@@ -45,8 +45,8 @@ def _spec(model: Path, **changes: object) -> dict:
 
 
 def test_protocol_names_are_the_python_runners() -> None:
-    """main.cpp spells the schema names and the result prefix itself: they must not drift."""
-    text = (NATIVE_SOURCES / "main.cpp").read_text()
+    """protocol.h spells the schema names and the result prefix itself: they must not drift."""
+    text = (NATIVE_SOURCES / "protocol.h").read_text()
     for constant, value in {
         "kSpecSchema": protocol.SPEC_SCHEMA,
         "kResultSchema": protocol.RESULT_SCHEMA,
