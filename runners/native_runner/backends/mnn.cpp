@@ -1,21 +1,33 @@
-// MNN through its C++ Interpreter/Session API, as runners/backends/mnn_backend.py does in
-// Python: one session per stream, NCHW ("Caffe") host tensors copied in and out around
-// runSession.
+// MNN through its C++ API. A load that serves one stream uses the Interpreter/Session API, as
+// runners/backends/mnn_backend.py does in Python: NCHW ("Caffe") host tensors copied in and out
+// around runSession, and runSessionWithCallBackInfo for per-op times. A load that serves several
+// streams at once (--instances N shared, or --concurrency) uses MNN's Module API, its own way of
+// sharing weights: Module::load once, and every further stream a Module::clone, which shares the
+// loaded constants and has its own activations; each stream runs under an Executor of its own, as
+// MNN requires of concurrent modules.
 #include <MNN/Interpreter.hpp>
 #include <MNN/MNNDefine.h>
 #include <MNN/Tensor.hpp>
+#include <MNN/expr/Executor.hpp>
+#include <MNN/expr/ExecutorScope.hpp>
+#include <MNN/expr/ExprCreator.hpp>
+#include <MNN/expr/Module.hpp>
 
+#include <algorithm>
 #include <cstring>
-#include <mutex>
+#include <map>
 
 #include "../backend.h"
+#include "../measure.h"
 
 namespace eb {
 namespace {
 
-class MnnStream : public Stream {
+namespace expr = MNN::Express;
+
+class MnnSessionStream : public Stream {
 public:
-    MnnStream(MNN::Interpreter& interpreter, MNN::Session* session, const std::vector<Tensor>& feeds)
+    MnnSessionStream(MNN::Interpreter& interpreter, MNN::Session* session, const std::vector<Tensor>& feeds)
         : interpreter_(interpreter), session_(session) {
         const auto& inputs = interpreter_.getSessionInputAll(session_);
         for (const auto& feed : feeds) {
@@ -43,11 +55,7 @@ public:
         for (auto& input : staged_) input.first->copyFromHostTensor(input.second.get());
     }
 
-    void compute() override {
-        const MNN::ErrorCode code = interpreter_.runSession(session_);
-        if (code != MNN::NO_ERROR)
-            throw BackendError("inference", "MNN runSession failed with error code " + std::to_string(code));
-    }
+    void compute() override { check(interpreter_.runSession(session_), "runSession"); }
 
     void copy_out() override {
         for (auto& output : fetch_) output.device->copyToHostTensor(output.host.get());
@@ -66,7 +74,32 @@ public:
         return out;
     }
 
+    // Each op timed between MNN's callbacks around it (ops run one after another in a session).
+    void run_profiled(std::vector<OpEvent>& events) override {
+        copy_in();
+        int64_t started = 0;
+        MNN::TensorCallBackWithInfo before = [&started](const std::vector<MNN::Tensor*>&, const MNN::OperatorInfo*) {
+            started = now_ns();
+            return true;
+        };
+        MNN::TensorCallBackWithInfo after = [&started, &events](const std::vector<MNN::Tensor*>&,
+                                                                const MNN::OperatorInfo* info) {
+            events.push_back(OpEvent{info->name(), info->type(), "CPU", now_ns() - started});
+            return true;
+        };
+        check(interpreter_.runSessionWithCallBackInfo(session_, before, after), "runSessionWithCallBackInfo");
+        copy_out();
+    }
+
 private:
+    static void check(MNN::ErrorCode code, const char* call) {
+        if (code == MNN::NO_ERROR) return;
+        // resizeSession reports success even when the shapes cannot work; running says so.
+        const std::string why = code == MNN::COMPUTE_SIZE_ERROR ? " (the model cannot take these input shapes)" : "";
+        throw BackendError("inference", std::string("MNN ") + call + " failed with error code " +
+                                            std::to_string(code) + why);
+    }
+
     struct Fetch {
         std::string name;
         MNN::Tensor* device;
@@ -78,6 +111,71 @@ private:
     std::vector<Fetch> fetch_;
 };
 
+// One stream of a Module: its own module (the loaded one or a clone) and its own Executor.
+class MnnModuleStream : public Stream {
+public:
+    MnnModuleStream(std::shared_ptr<expr::Module> module, std::shared_ptr<expr::Executor> executor,
+                    const std::vector<Tensor>& feeds, std::vector<std::string> output_names)
+        : module_(std::move(module)), executor_(std::move(executor)), output_names_(std::move(output_names)) {
+        expr::ExecutorScope scope(executor_);
+        for (const std::string& name : module_->getInfo()->inputNames) {
+            auto feed = std::find_if(feeds.begin(), feeds.end(), [&name](const Tensor& t) { return t.name == name; });
+            if (feed == feeds.end()) throw BackendError("bad_spec", "no feed for the MNN model's input " + name);
+            std::vector<int> dims(feed->shape.begin(), feed->shape.end());
+            inputs_.push_back(expr::_Input(dims, expr::NCHW, halide_type_of<float>()));
+            feeds_.push_back(feed->data);
+        }
+        const auto& order = module_->getInfo()->outputNames;
+        for (const std::string& name : output_names_)
+            position_.push_back(static_cast<size_t>(std::find(order.begin(), order.end(), name) - order.begin()));
+    }
+
+    void copy_in() override {
+        expr::ExecutorScope scope(executor_);
+        for (size_t i = 0; i < inputs_.size(); ++i) {
+            float* into = inputs_[i]->writeMap<float>();
+            if (!into) throw BackendError("inference", "MNN could not map the input of " + module_->getInfo()->inputNames[i]);
+            std::memcpy(into, feeds_[i].data(), feeds_[i].size() * sizeof(float));
+        }
+    }
+
+    void compute() override {
+        expr::ExecutorScope scope(executor_);
+        results_ = module_->onForward(inputs_);
+        if (results_.size() != module_->getInfo()->outputNames.size())
+            throw BackendError("inference", "MNN Module::onForward failed (the model cannot take these input shapes?)");
+    }
+
+    void copy_out() override {
+        expr::ExecutorScope scope(executor_);
+        copied_.clear();
+        for (size_t j = 0; j < output_names_.size(); ++j) {
+            expr::VARP value = results_.at(position_[j]);
+            if (value->getInfo()->order == expr::NC4HW4) value = expr::_Convert(value, expr::NCHW);
+            const float* data = value->readMap<float>();
+            if (!data) throw BackendError("inference", "MNN could not read the output " + output_names_[j]);
+            Tensor tensor;
+            tensor.name = output_names_[j];
+            for (int d : value->getInfo()->dim) tensor.shape.push_back(d);
+            tensor.data.assign(data, data + value->getInfo()->size);
+            copied_.push_back(std::move(tensor));
+        }
+        results_.clear();
+    }
+
+    std::vector<Tensor> outputs() override { return copied_; }
+
+private:
+    std::shared_ptr<expr::Module> module_;
+    std::shared_ptr<expr::Executor> executor_;
+    std::vector<std::string> output_names_;  // in the result's order
+    std::vector<size_t> position_;           // each one's place among the module's outputs
+    std::vector<expr::VARP> inputs_;
+    std::vector<std::vector<float>> feeds_;  // in the module's input order
+    std::vector<expr::VARP> results_;
+    std::vector<Tensor> copied_;
+};
+
 class MnnBackend : public Backend {
 public:
     ~MnnBackend() override {
@@ -85,19 +183,35 @@ public:
             for (MNN::Session* session : sessions_) interpreter_->releaseSession(session);
     }
 
-    void load(const std::string& model, int threads, const std::string& precision, const Json&) override {
-        interpreter_.reset(MNN::Interpreter::createFromFile(model.c_str()));
-        if (!interpreter_) throw BackendError("model_load", "MNN could not read the model " + model);
+    void load(const std::string& model, int threads, const std::string& precision, const Json& options) override {
         backend_config_.precision =
             precision == "fp16" ? MNN::BackendConfig::Precision_Low : MNN::BackendConfig::Precision_Normal;
         config_.type = MNN_FORWARD_CPU;
         config_.numThread = threads;
         config_.backendConfig = &backend_config_;
+        const Json* streams = options.find("streams");
+        if (streams && streams->is_int() && streams->as_int() > 1) {
+            load_module(model);
+            return;
+        }
+        interpreter_.reset(MNN::Interpreter::createFromFile(model.c_str()));
+        if (!interpreter_) throw BackendError("model_load", "MNN could not read the model " + model);
         main_ = new_session();
     }
 
     std::vector<TensorInfo> model_inputs() override {
         std::vector<TensorInfo> inputs;
+        if (module_) {
+            const auto* info = module_->getInfo();
+            for (size_t i = 0; i < info->inputNames.size(); ++i) {
+                TensorInfo input;
+                input.name = info->inputNames[i];
+                for (int d : info->inputs[i].dim) input.shape.push_back(d);
+                inputs.push_back(input);
+            }
+            std::sort(inputs.begin(), inputs.end(), [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
+            return inputs;
+        }
         for (const auto& input : interpreter_->getSessionInputAll(main_)) {
             TensorInfo info;
             info.name = input.first;
@@ -107,14 +221,26 @@ public:
         return inputs;
     }
 
+    // By name, as the Session API's maps (and so the Python runner) order them.
     std::vector<std::string> output_names() override {
         std::vector<std::string> names;
+        if (module_) {
+            names = module_->getInfo()->outputNames;
+            std::sort(names.begin(), names.end());
+            return names;
+        }
         for (const auto& output : interpreter_->getSessionOutputAll(main_)) names.push_back(output.first);
         return names;
     }
 
     Json boundaries() override {
         Json stages = Json::object();
+        if (module_) {
+            stages.set("copy_in", "a copy of each input into its input VARP's host memory (VARP::writeMap)");
+            stages.set("compute", "Module::onForward: the inputs taken into the module's session, then its run");
+            stages.set("copy_out", "VARP::readMap of each output (converted to NCHW where MNN keeps NC4HW4), copied out");
+            return stages;
+        }
         stages.set("copy_in", "Tensor::copyFromHostTensor of a host tensor into each session input");
         stages.set("compute", "Interpreter::runSession");
         stages.set("copy_out", "Tensor::copyToHostTensor of each output into a host tensor");
@@ -122,12 +248,43 @@ public:
     }
 
     std::unique_ptr<Stream> make_stream(const std::vector<Tensor>& feeds) override {
-        MNN::Session* session = main_used_ ? new_session() : main_;
+        const bool first = !main_used_;
         main_used_ = true;
-        return std::unique_ptr<Stream>(new MnnStream(*interpreter_, session, feeds));
+        if (module_) return module_stream(first, feeds);
+        MNN::Session* session = first ? main_ : new_session();
+        return std::unique_ptr<Stream>(new MnnSessionStream(*interpreter_, session, feeds));
+    }
+
+    // The next stream resizes the first session (or runs the loaded module) instead of adding one.
+    void reuse_streams() override { main_used_ = false; }
+
+    std::string profile_source() override {
+        return "MNN Interpreter::runSessionWithCallBackInfo: each op timed between its before and after callbacks";
     }
 
 private:
+    void load_module(const std::string& model) {
+        runtime_.reset(expr::Executor::RuntimeManager::createRuntimeManager(config_));
+        expr::Module::Config config;
+        config.shapeMutable = true;  // a shape change resizes the module
+        module_.reset(expr::Module::load({}, {}, model.c_str(), runtime_, &config));
+        if (!module_) throw BackendError("model_load", "MNN could not load the model " + model + " as a Module");
+    }
+
+    // The first stream runs the loaded module; every other one a clone of it, which shares the
+    // loaded weights. Each is made, and later run, under an Executor of its own.
+    std::unique_ptr<Stream> module_stream(bool first, const std::vector<Tensor>& feeds) {
+        MNN::BackendConfig executor_config;
+        std::shared_ptr<expr::Executor> executor = expr::Executor::newExecutor(MNN_FORWARD_CPU, executor_config, 1);
+        std::shared_ptr<expr::Module> module = module_;
+        if (!first) {
+            expr::ExecutorScope scope(executor);
+            module.reset(expr::Module::clone(module_.get()));
+            if (!module) throw BackendError("model_load", "MNN could not clone the loaded Module for another stream");
+        }
+        return std::unique_ptr<Stream>(new MnnModuleStream(module, executor, feeds, output_names()));
+    }
+
     MNN::Session* new_session() {
         MNN::Session* session = interpreter_->createSession(config_);
         if (!session) throw BackendError("model_load", "MNN could not create a session for the model");
@@ -135,11 +292,13 @@ private:
         return session;
     }
 
-    std::unique_ptr<MNN::Interpreter> interpreter_;
     MNN::ScheduleConfig config_;
     MNN::BackendConfig backend_config_;
+    std::unique_ptr<MNN::Interpreter> interpreter_;
     std::vector<MNN::Session*> sessions_;
     MNN::Session* main_ = nullptr;
+    std::shared_ptr<expr::Executor::RuntimeManager> runtime_;
+    std::shared_ptr<expr::Module> module_;
     bool main_used_ = false;
 };
 

@@ -1,8 +1,10 @@
 // ncnn through its C++ API (Net + Extractor), as runners/backends/ncnn_backend.py does in Python.
+// One Net serves every stream (each inference makes its own Extractor): shared weights.
 #include <cstring>
 
 #include "../backend.h"
 #include "../io_map.h"
+#include "../measure.h"
 #include "net.h"
 
 namespace eb {
@@ -74,7 +76,40 @@ public:
         return out;
     }
 
+    // A stock ncnn build times no layer (that takes NCNN_BENCHMARK), but an Extractor out of
+    // light mode keeps every blob it computed, so extracting each layer's first output in layer
+    // order computes exactly that layer per call: its inputs are already there. Out of light
+    // mode a layer that would run in place copies its input first.
+    void run_profiled(std::vector<OpEvent>& events) override {
+        ncnn::Extractor extractor = net_.create_extractor();
+        extractor.set_light_mode(false);
+        for (const auto& input : inputs_)
+            if (extractor.input(input.first.c_str(), input.second) != 0)
+                throw BackendError("inference", "ncnn has no input blob " + input.first);
+        for (const ncnn::Layer* layer : net_.layers()) {
+            if (layer->type == "Input" || layer->tops.empty()) continue;
+            ncnn::Mat top;
+            const int64_t t0 = now_ns();
+            const int status = extractor.extract(layer->tops[0], top, 1);  // 1: left as computed
+            const int64_t t1 = now_ns();
+            if (status != 0) throw BackendError("inference", "ncnn could not compute layer " + layer->name);
+            events.push_back(OpEvent{layer->name, layer->type, layout(top), t1 - t0});
+        }
+        for (size_t i = 0; i < io_.outputs.size(); ++i)
+            if (extractor.extract(io_.outputs[i].name.c_str(), results_[i]) != 0)
+                throw BackendError("inference", "ncnn could not extract blob " + io_.outputs[i].name);
+        for (size_t i = 0; i < results_.size(); ++i) copied_[i] = from_mat(results_[i], shapes_[i]);
+        results_.assign(results_.size(), ncnn::Mat());
+    }
+
 private:
+    // What the layer's output says of the kernel that made it: ncnn's element packing (pack4 on
+    // SSE and NEON, pack8 on AVX, pack16 on AVX-512) and the bits of each element.
+    static std::string layout(const ncnn::Mat& top) {
+        if (top.empty()) return "";
+        return "pack" + std::to_string(top.elempack) + " " + (top.elembits() == 16 ? "16-bit" : "fp32");
+    }
+
     ncnn::Net& net_;
     const IoMap& io_;
     std::vector<std::pair<std::string, ncnn::Mat>> inputs_;
@@ -129,6 +164,10 @@ public:
         stages.set("compute", "Extractor::extract of every output: ncnn computes the layers lazily in extract");
         stages.set("copy_out", "a copy of each output Mat's channels into a plain buffer");
         return stages;
+    }
+
+    std::string profile_source() override {
+        return "ncnn Extractor::extract of each layer's first output in layer order, light mode off, timed per call";
     }
 
     std::unique_ptr<Stream> make_stream(const std::vector<Tensor>& feeds) override {
