@@ -1,7 +1,8 @@
 """Measurement through edgebench's own static binary (runners/native_runner/, built by
-`edgebench runners build`): the Python runner's protocol, raw samples and output check on a
-device without Python; telemetry comes from the shell loop beside it, and the binary marks its
-own timed window in that loop's files."""
+`edgebench runners build`): the Python runner's protocol, raw samples, stages, N instances,
+shape changes, per-operator profiles and output check on a device without Python; telemetry
+comes from the shell loop beside it, and the binary marks its own timed window in that loop's
+files."""
 
 from __future__ import annotations
 
@@ -12,12 +13,10 @@ from edgebench.builds.sources import FRAMEWORKS as NATIVE_FRAMEWORKS
 from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.runner_kinds import RunnerKind
-from edgebench.measure.methods.base import Visit, note_whole_inference, whole_inference_refusal
 from edgebench.measure.methods.python_runner import Launched, PythonRunner
 from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_command
-from edgebench.measure.records import attach_energy, new_record
+from edgebench.measure.records import attach_energy
 from edgebench.planning.cells import Cell, Verdict
-from edgebench.results.breakdown_parts import OpProfile
 from edgebench.results.record_warnings import NO_TELEMETRY
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
@@ -56,22 +55,6 @@ class EdgebenchNative(PythonRunner):
             + (" --source mnn=PATH" if framework == "mnn" else "")
             + "`",
         )
-
-    def visit(self, cell: Cell, visit: Visit) -> Record:
-        refusal = whole_inference_refusal(cell, "edgebench-native")
-        if refusal:
-            record = new_record(visit.run_id, cell, Status.UNSUPPORTED)
-            record.error, record.error_kind = refusal, ErrorKind.UNSUPPORTED
-            return record
-        record = super().visit(cell, visit)
-        note_whole_inference(record, cell, "edgebench-native")
-        if cell.profile_ops and record.op_profile is None:
-            record.op_profile = OpProfile.missing(
-                "edgebench-native has no per-operator profiler; use runner = "
-                '"python" (ONNX Runtime, OpenVINO, MNN) or "framework-tools" (benchmark_model, '
-                "benchmark_app)"
-            )
-        return record
 
     def launch(self, cell: Cell, spec: dict[str, Any]) -> Launched:
         device = cell.device
