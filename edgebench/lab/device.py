@@ -17,6 +17,7 @@ from edgebench.builds.native_runner import BuiltRunner, find_runner
 from edgebench.builds.targets import targets_for_device
 from edgebench.converters.isolation import prepare_private_home
 from edgebench.device_shell import taskset_mask
+from edgebench.frameworks import find_framework
 from edgebench.lab.facts import DeviceFacts, collect_facts
 from edgebench.lab.runner_choice import TOOLS_NOT_PROBED, Probe, RunnerChoice, choose_runner
 from edgebench.lab.runner_kinds import RunnerKind
@@ -80,6 +81,9 @@ class Device:
         #: The lock on the device itself, while this run holds it (remote devices).
         self.device_lock: Any = None  # device_lock.DeviceLockFile
         self._facts: DeviceFacts | None = None
+        #: The edgebench-native build an ``auto`` device that runs Python uses for the
+        #: frameworks Python cannot run (looked up once; a 1-tuple once looked up).
+        self._side_build: tuple[BuiltRunner | None] | None = None
 
     @property
     def runner_kind(self) -> RunnerKind:
@@ -90,6 +94,28 @@ class Device:
     def native_build(self) -> BuiltRunner | None:
         """The edgebench-native build this device runs, once chosen."""
         return self.runner.build if self.runner is not None else None
+
+    def runner_for(self, framework: str) -> RunnerChoice | None:
+        """The runner that measures ``framework`` here: the chosen one, except on an ``auto``
+        device that runs Python, where a framework with no Python runtime (TNN) goes to the
+        edgebench-native build for the device's ABI when that build links it."""
+        choice = self.runner
+        if (
+            choice is None
+            or choice.kind != RunnerKind.PYTHON
+            or self.requested_runner != RunnerKind.AUTO
+        ):
+            return choice
+        known = find_framework(framework)
+        if known is None or known.native_only is None:
+            return choice
+        if self._side_build is None:
+            self._side_build = (self.choose_native_build(),)
+        build = self._side_build[0]
+        if build is None or framework not in build.frameworks:
+            return choice
+        why = f"{framework} has no Python runtime; the edgebench-native build links it"
+        return RunnerChoice(RunnerKind.EDGEBENCH_NATIVE, build=build, why=why)
 
     def runner_env(self) -> dict[str, str] | None:
         return None
@@ -129,8 +155,10 @@ class Device:
             f"`edgebench runners build --target {name}`"
         )
 
-    def _runner_argv(self, cores: list[int] | None, arg: str) -> list[str]:
-        argv = self.runner_argv(arg)
+    def _runner_argv(
+        self, cores: list[int] | None, arg: str, choice: RunnerChoice | None = None
+    ) -> list[str]:
+        argv = self.runner_argv(arg, choice)
         if cores and self.use_taskset:
             # Pin from the first instruction; the runner re-applies and reads back the mask.
             argv = ["taskset", taskset_mask(cores), *argv]
@@ -147,8 +175,9 @@ class Device:
     def run_runner(
         self, spec: dict[str, Any], cores: list[int] | None, timeout: float
     ) -> RunnerOutcome:
+        choice = self.runner_for(str(spec.get("framework")))
         command = self.transport.run(
-            self._runner_argv(cores, "-"),
+            self._runner_argv(cores, "-", choice),
             timeout=timeout,
             stdin=json.dumps(spec),
             env=self.runner_env(),

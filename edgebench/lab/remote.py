@@ -75,7 +75,7 @@ class RemoteDevice(Device):
         self.deployed = DeployReport()
         #: Host folder with the frameworks' benchmark binaries to push (lab: native_bin).
         self.native_bin: Path | None = None
-        self._runner_ready: RunnerKind | None = None  # the kind deployed in this process
+        self._runners_ready: set[RunnerKind] = set()  # the kinds deployed in this process
         self._abi: tuple[str, bool] | None = None
         self._staged: set[str] = set()
         self._marked = False  # DEPLOYED_MARKER checked on the device in this process
@@ -135,7 +135,7 @@ class RemoteDevice(Device):
 
     def ensure_runner(self, choice: RunnerChoice | None = None) -> None:
         choice = choice or self.runner or RunnerChoice(self.requested_runner)
-        if self._runner_ready == choice.kind:
+        if choice.kind in self._runners_ready:
             return
         if choice.kind == RunnerKind.EDGEBENCH_NATIVE:
             # One binary per device, sent when its sha256 there differs from the build's.
@@ -147,7 +147,7 @@ class RemoteDevice(Device):
                 for f in runner_files()
             ]
             self.deploy(pairs)
-        self._runner_ready = choice.kind
+        self._runners_ready.add(choice.kind)
 
     def deploy_executable(self, local: Path, remote: str) -> None:
         """Push a binary (when its sha256 there differs) and make it executable."""
@@ -187,7 +187,7 @@ class RemoteDevice(Device):
         itself when nothing else is left in it. Without a marker nothing is removed."""
         work_dir = self.work_dir
         listing = self.transport.run(["cat", self.path(DEPLOYED_MARKER)], timeout=30)
-        self._runner_ready = None
+        self._runners_ready.clear()
         self._staged.clear()
         self._marked = False
         if listing.returncode != 0:
@@ -217,9 +217,10 @@ class RemoteDevice(Device):
     ) -> RunnerOutcome:
         """Run the runner on ``spec``. ``wrap`` puts the runner's shell line inside another
         (the telemetry loop beside edgebench-native)."""
-        self.ensure_runner()
+        choice = self.runner_for(str(spec.get("framework")))
+        self.ensure_runner(choice)
         # The spec travels as one quoted argument: no file to push and remove per cell.
-        argv = self.runner_argv(json.dumps(spec, separators=(",", ":")))
+        argv = self.runner_argv(json.dumps(spec, separators=(",", ":")), choice)
         if cores and self.use_taskset:
             argv = ["taskset", taskset_mask(cores), *argv]
         # The runner's PID is recorded before it starts, so a timed-out runner can be killed on

@@ -1,7 +1,8 @@
 """Measurement methods: one per way of measuring a cell on a device.
 
 ``METHODS`` maps each runner kind (lab/runner_kinds.py) but ``auto`` to its method;
-``method_for`` picks a device's method once, when the run opens its devices.
+``method_for`` picks a device's method once, when the run opens its devices: an ``auto``
+device's method picks per framework (methods/per_framework.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.measure.methods.base import Method, Visit
 from edgebench.measure.methods.edgebench_native import EdgebenchNative
 from edgebench.measure.methods.framework_tools import FrameworkTools
+from edgebench.measure.methods.per_framework import PerFramework
 from edgebench.measure.methods.python_runner import PythonRunner
 
 METHODS: dict[RunnerKind, Method] = {
@@ -21,12 +23,15 @@ METHODS: dict[RunnerKind, Method] = {
 }
 
 
+PER_FRAMEWORK = PerFramework(METHODS)
+
+
 def method_for(device: Device) -> Method:
-    kind = device.runner_kind
-    if kind == RunnerKind.AUTO:
+    if device.requested_runner == RunnerKind.AUTO:
         # Resolved by the device's probe; a device that never answered keeps "auto" and its
-        # cells fail with the reason, through any method.
-        kind = RunnerKind.PYTHON
+        # cells fail with the reason, through the Python runner's method.
+        return PER_FRAMEWORK
+    kind = device.runner_kind
     if kind not in METHODS:
         raise UserError(
             f"device {device.name}: unknown runner {kind!r}; choose from {', '.join(METHODS)}"
