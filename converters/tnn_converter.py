@@ -1,8 +1,8 @@
 """ONNX -> TNN (.tnnproto + .tnnmodel), written in pure Python.
 
 TNN ships no installable converter, so edgebench writes TNN's format itself; see
-``docs/tnn.md``. The files run on a device through TNN's native TNNTest binary, which is
-why there is no runner backend (``framework = None``).
+``docs/tnn.md``. TNN has no Python runtime, so there is no Python runner backend
+(``framework = None``): the files run in edgebench-native's TNN backend or TNN's TNNTest.
 """
 
 from __future__ import annotations

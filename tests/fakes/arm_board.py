@@ -85,3 +85,14 @@ def board_lab_entry(
         lines += ['transport = "adb"', f'serial = "{phone.serial}"', f"adb_port = {phone.adb_port}"]
     lines += [f'python = "{BOARD_PYTHON}"', f'work_dir = "{work_dir}"', *(extra or [])]
     return "\n".join(lines) + "\n"
+
+
+def phone_without_python_lab(path: Path, phone: EmulatedPhone, work_dir: str) -> Path:
+    """A lab file at ``path`` with the board as the ADB phone ``phone`` whose Python does not
+    run (``/system/bin/python3``), so runner "auto" picks edgebench-native; timing is not
+    marked emulated (``emulated = false``: the samples a phone would give)."""
+    entry = board_lab_entry(
+        "phone", work_dir, phone=phone, extra=["emulated = false", 'runner = "auto"']
+    )
+    path.write_text(entry.replace(f'python = "{BOARD_PYTHON}"', 'python = "/system/bin/python3"'))
+    return path

@@ -197,12 +197,14 @@ def native_arm_tnn_fixture(native_arm: BuiltRunner) -> BuiltRunner:
     return with_framework(native_arm, "tnn")
 
 
-def run_native(binary: Path, spec: dict | str, timeout: float = 300) -> dict:
-    """Run an edgebench-native binary on ``spec`` as a device would; its parsed result."""
+def run_native(
+    binary: Path, spec: dict | str, timeout: float = 300, emulator: str | None = None
+) -> dict:
+    """Run an edgebench-native binary on ``spec`` as a device would (under ``emulator``, e.g.
+    qemu-aarch64-static, when given); its parsed result."""
     payload = spec if isinstance(spec, str) else json.dumps(spec)
-    proc = subprocess.run(
-        [str(binary), "-"], input=payload, capture_output=True, text=True, timeout=timeout
-    )
+    argv = [*([emulator] if emulator else []), str(binary), "-"]
+    proc = subprocess.run(argv, input=payload, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
     assert len(lines) == 1, proc.stdout
