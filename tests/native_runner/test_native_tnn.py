@@ -177,7 +177,9 @@ def test_the_cases_cover_every_layer_type_the_writer_emits() -> None:
 def agree_case(
     binary: Path, case_id: str, work: Path, precision: str, emulator: str | None = None
 ) -> tuple[str, bool, str]:
-    """Run one case in TNN; (table figures, passed, why not)."""
+    """Run one case in TNN: on its ARM device when ``emulator`` (qemu) runs the aarch64 build,
+    else on X86. Returns (table figures, passed, why not)."""
+    on_arm = emulator is not None
     case = LAYER_CASES[case_id]
     model = case.build()
     feeds = case.inputs(model)
@@ -189,7 +191,7 @@ def agree_case(
     result, outputs = run_tnn(
         binary, proto, feeds, work, emulator=emulator, precision=precision, threads=1
     )
-    if emulator is not None and not case.on_arm:
+    if on_arm and not case.on_arm:
         refused = result["status"] == "unsupported" and "no kernel" in result["error"]["message"]
         return "no ARM kernel: refused at load", refused, str(result.get("error"))
     if result["status"] != "ok":
