@@ -77,14 +77,6 @@ def build_problem(target_name: str) -> str | None:
     return None
 
 
-def _current(target_name: str) -> BuiltRunner | None:
-    """The target's built runner, when it has every wanted framework."""
-    found = find_runner(parse_target(target_name))
-    if found is not None and set(wanted_frameworks()) <= set(found.frameworks):
-        return found
-    return None
-
-
 def _build_command(target_name: str) -> list[str]:
     argv = [sys.executable, "-m", "edgebench", "runners", "build", "--target", target_name]
     argv += ["--cpu-features", "lean"]  # a third of the build time; the tests need no more
@@ -94,9 +86,10 @@ def _build_command(target_name: str) -> list[str]:
 
 
 def start_prebuild(targets: list[str], log: Path) -> None:
-    """Build what is missing, target by target, in one background thread (the builds run at a
-    lower priority than the tests)."""
-    missing = [t for t in targets if _current(t) is None and build_problem(t) is None]
+    """Build the targets, one after the other, in one background thread (the builds run at a
+    lower priority than the tests). A build whose libraries and runner sources are unchanged
+    only reuses them, in seconds; one whose runner sources changed relinks the runner."""
+    missing = [t for t in targets if build_problem(t) is None]
     if not missing:
         return
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -137,14 +130,13 @@ def stop_prebuild() -> None:
 
 
 def built(target_name: str) -> BuiltRunner:
-    """The target's runner with every framework whose source is here: the background build's,
-    else one built now."""
+    """The target's runner with every framework whose source is here, built from the runner
+    sources as they are now: after the background build, one more build call, which reuses
+    it (or, where the sources changed since, relinks; a runner found by name alone could be an
+    older one)."""
     waiting = _prebuild.done.get(target_name)
     if waiting is not None:
         waiting.wait(timeout=PREBUILD_TIMEOUT_S)
-    found = _current(target_name)
-    if found is not None:
-        return found
     problem = build_problem(target_name)
     if problem is not None:
         pytest.skip(f"edgebench-native cannot be built here: {problem}")
@@ -152,8 +144,8 @@ def built(target_name: str) -> BuiltRunner:
         _build_command(target_name), capture_output=True, text=True, timeout=PREBUILD_TIMEOUT_S
     )
     assert result.returncode == 0, f"edgebench runners build failed:\n{result.stderr[-3000:]}"
-    found = _current(target_name)
-    assert found is not None, result.stdout
+    found = find_runner(parse_target(target_name))
+    assert found is not None and set(wanted_frameworks()) <= set(found.frameworks), result.stdout
     return found
 
 
