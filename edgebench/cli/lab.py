@@ -9,7 +9,7 @@ import click
 
 from edgebench.cli.app import cli
 from edgebench.cli.options import lab_option, setting_option
-from edgebench.frameworks import display_order
+from edgebench.frameworks import FRAMEWORKS, display_order
 from edgebench.lab.cores import format_cpu_list
 from edgebench.lab.inventory import LOCAL, probe_device, resolve_devices
 from edgebench.lab.lab_file import load_lab
@@ -68,6 +68,7 @@ def describe_facts(device) -> list[str]:
         choice = f" ({facts.runner_choice})" if facts.runner_choice else ""
         problem = f"; not usable: {facts.probe_error}" if native and facts.probe_error else ""
         lines.append(f"runner: {facts.runner}{choice}{problem}")
+    lines += routed_elsewhere(device)
     if facts.emulated and facts.emulation:
         lines.append(f"emulated: {facts.emulation}")
     if device.profile is not None:
@@ -78,6 +79,19 @@ def describe_facts(device) -> list[str]:
         lines += [f"  differs from profile: {d}" for d in differences] or [
             "  clusters match the profile"
         ]
+    return lines
+
+
+def routed_elsewhere(device) -> list[str]:
+    """A line per framework this device measures with another runner than its own (an "auto"
+    device that runs Python sends TNN to its edgebench-native build)."""
+    lines = []
+    for framework in FRAMEWORKS:
+        if framework.native_only is None:
+            continue
+        choice = device.runner_for(framework.name)
+        if choice is not None and choice is not device.runner:
+            lines.append(f"{framework.name}: measured by {choice.label()} ({choice.why})")
     return lines
 
 

@@ -340,6 +340,13 @@ def test_tnn_cells_on_this_host(
     onnxruntime = records["onnxruntime"]
     if runner == "auto":
         assert onnxruntime["status"] == "ok" and onnxruntime["device_info"]["runner"] == "python"
+        shown = run_cli(["devices", "--lab", str(lab), "--devices", "host"], timeout=120)
+        assert shown.returncode == 0, shown.stderr[-2000:]
+        routed = [ln.strip() for ln in shown.stdout.splitlines() if ln.strip().startswith("tnn:")]
+        assert routed == [
+            "tnn: measured by edgebench-native (x86_64-linux) (tnn has no Python runtime; "
+            "the edgebench-native build links it)"
+        ], shown.stdout
     else:
         assert onnxruntime["status"] == "unsupported"
 
