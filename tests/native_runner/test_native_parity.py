@@ -96,7 +96,9 @@ def test_stage_times_add_up_to_each_sample(binary: Path, mobilenet: Path, framew
     for i, whole in enumerate(native["samples_ns"]):
         parts = [per_stage[s][i] for s in ("copy_in", "compute", "copy_out")]
         assert all(p >= 0 for p in parts) and sum(parts) == whole, (i, parts, whole)
-        assert per_stage["compute"][i] > max(per_stage["copy_in"][i], per_stage["copy_out"][i])
+    # The network is the bulk of an inference; medians, so one preempted copy cannot decide.
+    copies = max(median(per_stage["copy_in"]), median(per_stage["copy_out"]))
+    assert median(per_stage["compute"]) > copies, per_stage
 
     off = run_native(binary, _spec(mobilenet, framework, stages=False))
     assert off["status"] == "ok" and "stages" not in off
