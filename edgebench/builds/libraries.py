@@ -220,7 +220,7 @@ def unity_flags(project: str, hook: str) -> list[str]:
     ]
 
 
-def _key_flag(flag: str) -> str:
+def key_flag(flag: str) -> str:
     """A flag as the cache key sees it: a hook file of ours by its content, not its path (so
     two checkouts of edgebench share builds, and an edited hook rebuilds)."""
     name, _, value = flag.partition("=")
@@ -240,7 +240,7 @@ def library_key(source: Source, target: Target, compiler: Compiler, features: st
         "source": source.digest or str(source.origin),
         "target": target.name,
         "compiler": [compiler.kind, compiler.version, *compiler.cmake_args],
-        "flags": [_key_flag(flag) for flag in framework_flags(source, target, features)],
+        "flags": [key_flag(flag) for flag in framework_flags(source, target, features)],
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:10]
 

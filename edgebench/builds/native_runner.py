@@ -32,6 +32,7 @@ from edgebench.builds.libraries import (
     Progress,
     build_library,
     framework_flags,
+    key_flag,
 )
 from edgebench.builds.logged import first_error, run_logged
 from edgebench.builds.sources import FRAMEWORKS, find_source
@@ -151,7 +152,10 @@ def build_runner(
         "cxxflags": list(RUNNER_CXXFLAGS),
         "link_flags": compiler.link_flags,
         "cpu_features": features,
-        "libraries": {src.framework: framework_flags(src, target, features) for src in found},
+        "libraries": {
+            src.framework: [key_flag(f) for f in framework_flags(src, target, features)]
+            for src in found
+        },
     }
     key = runner_key(cpp_files, folder, libraries, compiler, flags)
     out_dir = bin_dir(target) / key

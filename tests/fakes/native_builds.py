@@ -88,34 +88,43 @@ def _build_command(target_name: str) -> list[str]:
 def start_prebuild(targets: list[str], log: Path) -> None:
     """Build the targets, one after the other, in one background thread (the builds run at a
     lower priority than the tests). A build whose libraries and runner sources are unchanged
-    only reuses them, in seconds; one whose runner sources changed relinks the runner."""
+    only reuses them, in seconds; one whose runner sources changed relinks the runner.
+
+    The command lines and environment are fixed now: tests that change PATH or the environment
+    meanwhile must not reach the thread. Whatever happens in it, every target's event is set
+    when it ends, and a fixture whose target did not build builds it itself."""
     missing = [t for t in targets if build_problem(t) is None]
     if not missing:
         return
     log.parent.mkdir(parents=True, exist_ok=True)
+    nice = shutil.which("nice")
+    commands = {t: [*([nice, "-n", "10"] if nice else []), *_build_command(t)] for t in missing}
+    env = dict(os.environ)
     for target in missing:
         _prebuild.done[target] = threading.Event()
+    events = [_prebuild.done[t] for t in missing]
 
     def build_all() -> None:
         with log.open("w") as out:
-            for target in missing:
-                with _prebuild.lock:
-                    if _prebuild.stopped:
-                        break
-                    _prebuild.proc = subprocess.Popen(
-                        ["nice", "-n", "10", *_build_command(target)],
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        env=dict(os.environ),
-                    )
-                try:
-                    _prebuild.proc.wait(timeout=PREBUILD_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    _prebuild.proc.kill()
-                    _prebuild.proc.wait(timeout=30)
-                _prebuild.done[target].set()
-        for event in _prebuild.done.values():
-            event.set()
+            try:
+                for target in missing:
+                    with _prebuild.lock:
+                        if _prebuild.stopped:
+                            break
+                        _prebuild.proc = subprocess.Popen(
+                            commands[target], stdout=out, stderr=subprocess.STDOUT, env=env
+                        )
+                    try:
+                        _prebuild.proc.wait(timeout=PREBUILD_TIMEOUT_S)
+                    except subprocess.TimeoutExpired:
+                        _prebuild.proc.kill()
+                        _prebuild.proc.wait(timeout=30)
+                    _prebuild.done[target].set()
+            except Exception as exc:  # the fixtures build for themselves; say why here
+                out.write(f"the background build stopped: {type(exc).__name__}: {exc}\n")
+            finally:
+                for event in events:
+                    event.set()
 
     threading.Thread(target=build_all, name="native-prebuild", daemon=True).start()
 
