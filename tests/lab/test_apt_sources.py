@@ -7,13 +7,13 @@ from pathlib import Path
 from edgebench.lab.apt_sources import debian_mirror
 
 DEB822 = """Types: deb
-URIs: http://mirror.example.test/debian-security
+URIs: file:/srv/mirror/debian-security
 Suites: bookworm-security
 Components: main
 
 Types: deb
 # a comment line
-URIs: http://mirror.example.test/debian/
+URIs: file:/srv/mirror/debian/
 Suites: bookworm bookworm-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
@@ -23,21 +23,21 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 def test_the_stanza_that_carries_the_suite_gives_the_mirror(tmp_path: Path) -> None:
     (tmp_path / "sources.list.d").mkdir()
     (tmp_path / "sources.list.d" / "debian.sources").write_text(DEB822)
-    assert debian_mirror("bookworm", tmp_path) == "http://mirror.example.test/debian"
+    assert debian_mirror("bookworm", tmp_path) == "file:/srv/mirror/debian"
     assert debian_mirror("trixie", tmp_path) is None
 
 
 def test_one_line_entries_with_options_and_disabled_stanzas(tmp_path: Path) -> None:
     (tmp_path / "sources.list").write_text(
-        "# deb http://old.example.test/debian bookworm main\n"
-        "deb-src http://src.example.test/debian bookworm main\n"
-        "deb [arch=amd64 signed-by=/k.gpg] http://one.example.test/debian bookworm main\n"
+        "# deb file:/srv/old/debian bookworm main\n"
+        "deb-src file:/srv/src/debian bookworm main\n"
+        "deb [arch=amd64 signed-by=/k.gpg] file:/srv/one/debian bookworm main\n"
     )
     (tmp_path / "sources.list.d").mkdir()
     (tmp_path / "sources.list.d" / "off.sources").write_text(
-        "Types: deb\nURIs: http://off.example.test/debian\nSuites: bookworm\nEnabled: no\n"
+        "Types: deb\nURIs: file:/srv/off/debian\nSuites: bookworm\nEnabled: no\n"
     )
-    assert debian_mirror("bookworm", tmp_path) == "http://one.example.test/debian"
+    assert debian_mirror("bookworm", tmp_path) == "file:/srv/one/debian"
 
 
 def test_no_sources_at_all(tmp_path: Path) -> None:
