@@ -12,6 +12,7 @@ process waits, then finds done.json.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -112,14 +113,15 @@ class Library:
 CPU_FEATURES = ("all", "lean")
 
 
-def host_cpu_flags() -> set[str]:
+@functools.cache
+def host_cpu_flags() -> frozenset[str]:
     """The ``flags`` of /proc/cpuinfo (empty where it cannot be read)."""
     try:
         text = Path("/proc/cpuinfo").read_text(errors="replace")
     except OSError:
-        return set()
+        return frozenset()
     found = re.search(r"^flags\s*:(.*)$", text, re.M)
-    return set(found.group(1).split()) if found else set()
+    return frozenset(found.group(1).split()) if found else frozenset()
 
 
 def ncnn_lean_flags(target: Target) -> list[str]:
@@ -128,7 +130,7 @@ def ncnn_lean_flags(target: Target) -> list[str]:
         on = ["NCNN_ARM82", "NCNN_ARM82DOT"]
         off = ["NCNN_ARM82FP16FML", "NCNN_ARM84BF16", "NCNN_ARM84I8MM", "NCNN_ARM86SVE"]
     else:
-        have = host_cpu_flags() if platform.machine() in ("x86_64", "AMD64") else set()
+        have = host_cpu_flags() if platform.machine() in ("x86_64", "AMD64") else frozenset()
         wanted = {"NCNN_AVX": "avx", "NCNN_FMA": "fma", "NCNN_F16C": "f16c", "NCNN_AVX2": "avx2"}
         on = [name for name, flag in wanted.items() if flag in have]
         off = [name for name in wanted if name not in on] + [
@@ -204,7 +206,8 @@ def tnn_flags(target: Target) -> list[str]:
         "-DTNN_UNIT_TEST_ENABLE=OFF",
         "-DTNN_CONVERTER_ENABLE=OFF",
         "-DTNN_BENCHMARK_MODE=OFF",  # ON would fill every model with random weights
-        "-DCMAKE_CXX_FLAGS=-DFORWARD_CALLBACK_ENABLE",
+        # The macros the runner compiles with too (Recipe.runner_defines): they change headers.
+        "-DCMAKE_CXX_FLAGS=" + " ".join(f"-D{name}" for name in RECIPES["tnn"].runner_defines),
         *unity_flags("TNN", "tnn_unity.cmake"),
     ]
 

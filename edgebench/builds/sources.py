@@ -96,8 +96,8 @@ def find_source(framework: str, given: Path | None = None) -> Source:
         root = _source_root(given, framework)
     elif given.is_file() and given.name.lower().endswith(ARCHIVE_SUFFIXES):
         try:
-            folder = extract_archive(given)
             digest = file_sha256(given)
+            folder = extract_archive(given, digest)
         except UnreadableArchive as exc:
             fix = (
                 f"remove it from {given.parent} or download it again"
@@ -149,11 +149,12 @@ def _newest_archive(framework: str) -> Path | None:
     return max(found)[2] if found else None
 
 
-def extract_archive(archive: Path) -> Path:
+def extract_archive(archive: Path, sha: str | None = None) -> Path:
     """Extract ``archive`` once into ``native_root()/extracted/<stem>-<sha12>/`` and return that
     folder. Refuses members with absolute paths or ``..``, links out of the tree, and a known
-    archive (the pinned ncnn sdist) whose sha256 differs from the pinned one."""
-    sha = file_sha256(archive)
+    archive (the pinned ncnn sdist) whose sha256 differs from the pinned one. ``sha``: the
+    archive's sha256 when the caller has it already."""
+    sha = sha or file_sha256(archive)
     expected = KNOWN_SHA256.get(archive.name)
     if expected and sha != expected:
         raise BuildError(

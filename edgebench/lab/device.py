@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -81,9 +82,6 @@ class Device:
         #: The lock on the device itself, while this run holds it (remote devices).
         self.device_lock: Any = None  # device_lock.DeviceLockFile
         self._facts: DeviceFacts | None = None
-        #: The edgebench-native build an ``auto`` device that runs Python uses for the
-        #: frameworks Python cannot run (looked up once; a 1-tuple once looked up).
-        self._side_build: tuple[BuiltRunner | None] | None = None
 
     @property
     def runner_kind(self) -> RunnerKind:
@@ -94,6 +92,12 @@ class Device:
     def native_build(self) -> BuiltRunner | None:
         """The edgebench-native build this device runs, once chosen."""
         return self.runner.build if self.runner is not None else None
+
+    @functools.cached_property
+    def side_build(self) -> BuiltRunner | None:
+        """The edgebench-native build an ``auto`` device that runs Python uses for the
+        frameworks Python cannot run (looked up once)."""
+        return self.choose_native_build()
 
     def runner_for(self, framework: str) -> RunnerChoice | None:
         """The runner that measures ``framework`` here: the chosen one, except on an ``auto``
@@ -109,9 +113,7 @@ class Device:
         known = find_framework(framework)
         if known is None or known.native_only is None:
             return choice
-        if self._side_build is None:
-            self._side_build = (self.choose_native_build(),)
-        build = self._side_build[0]
+        build = self.side_build
         if build is None or framework not in build.frameworks:
             return choice
         why = f"{framework} has no Python runtime; the edgebench-native build links it"
