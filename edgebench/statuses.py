@@ -28,6 +28,7 @@ class ErrorKind(StrEnum):
     INFERENCE = "inference"
     OUT_OF_MEMORY = "out_of_memory"
     INTERNAL = "internal"
+    FALLBACK = "fallback"  # asked for an accelerator, ran on the CPU: never a GPU figure
     # Decided on the host.
     TRANSPORT = "transport"  # the device's connection dropped or never came up
     RUNNER = "runner"  # the runner exited or timed out without a result

@@ -27,6 +27,7 @@ ERROR_KINDS = (
     "inference",  # the inference call raised
     "out_of_memory",  # an allocation failed (MemoryError)
     "internal",  # a bug in the runner
+    "fallback",  # an accelerator backend was asked for and the framework ran on the CPU
 )
 
 #: ``status`` of a runner result; the host adds its own on top (skipped, mismatch).
@@ -35,7 +36,7 @@ STATUSES = ("ok", "failed", "unsupported")
 
 def status_of(error_kind: str) -> str:
     """The status of a result that failed with ``error_kind``."""
-    return "unsupported" if error_kind == "unsupported" else "failed"
+    return "unsupported" if error_kind in ("unsupported", "fallback") else "failed"
 
 
 def install_hint(pip_extra: str) -> str:

@@ -95,6 +95,9 @@ class RunSpec:
 
     model: str
     framework: str
+    #: The compute backend: ``cpu``, or an accelerator the framework offers (``vulkan``, ...;
+    #: edgebench/compute_backends.py lists them).
+    backend: str = "cpu"
     precision: str = "fp32"
     threads: int = 1
     #: CPU ids to pin to (None: the process's affinity as it is).

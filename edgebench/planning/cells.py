@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from edgebench.compute_backends import CPU, engine_label
 from edgebench.converters import CONVERTERS, Artifact
 from edgebench.errors import UserError
 from edgebench.frameworks import (
@@ -126,6 +127,13 @@ class Cell:
     shape_from: list[dict[str, Any]] | None = None
     #: Dynamic cells: the sweep's first shape, the one a converter may need as an example.
     shape_base: list[dict[str, Any]] | None = None
+    #: The compute backend: ``cpu`` or an accelerator (edgebench/compute_backends.py).
+    backend: str = CPU
+
+    @property
+    def engine(self) -> str:
+        """The matrix column: ``ncnn``, or ``ncnn·vulkan`` on an accelerator."""
+        return engine_label(self.framework, self.backend)
 
     @property
     def cell_id(self) -> str:
@@ -141,6 +149,7 @@ class Cell:
             ]
             + ([f"i{self.instances}-{self.instance_mode}"] if self.instances > 1 else [])
             + ([f"shape-{self.shape_label}-{self.shape_mode}"] if self.shape_mode else [])
+            + ([f"b{self.backend}"] if self.backend != CPU else [])
         )
 
     @property
@@ -164,6 +173,7 @@ class Cell:
         return RunSpec(
             model=str(self.run_path),
             framework=self.framework,
+            backend=self.backend,
             precision=self.precision,
             threads=self.threads,
             cores=self.cores,

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
+from edgebench.compute_backends import CPU, engine_label
+from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.results.breakdown_parts import Instances, OpProfile, ShapeVariant, Stages
 from edgebench.results.energy_part import EnergyResult
 from edgebench.results.json_values import (
@@ -55,6 +57,7 @@ PARTS: dict[str, type] = {
     "native": ToolReport,
     "telemetry": TelemetryTrace,
     "output_check": OutputCheck,
+    "accelerator": AcceleratorRun,
 }
 
 
@@ -77,6 +80,8 @@ class Record:
     peak_rss_mb: float | None = None
     schema: str = RECORD_SCHEMA
     concurrency: int = 1
+    #: The compute backend the cell asked for: ``cpu``, or an accelerator (``vulkan``, ...).
+    backend: str = CPU
     model_path: str | None = None
     model_sha256: str | None = None
     framework_version: str | None = None
@@ -138,6 +143,11 @@ class Record:
     instances: Instances | None = None
     #: --shapes: the cell's place in a shape sweep.
     shape: ShapeVariant | None = None
+    #: Accelerator cells: the device the backend ran on, as the framework reported it.
+    accelerator: AcceleratorRun | None = None
+    #: Process CPU time (user + system) per inference over the timed window, every backend:
+    #: what a GPU backend leaves of the CPU for the rest of the app.
+    cpu_ms_per_inf: float | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -148,6 +158,11 @@ class Record:
                 setattr(self, name, self._read_part(name, part, value))
             elif value is not None and not isinstance(value, part):
                 raise wrong_type(name, value)
+
+    @property
+    def engine(self) -> str:
+        """The matrix column: ``ncnn`` on the CPU, ``ncnn·vulkan`` on an accelerator."""
+        return engine_label(self.framework, self.backend)
 
     def set_part(self, name: str, value: dict[str, Any]) -> None:
         """Read the part ``name`` from its JSON object (a runner's, say) onto the record, or

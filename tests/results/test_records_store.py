@@ -102,10 +102,10 @@ def test_append_after_a_torn_last_line_starts_a_line_of_its_own(tmp_path, caplog
     run = ResultsStore(tmp_path / "runs").create_run({"status": "interrupted"})
     run.append(ok_record(run.run_id, "a"))
     with open(run.records_path, "a") as fh:
-        fh.write('{"run_id": "x", "model": "tor')  # the crash: half a record, no newline
+        fh.write('{"run_id": "x", "model": "half-writ')  # the crash: half a record, no newline
     run.append(ok_record(run.run_id, "b"))  # what --resume stores next
     assert [r.model for r in run.records()] == ["a", "b"]
-    assert "tor" not in run.records_path.read_text()  # the fragment is cut off, and said so
+    assert "half-writ" not in run.records_path.read_text()  # the fragment is cut off, and said so
     assert "torn last line" in caplog.text
 
 

@@ -1,0 +1,189 @@
+"""The compute backends a framework can run a cell on: ``cpu`` for every framework, and the
+accelerators (GPU and NPU APIs) each one offers, with how each is selected by every runner.
+
+A backend is the second half of what a team ships: not "ncnn" but "ncnn on Vulkan". The
+registry is the one place that says which (framework, backend) pairs exist, which API each
+drives, and how the Python runner, edgebench-native and the framework's own benchmark tool
+select it (None: that runner cannot). ``provides`` names what a device needs for the backend,
+for the one-line reason of a cell that cannot run it.
+
+docs/accelerators.md describes each entry; a test keeps the Python runner's backend modules
+(their ``ACCELERATORS``) in step with the ``python`` column here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+CPU = "cpu"
+
+#: Every backend name, in display order (the ``--backends`` choices).
+BACKEND_NAMES = ("cpu", "vulkan", "opencl", "gpu", "cuda", "nnapi", "qnn", "npu")
+
+#: The packages that give a Debian device a Vulkan or OpenCL device, software or real.
+VULKAN_PACKAGES = "mesa-vulkan-drivers libvulkan1 (software: lavapipe), or the GPU vendor's driver"
+OPENCL_PACKAGES = "ocl-icd-libopencl1 pocl-opencl-icd (software: pocl), or the GPU vendor's ICD"
+
+
+@dataclass(frozen=True)
+class ComputeBackend:
+    framework: str
+    name: str
+    #: The API the framework drives (``Vulkan``, ``OpenCL``, ``NNAPI``, ...).
+    api: str
+    #: How each runner selects it; None: that runner cannot.
+    python: str | None
+    native: str | None
+    tool: str | None
+    #: What the device needs for it (a driver, a package, a build of the framework).
+    provides: str
+
+    @property
+    def label(self) -> str:
+        """``ncnn·vulkan``: the matrix column and the record's ``engine``."""
+        return engine_label(self.framework, self.name)
+
+
+def engine_label(framework: str, backend: str) -> str:
+    """The column a (framework, backend) pair takes: the framework alone on the CPU."""
+    return framework if backend == CPU else f"{framework}·{backend}"
+
+
+#: The accelerator backends, per framework in display order (``cpu`` is implicit for all).
+ACCELERATORS: tuple[ComputeBackend, ...] = (
+    ComputeBackend(
+        "onnxruntime",
+        "nnapi",
+        "NNAPI",
+        python="providers=['NnapiExecutionProvider'] (an Android build of onnxruntime)",
+        native=None,
+        tool=None,
+        provides="an onnxruntime build with the NNAPI execution provider (Android)",
+    ),
+    ComputeBackend(
+        "onnxruntime",
+        "qnn",
+        "QNN",
+        python="providers=['QNNExecutionProvider'] (the onnxruntime-qnn package)",
+        native=None,
+        tool=None,
+        provides="onnxruntime-qnn and a Qualcomm Hexagon NPU",
+    ),
+    ComputeBackend(
+        "mnn",
+        "opencl",
+        "OpenCL",
+        python="createSession backend 'OPENCL' (a wheel built with MNN_OPENCL)",
+        native="MNN_FORWARD_OPENCL in a build with MNN_OPENCL=ON",
+        tool="benchmark.out forward type 3",
+        provides=f"an MNN build with MNN_OPENCL=ON and an OpenCL GPU ({OPENCL_PACKAGES})",
+    ),
+    ComputeBackend(
+        "mnn",
+        "vulkan",
+        "Vulkan",
+        python="createSession backend 'VULKAN' (a wheel built with MNN_VULKAN)",
+        native="MNN_FORWARD_VULKAN in a build with MNN_VULKAN=ON",
+        tool="benchmark.out forward type 7",
+        provides=f"an MNN build with MNN_VULKAN=ON and a Vulkan device ({VULKAN_PACKAGES})",
+    ),
+    ComputeBackend(
+        "mnn",
+        "cuda",
+        "CUDA",
+        python="createSession backend 'CUDA' (a wheel built with MNN_CUDA)",
+        native="MNN_FORWARD_CUDA in a build with MNN_CUDA=ON",
+        tool="benchmark.out forward type 2",
+        provides="an MNN build with MNN_CUDA=ON and an NVIDIA GPU with its driver",
+    ),
+    ComputeBackend(
+        "ncnn",
+        "vulkan",
+        "Vulkan",
+        python="net.opt.use_vulkan_compute (the ncnn wheel has Vulkan compiled in)",
+        native="opt.use_vulkan_compute in a build with NCNN_VULKAN=ON",
+        tool="benchncnn gpu_device 0",
+        provides=f"a Vulkan device ({VULKAN_PACKAGES})",
+    ),
+    ComputeBackend(
+        "tflite",
+        "gpu",
+        "LiteRT GPU",
+        python="CompiledModel with HardwareAccelerator.GPU (ai-edge-litert; WebGPU over Vulkan)",
+        native=None,
+        tool="benchmark_model --use_gpu=true",
+        provides="a GPU that LiteRT's GPU accelerator finds (on phones: the GPU delegate)",
+    ),
+    ComputeBackend(
+        "tflite",
+        "nnapi",
+        "NNAPI",
+        python=None,
+        native=None,
+        tool="benchmark_model --use_nnapi=true",
+        provides="Android's NNAPI (benchmark_model on the phone)",
+    ),
+    ComputeBackend(
+        "openvino",
+        "gpu",
+        "OpenVINO GPU",
+        python="core.compile_model(model, 'GPU')",
+        native=None,
+        tool="benchmark_app -d GPU",
+        provides="an Intel GPU with its OpenCL driver (intel-opencl-icd)",
+    ),
+    ComputeBackend(
+        "openvino",
+        "npu",
+        "OpenVINO NPU",
+        python="core.compile_model(model, 'NPU')",
+        native=None,
+        tool="benchmark_app -d NPU",
+        provides="an Intel NPU with its driver",
+    ),
+    ComputeBackend(
+        "tnn",
+        "opencl",
+        "OpenCL",
+        python=None,
+        native="DEVICE_OPENCL in a build with TNN_OPENCL_ENABLE=ON",
+        tool="TNNTest -dt OPENCL",
+        provides=f"a TNN build with TNN_OPENCL_ENABLE=ON and an OpenCL GPU ({OPENCL_PACKAGES})",
+    ),
+    ComputeBackend(
+        "tnn",
+        "cuda",
+        "CUDA",
+        python=None,
+        native="DEVICE_CUDA in a build with TNN_CUDA_ENABLE=ON",
+        tool="TNNTest -dt CUDA",
+        provides="a TNN build with TNN_CUDA_ENABLE=ON and an NVIDIA GPU with TensorRT",
+    ),
+)
+
+
+def find_backend(framework: str, name: str) -> ComputeBackend | None:
+    """The accelerator entry for (framework, name); None for ``cpu`` and unknown pairs."""
+    return next((b for b in ACCELERATORS if b.framework == framework and b.name == name), None)
+
+
+def backends_of(framework: str) -> list[str]:
+    """The backends ``framework`` offers: ``cpu`` first, then its accelerators."""
+    return [CPU, *(b.name for b in ACCELERATORS if b.framework == framework)]
+
+
+def missing_backend_reason(framework: str, name: str) -> str | None:
+    """Why ``framework`` has no backend ``name`` at all (None: it has)."""
+    if name == CPU or find_backend(framework, name) is not None:
+        return None
+    others = [b for b in backends_of(framework) if b != CPU]
+    offers = f"its accelerators: {', '.join(others)}" if others else "it runs on the CPU only"
+    return f"{framework} has no {name} backend ({offers})"
+
+
+def engine_order(engines: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(framework, backend) pairs once each, every framework's backends in registry order."""
+    seen = list(dict.fromkeys(engines))
+    rank = {name: i for i, name in enumerate(BACKEND_NAMES)}
+    return sorted(seen, key=lambda fb: rank.get(fb[1], len(rank)))

@@ -1,0 +1,49 @@
+"""The record's ``accelerator`` part: what a cell on a GPU or NPU backend actually ran on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgebench.results.json_values import RecordPart
+
+
+@dataclass
+class AcceleratorRun(RecordPart):
+    """The device a backend ran on, as the framework reported it, and what it did there.
+    Stored with each field as a key; fields the framework does not report stay None."""
+
+    #: The API the backend drove (``Vulkan``, ``OpenCL``, ``NNAPI``, ...).
+    api: str
+    #: The device's name as its driver reports it (``llvmpipe (LLVM 15.0.6, 256 bits)``).
+    device: str | None = None
+    #: ``discrete``, ``integrated``, ``virtual``, ``cpu`` (a driver that runs on the CPU), ...
+    device_type: str | None = None
+    #: A software implementation (lavapipe, llvmpipe, SwiftShader, pocl): its latency says
+    #: nothing about a chip, so the cell is treated like an emulated one.
+    software: bool = False
+    driver: str | None = None
+    api_version: str | None = None
+    #: The precision the backend computed in (``fp16`` when the GPU stored or computed in
+    #: half precision, whatever the cell asked for).
+    precision: str | None = None
+    #: Ops the accelerator ran, of all the model's ops, where the framework says.
+    delegated_ops: int | None = None
+    total_ops: int | None = None
+    #: Device memory the cell used, or why it is not known.
+    device_memory_mb: float | None = None
+    device_memory_unavailable: str | None = None
+    #: What the stage split means on this backend (``extract() includes the upload and the
+    #: download``), when it differs from the CPU's.
+    stages_note: str | None = None
+
+    def describe(self) -> str:
+        parts = [self.api]
+        if self.device:
+            parts.append(self.device + (" (software)" if self.software else ""))
+        if self.driver:
+            parts.append(f"driver {self.driver}")
+        if self.precision:
+            parts.append(self.precision)
+        if self.delegated_ops is not None and self.total_ops is not None:
+            parts.append(f"{self.delegated_ops}/{self.total_ops} ops delegated")
+        return ", ".join(parts)
