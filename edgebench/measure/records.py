@@ -68,6 +68,7 @@ def new_record(run_id: str, cell: Cell, status: str) -> Record:
         cores=cell.cores_selection,
         status=status,
         concurrency=cell.concurrency,
+        backend=cell.backend,
         model_path=str(cell.model.path) if cell.model.path else None,
         model_sha256=cell.model.sha256,
         inputs=cell.inputs or None,
@@ -119,6 +120,9 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
     record.load_ms = _ns_to_ms(result.get("load_ns"))
     record.first_inference_ms = _ns_to_ms(result.get("first_inference_ns"))
     record.outputs = result.get("outputs")
+    record.cpu_ms_per_inf = _ns_to_ms(result.get("cpu_ns_per_inference"))
+    if isinstance(result.get("accelerator"), dict):
+        record.set_part("accelerator", result["accelerator"])
     record.warnings = stats_warnings(stats)
     effective = record.cores_effective
     if cell.cores and effective is not None and sorted(effective) != sorted(cell.cores):
