@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from accelerators import finish_probe, start_probe
 from backend_loader import instantiate
 from backends import MODULE_SUFFIX, BackendError, discover
 from cell import CellFacts, measure_cell
@@ -60,7 +61,10 @@ def execute(raw_spec: Any) -> Dict[str, Any]:
 
 
 def probe() -> Dict[str, Any]:
-    """Which frameworks this device can run (and their versions), and what the device is."""
+    """Which frameworks this device can run (and their versions), and what the device is:
+    its accelerators too, asked in a child process meanwhile (a crashing driver costs only
+    those)."""
+    accelerator_probe = start_probe()
     found, broken = discover()
     frameworks: Dict[str, Dict[str, Any]] = {}
     for name, declared in found.items():
@@ -91,6 +95,7 @@ def probe() -> Dict[str, Any]:
         "emulated": emulated,
         "emulation": evidence,
         "boot_id": boot_id(),
+        "accelerators": finish_probe(accelerator_probe),
     }
 
 

@@ -1,0 +1,207 @@
+"""What accelerators a device offers: Vulkan and OpenCL devices, OpenVINO's devices, and which
+of them are software (a GPU API served by the CPU).
+
+Standard library only, Python 3.8+, no host imports: it runs on phones and boards. The
+runner's ``--probe`` calls ``start_probe()`` and ``finish_probe()``, which run this file as
+a child process: a driver that crashes or hangs while it is asked costs only the accelerator
+facts ("probe failed: ..."), never the probe. Run by hand, ``python3 accelerators.py`` prints
+one JSON line per API.
+
+Each API's line is ``{"api", "devices": [...], "problem": None | {"kind", "message"}}``; a
+device is ``{"api", "name", "type", "software", "driver", "api_version", "index", ...}`` with
+the API's own extras (Vulkan: driver_name, driver_version, vendor_id, memory_budget; OpenCL:
+platform, platform_vendor, platform_version, platform_index, vendor, version, memory_mb).
+Problem kinds: ``no_loader`` (the API's library is missing), ``no_device`` (it is there and
+finds none), ``failed`` (an error, a crash or no answer in time).
+
+For a GPU cell's device memory, ``vulkan_info.memory_budget(device_index)`` gives the heaps
+with VK_EXT_memory_budget's budget and usage (see there).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import signal
+import subprocess
+import sys
+from typing import Any, Callable, Dict, List, Optional
+
+if __package__:
+    from . import opencl_info, vulkan_info
+else:  # on the device, beside runner.py, or run as the probe's child
+    import opencl_info
+    import vulkan_info
+
+APIS = ("Vulkan", "OpenCL", "OpenVINO")
+#: Bound on the child probe: lavapipe and pocl answer in well under a second.
+PROBE_TIMEOUT_S = 20.0
+OPENVINO_TYPES = {"CPU": "cpu", "GPU": "gpu", "NPU": "npu"}
+
+
+def software_kind(api: str, name: str, device_type: str, driver: str = "") -> Optional[str]:
+    """Which software implementation serves a device (``lavapipe``, ``SwiftShader``, ``pocl``,
+    ...), "a CPU device" for any other device of type CPU, None for hardware."""
+    text = " ".join((name, driver)).lower()
+    if "llvmpipe" in text or "lavapipe" in text:
+        return "lavapipe" if api == "Vulkan" else "llvmpipe"
+    if "swiftshader" in text:
+        return "SwiftShader"
+    if "portable computing language" in text or "pocl" in text:
+        return "pocl"
+    if device_type == "cpu":
+        return "the CPU plugin" if api == "OpenVINO" else "a CPU device"
+    return None
+
+
+def _vulkan() -> List[Dict[str, Any]]:
+    devices = []
+    for found in vulkan_info.vulkan_devices():
+        driver = found.get("driver_info") or found.get("driver_name") or found["driver_version"]
+        about = " ".join((found.get("driver_name") or "", driver))
+        entry = {"api": "Vulkan", "driver": driver, **found}
+        entry["software"] = software_kind("Vulkan", found["name"], found["type"], about)
+        devices.append(entry)
+    return devices
+
+
+def _opencl() -> List[Dict[str, Any]]:
+    devices = []
+    for found in opencl_info.opencl_devices():
+        about = " ".join((found["platform"], found["version"]))
+        entry = {"api": "OpenCL", "driver": found["driver_version"], **found}
+        entry["software"] = software_kind("OpenCL", found["name"], found["type"], about)
+        devices.append(entry)
+    return devices
+
+
+def _openvino() -> List[Dict[str, Any]]:
+    openvino = importlib.import_module("openvino")
+    core = openvino.Core()
+    devices = []
+    for index, device in enumerate(core.available_devices):
+        name = str(core.get_property(device, "FULL_DEVICE_NAME"))
+        kind = OPENVINO_TYPES.get(device.split(".")[0], "other")
+        entry = {
+            "api": "OpenVINO",
+            "name": name,
+            "device": device,
+            "type": kind,
+            "driver": None,
+            "api_version": openvino.get_version().split("-")[0],
+            "index": index,
+        }
+        entry["software"] = software_kind("OpenVINO", name, kind)
+        devices.append(entry)
+    return devices
+
+
+PROBES: Dict[str, Callable[[], List[Dict[str, Any]]]] = {
+    "Vulkan": _vulkan,
+    "OpenCL": _opencl,
+    "OpenVINO": _openvino,
+}
+UNAVAILABLE = (vulkan_info.VulkanUnavailable, opencl_info.OpenCLUnavailable)
+
+
+def probe_api(api: str) -> Dict[str, Any]:
+    """One API's devices, or the problem that left it without any; never raises."""
+    devices: List[Dict[str, Any]] = []
+    problem = None
+    try:
+        devices = PROBES[api]()
+    except UNAVAILABLE as exc:
+        problem = {"kind": exc.kind, "message": str(exc)}
+    except Exception as exc:  # a driver's error is a fact about the device, not a crash
+        problem = {"kind": "failed", "message": "probe failed: %s: %s" % (type(exc).__name__, exc)}
+    if not devices and problem is None:
+        problem = {"kind": "no_device", "message": "the %s loader found no device" % api}
+    return {"api": api, "devices": devices, "problem": problem}
+
+
+def apis_here() -> List[str]:
+    """The APIs worth asking: OpenVINO only where it is installed (importing it costs time)."""
+    return [api for api in APIS if api != "OpenVINO" or importlib.util.find_spec("openvino")]
+
+
+def start_probe() -> Optional[subprocess.Popen]:
+    """Start this file as a child process that answers for every API; None when it cannot
+    start (``finish_probe`` then says why)."""
+    if not sys.executable:
+        return None
+    try:
+        return subprocess.Popen(
+            [sys.executable, __file__],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError:
+        return None
+
+
+def finish_probe(
+    child: Optional[subprocess.Popen], timeout: float = PROBE_TIMEOUT_S
+) -> Dict[str, Any]:
+    """``{"devices": [...], "problems": {api: {"kind", "message"}}}`` from the child: what it
+    answered, and "probe failed: ..." for each API it did not answer for (it crashed, hung or
+    never started)."""
+    if child is None:
+        return _failed_all("probe failed: could not start %s" % (sys.executable or "Python"))
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+        why = _exit_reason(child.returncode, stderr)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        stdout, stderr = child.communicate()
+        why = "no answer within %.0f s" % timeout
+    answers = {}
+    for line in stdout.decode(errors="replace").splitlines():
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(answer, dict) and answer.get("api") in APIS:
+            answers[answer["api"]] = answer
+    facts: Dict[str, Any] = {"devices": [], "problems": {}}
+    for api in APIS:
+        answer = answers.get(api)
+        if answer is None:
+            if why is not None and api != "OpenVINO":
+                facts["problems"][api] = {"kind": "failed", "message": "probe failed: " + why}
+            continue
+        facts["devices"] += answer.get("devices") or []
+        if answer.get("problem"):
+            facts["problems"][api] = answer["problem"]
+    return facts
+
+
+def _exit_reason(returncode: int, stderr: bytes) -> Optional[str]:
+    if returncode == 0:
+        return None
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "signal %d" % -returncode
+        how = "the driver crashed (%s)" % name
+    else:
+        how = "exited %d" % returncode
+    tail = stderr.decode(errors="replace").strip().splitlines()[-1:]
+    return how + (": " + tail[0][:200] if tail else "")
+
+
+def _failed_all(message: str) -> Dict[str, Any]:
+    problems = {api: {"kind": "failed", "message": message} for api in ("Vulkan", "OpenCL")}
+    return {"devices": [], "problems": problems}
+
+
+def main() -> int:
+    for api in apis_here():
+        sys.stdout.write(json.dumps(probe_api(api)) + "\n")
+        sys.stdout.flush()  # what was answered survives a crash in the next API's driver
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
