@@ -25,7 +25,9 @@ import json
 import signal
 import subprocess
 import sys
-from typing import Any, Callable, Dict, List, Optional
+import time
+from subprocess import Popen
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 if __package__:
     from . import opencl_info, vulkan_info
@@ -124,36 +126,61 @@ def apis_here() -> List[str]:
     return [api for api in APIS if api != "OpenVINO" or importlib.util.find_spec("openvino")]
 
 
-def start_probe() -> Optional[subprocess.Popen]:
-    """Start this file as a child process that answers for every API; None when it cannot
-    start (``finish_probe`` then says why)."""
+def start_probe(apis: Optional[List[str]] = None) -> Tuple[List[str], Optional[Popen]]:
+    """Start this file as a child process that answers for ``apis`` (default: those worth
+    asking here), one line each in that order; the child is None when it cannot start."""
+    apis = apis_here() if apis is None else apis
     if not sys.executable:
-        return None
+        return apis, None
     try:
-        return subprocess.Popen(
-            [sys.executable, __file__],
+        child = subprocess.Popen(
+            [sys.executable, __file__, *apis],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
     except OSError:
-        return None
+        return apis, None
+    return apis, child
 
 
 def finish_probe(
-    child: Optional[subprocess.Popen], timeout: float = PROBE_TIMEOUT_S
+    started: Tuple[List[str], Optional[Popen]], timeout: float = PROBE_TIMEOUT_S
 ) -> Dict[str, Any]:
-    """``{"devices": [...], "problems": {api: {"kind", "message"}}}`` from the child: what it
-    answered, and "probe failed: ..." for each API it did not answer for (it crashed, hung or
-    never started)."""
+    """``{"devices": [...], "problems": {api: {"kind", "message"}}}`` from the child that
+    ``start_probe`` started. An API the child died or hung on gets "probe failed: ..." and
+    a new child asks the APIs after it; all within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    apis, child = started
+    facts: Dict[str, Any] = {"devices": [], "problems": {}}
+    while apis:  # each round answers or fails at least one API
+        answers, why = _answers(child, max(deadline - time.monotonic(), 2.0))
+        for api in apis:
+            if api in answers:
+                facts["devices"] += answers[api].get("devices") or []
+                if answers[api].get("problem"):
+                    facts["problems"][api] = answers[api]["problem"]
+        unanswered = [api for api in apis if api not in answers]
+        if not unanswered:
+            break
+        message = "probe failed: " + (why or "no answer")
+        facts["problems"][unanswered[0]] = {"kind": "failed", "message": message}
+        apis = unanswered[1:]
+        if apis:
+            apis, child = start_probe(apis)
+    return facts
+
+
+def _answers(child: Optional[Popen], timeout: float) -> Tuple[Dict[str, Any], Optional[str]]:
+    """The child's answers by API, and why it stopped short (None: it exited cleanly)."""
     if child is None:
-        return _failed_all("probe failed: could not start %s" % (sys.executable or "Python"))
+        return {}, "could not start %s" % (sys.executable or "Python")
     try:
         stdout, stderr = child.communicate(timeout=timeout)
         why = _exit_reason(child.returncode, stderr)
     except subprocess.TimeoutExpired:
         child.kill()
-        stdout, stderr = child.communicate()
+        stdout, _ = child.communicate()
         why = "no answer within %.0f s" % timeout
     answers = {}
     for line in stdout.decode(errors="replace").splitlines():
@@ -163,17 +190,7 @@ def finish_probe(
             continue
         if isinstance(answer, dict) and answer.get("api") in APIS:
             answers[answer["api"]] = answer
-    facts: Dict[str, Any] = {"devices": [], "problems": {}}
-    for api in APIS:
-        answer = answers.get(api)
-        if answer is None:
-            if why is not None and api != "OpenVINO":
-                facts["problems"][api] = {"kind": "failed", "message": "probe failed: " + why}
-            continue
-        facts["devices"] += answer.get("devices") or []
-        if answer.get("problem"):
-            facts["problems"][api] = answer["problem"]
-    return facts
+    return answers, why
 
 
 def _exit_reason(returncode: int, stderr: bytes) -> Optional[str]:
@@ -191,17 +208,14 @@ def _exit_reason(returncode: int, stderr: bytes) -> Optional[str]:
     return how + (": " + tail[0][:200] if tail else "")
 
 
-def _failed_all(message: str) -> Dict[str, Any]:
-    problems = {api: {"kind": "failed", "message": message} for api in ("Vulkan", "OpenCL")}
-    return {"devices": [], "problems": problems}
-
-
-def main() -> int:
-    for api in apis_here():
+def main(argv: List[str]) -> int:
+    for api in argv or apis_here():
+        if api not in PROBES:
+            continue
         sys.stdout.write(json.dumps(probe_api(api)) + "\n")
         sys.stdout.flush()  # what was answered survives a crash in the next API's driver
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
