@@ -10,14 +10,18 @@ import importlib
 
 if __package__:
     from .backends import Backend, BackendError, Declaration, discover
+    from .backends.accelerator import CPU, refusal
     from .protocol import install_hint
 else:  # on the device, beside runner.py
     from backends import Backend, BackendError, Declaration, discover
+    from backends.accelerator import CPU, refusal
     from protocol import install_hint
 
 
-def load_backend(framework: str) -> Backend:
-    """Instantiate the backend for ``framework`` or raise BackendError with a clear kind.
+def load_backend(framework: str, compute_backend: str = CPU) -> Backend:
+    """Instantiate the backend for ``framework``, set to run on ``compute_backend``, or raise
+    BackendError with a clear kind (``unsupported`` for a compute backend its Python binding
+    cannot select, before the framework is imported).
 
     Backends are found by listing backends/ (backends/__init__.py says what each declares).
     """
@@ -30,7 +34,11 @@ def load_backend(framework: str) -> Backend:
                 "%s: %s" % item for item in sorted(broken.items())
             )
         raise BackendError("bad_spec", message)
-    return instantiate(declared)
+    if compute_backend != CPU and compute_backend not in declared.accelerators:
+        raise refusal(framework, compute_backend, declared.accelerators)
+    backend = instantiate(declared)
+    backend.compute_backend = compute_backend
+    return backend
 
 
 def instantiate(declared: Declaration) -> Backend:

@@ -47,6 +47,11 @@ else:  # on the device, beside runner.py
 
 Hooks = Sequence[ContextManager[Any]]
 
+ACCELERATOR_OP_PROFILE = (
+    "the Python runner times operators on the CPU backend only: on %s the framework queues "
+    "the operators to the device, so times taken around them on the host are not theirs"
+)
+
 
 @dataclass
 class Started:
@@ -91,6 +96,8 @@ class CellFacts:
     eval_outputs_file: Optional[str] = None
     peak_rss_kb: Optional[int] = None
     op_profile: Optional[Dict[str, Any]] = None
+    #: On an accelerator: what ran there, as the backend said after the first inference.
+    accelerator: Optional[Dict[str, Any]] = None
     ok: bool = False
 
     def result_fields(self) -> Dict[str, Any]:
@@ -112,6 +119,8 @@ class CellFacts:
                 out["instances"] = instances
             if self.started.shape_change is not None:
                 out["shape_change"] = self.started.shape_change
+        if self.accelerator is not None:
+            out["accelerator"] = self.accelerator
         if self.warmup_samples_ns is not None:
             out["warmup_samples_ns"] = self.warmup_samples_ns
         if self.telemetry is not None:
@@ -167,7 +176,7 @@ def measure_cell(spec: RunSpec, facts: CellFacts) -> None:
 
 
 def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
-    backend = load_backend(spec.framework)
+    backend = load_backend(spec.framework, spec.backend)
     facts.framework_version = backend.version()
     # After the framework import, before the model: the model's own footprint is peak - this.
     facts.rss_before_load_kb = rss_kb()
@@ -178,7 +187,7 @@ def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
     facts.inputs = feeds.as_json()
 
     def load_another() -> Backend:
-        another = load_backend(spec.framework)
+        another = load_backend(spec.framework, spec.backend)
         another.load(spec.model, spec.threads, spec.precision, options)
         return another
 
@@ -187,6 +196,7 @@ def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
         facts.started = start_streams(spec, backend, feeds, model_inputs, load_another)
         streams = facts.started.opened.streams
         extra = facts.started.opened.extra
+        facts.accelerator = backend.accelerator_report()
         facts.warmup_samples_ns = warm_up(streams, spec.warmup)
         backend_hooks = [h for b in [backend, *extra] for h in b.window_hooks()]
         facts.window = time_window(spec, streams, [*hooks, *backend_hooks])
@@ -213,7 +223,9 @@ def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
         facts.eval_outputs_file = spec.save_eval_outputs
     # Before any profiling instance is loaded: the peak is the measured cell's own.
     facts.peak_rss_kb = peak_rss_kb()
-    if spec.profile_ops:
+    if spec.profile_ops and spec.backend != "cpu":
+        facts.op_profile = {"unavailable": ACCELERATOR_OP_PROFILE % spec.backend}
+    elif spec.profile_ops:
         facts.op_profile = profile_in_scratch(spec, feeds)
     facts.ok = True
     backend.close()

@@ -7,11 +7,16 @@ framework, so adding a framework is adding one file (plus its entry in the host'
     FRAMEWORK = "mnn"        # the framework name used in specs, results and on the command line
     REQUIRES = ("MNN",)      # importable modules; any one of them present means it is installed
     PIP_EXTRA = "mnn"        # optional: the edgebench extra that installs it (default FRAMEWORK)
+    ACCELERATORS = ("opencl", "vulkan", "cuda")  # optional: the accelerator backends its
+                             # Python binding can select (cpu is implicit; default none)
     BACKEND = MnnBackend     # the Backend subclass (base.py) that runs it
 
 A framework without a Python runtime declares ``NATIVE_ONLY = "<why>"`` instead of ``BACKEND``:
 the runner then reports it as unsupported with that reason (its cells run through the
-framework's own benchmark binary, edgebench/framework_tools/). Backend modules import their
+framework's own benchmark binary, edgebench/framework_tools/). The runner refuses a cell on any
+other backend than ``cpu`` and the module's ACCELERATORS before the framework is imported; the
+host keeps ACCELERATORS in step with the ``python`` column of edgebench/compute_backends.py.
+Backend modules import their
 framework only when the Backend is constructed, so listing them is cheap and works with no
 framework installed.
 """
@@ -34,6 +39,7 @@ class Declaration(NamedTuple):
     framework: str
     requires: Tuple[str, ...]
     pip_extra: Optional[str]
+    accelerators: Tuple[str, ...]
     native_only: Optional[str]
     backend: Optional[Callable[[], Backend]]
 
@@ -54,6 +60,7 @@ def declaration(module_name: str) -> Declaration:
         framework=framework,
         requires=tuple(getattr(module, "REQUIRES", ())),
         pip_extra=getattr(module, "PIP_EXTRA", framework),
+        accelerators=tuple(getattr(module, "ACCELERATORS", ())),
         native_only=getattr(module, "NATIVE_ONLY", None),
         backend=getattr(module, "BACKEND", None),
     )

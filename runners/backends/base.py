@@ -74,6 +74,11 @@ class Backend:
     #: Why one loaded model cannot serve several concurrent streams (None: it can, and
     #: ``make_stream`` shares the weights between them: --instances N in shared mode).
     no_shared_instances: Optional[str] = None
+    #: The compute backend the cell asked for, set before ``load``: ``cpu`` or one of the
+    #: accelerators its module declares (ACCELERATORS). ``load`` raises BackendError
+    #: ``unsupported`` when the device has none, and ``fallback`` when the framework would
+    #: run on the CPU instead.
+    compute_backend = "cpu"
 
     def version(self) -> str:
         raise NotImplementedError
@@ -96,6 +101,11 @@ class Backend:
         telemetry's (so innermost) and left before them: a device sync that drains queued work
         before the window closes, a profiler started and stopped with it. Optional."""
         return []
+
+    def accelerator_report(self) -> Optional[Dict[str, Any]]:
+        """After the first inference on an accelerator: what actually ran, as
+        ``accelerator.accelerator_report`` builds it (None on the CPU)."""
+        return None
 
     def reuse_streams(self) -> None:
         """Let the next ``make_stream`` take over the earlier streams' state (a shape change
