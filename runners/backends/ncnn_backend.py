@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
+from . import ncnn_vulkan
+from .accelerator import native_output
 from .base import Backend, BackendError, InputSpec, Stream, check_precision
 from .io_map import IoMap, TensorMap
 from .ncnn_param import int8_layers
 
 FRAMEWORK = "ncnn"
 REQUIRES = ("ncnn",)
+#: The wheel has Vulkan compiled in (net.opt.use_vulkan_compute).
+ACCELERATORS = ("vulkan",)
 
 
 BOUNDARIES = {
@@ -53,20 +57,28 @@ class NcnnBackend(Backend):
                 % (os.path.basename(model_path), int8[0], _more(len(int8) - 1)),
             )
         self._io = io
+        vulkan = self.compute_backend == "vulkan"
+        if vulkan:
+            ncnn_vulkan.require_device(self._ncnn, precision)
         net = self._ncnn.Net()
+        net.opt.use_vulkan_compute = vulkan
         fp16 = precision == "fp16"
-        # Explicit: ncnn's own defaults keep activations in fp16 on many CPUs, which would make
-        # an "fp32" cell silently half precision.
+        # Explicit: ncnn's own defaults keep activations in fp16 on many CPUs (and on a Vulkan
+        # device that has it), which would make an "fp32" cell silently half precision.
         net.opt.use_fp16_storage = fp16
         net.opt.use_fp16_arithmetic = fp16
         net.opt.use_fp16_packed = fp16
-        net.opt.use_bf16_storage = False
+        net.opt.use_bf16_storage = False  # bf16 storage would also turn Vulkan off
         # On by default in ncnn, where it acts on layers whose weights are stored as int8; set
         # from the cell's precision, so that only an int8 cell runs int8 kernels.
         net.opt.use_int8_inference = precision == "int8"
         net.opt.num_threads = int(threads)
-        if net.load_param(model_path) != 0:
+        with native_output() as said:
+            parsed = net.load_param(model_path)
+        if parsed != 0:
             raise BackendError("model_load", "ncnn could not parse %s" % model_path)
+        if vulkan:
+            ncnn_vulkan.check_kept(net, said.lines)
         if os.path.isfile(weights) and net.load_model(weights) != 0:
             raise BackendError("model_load", "ncnn could not load weights %s" % weights)
         self._net = net
@@ -76,6 +88,11 @@ class NcnnBackend(Backend):
 
     def output_names(self) -> List[str]:
         return [t.onnx_name for t in self._io.outputs]
+
+    def accelerator_report(self) -> Optional[Dict[str, Any]]:
+        if self.compute_backend != "vulkan" or self._net is None:
+            return None
+        return ncnn_vulkan.report(self._net)
 
     def make_stream(self, feeds: Dict[str, Any]) -> Stream:
         import numpy as np
@@ -119,7 +136,8 @@ class NcnnBackend(Backend):
             state.pop("extractor")
             return copied
 
-        return Stream(copy_in, compute, copy_out, BOUNDARIES)
+        vulkan = self.compute_backend == "vulkan"
+        return Stream(copy_in, compute, copy_out, ncnn_vulkan.BOUNDARIES if vulkan else BOUNDARIES)
 
     def close(self) -> None:
         if self._net is not None:
