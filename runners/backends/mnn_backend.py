@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
+from .accelerator import CPU, accelerator_report, fallback, native_output
 from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
 
 FRAMEWORK = "mnn"
 REQUIRES = ("MNN",)
+#: Selected by the session's backend; only a wheel built with that backend has it.
+ACCELERATORS = ("opencl", "vulkan", "cuda")
+
+#: The session ``backend`` name, MNN's forward type number and the API, per compute backend.
+_FORWARD = {
+    "cpu": ("CPU", 0, "CPU"),
+    "opencl": ("OPENCL", 3, "OpenCL"),
+    "vulkan": ("VULKAN", 7, "Vulkan"),
+    "cuda": ("CUDA", 2, "CUDA"),
+}
+#: Interpreter.getSessionInfo codes (Interpreter.hpp SessionInfoCode).
+_INFO_BACKENDS = 2
+#: MNN_FORWARD_CPU_EXTENSION: the CPU backend with the CPU's SIMD extensions.
+_CPU_TYPES = (0, 13)
+#: On a GPU, numThread is MNN's GPU mode: 4 is MNN_GPU_TUNING_WIDE, MNN's own default.
+_GPU_MODE = 4
 
 # MNN session precision names: fp32 keeps "normal"; fp16 asks for "low" (fp16 where the CPU has it).
 # int8 models need no switch: the CPU backend runs in int8 every op whose tensors carry the
@@ -24,9 +41,19 @@ BOUNDARIES = {
 }
 
 
-def session_config(threads: int, precision: str) -> Dict[str, Any]:
+def session_config(threads: int, precision: str, compute_backend: str = CPU) -> Dict[str, Any]:
     """The session settings for a cell (the op profiler's session uses them too)."""
-    return {"numThread": int(threads), "precision": _PRECISION[precision], "backend": "CPU"}
+    if compute_backend == CPU:
+        return {"numThread": int(threads), "precision": _PRECISION[precision], "backend": "CPU"}
+    # GPU backends take "normal" as fp16 where the device has it: fp32 asks for "high".
+    mnn_precision = "high" if precision == "fp32" else _PRECISION[precision]
+    backend_name = _FORWARD[compute_backend][0]
+    return {"numThread": _GPU_MODE, "precision": mnn_precision, "backend": backend_name}
+
+
+def session_forward_type(interpreter: Any, session: Any) -> int:
+    """The forward type of the session's first pipeline, as MNN chose it."""
+    return int(interpreter.getSessionInfo(session, _INFO_BACKENDS))
 
 
 class MnnBackend(Backend):
@@ -54,15 +81,52 @@ class MnnBackend(Backend):
             raise BackendError(
                 "model_load", "MNN could not read the model: %s" % first_line(str(exc)), str(exc)
             ) from exc
-        self._config = session_config(threads, precision)
+        self._config = session_config(threads, precision, self.compute_backend)
         self._main = self._new_session()
 
     def _new_session(self) -> Any:
-        session = self._interpreter.createSession(self._config)
+        with native_output() as said:
+            session = self._interpreter.createSession(self._config)
         if session is None:
             raise BackendError("model_load", "MNN could not create a session for the model")
         self._sessions.append(session)
+        if self.compute_backend != CPU:
+            self._check_forward_type(session, said.matching("backend", "Backend"))
         return session
+
+    def _check_forward_type(self, session: Any, said: List[str]) -> None:
+        """MNN creates a CPU session, saying so only on its log, when the wheel lacks the
+        backend asked for (or its device is missing): the session's forward type tells."""
+        wanted = _FORWARD[self.compute_backend][1]
+        got = session_forward_type(self._interpreter, session)
+        if got == wanted:
+            return
+        where = "the CPU" if got in _CPU_TYPES else "forward type %d" % got
+        name = _FORWARD[self.compute_backend][0]
+        words = "; ".join(dict.fromkeys(said)) or "no %s backend in this MNN build" % name
+        raise fallback(
+            FRAMEWORK,
+            self.compute_backend,
+            "%s (the session runs on %s, forward type %d)" % (words, where, got),
+        )
+
+    def accelerator_report(self) -> Optional[Dict[str, Any]]:
+        if self.compute_backend == CPU:
+            return None
+        return accelerator_report(
+            _FORWARD[self.compute_backend][2],
+            # "high" keeps fp32 on MNN's GPU backends; "low" is fp16 where the device has it.
+            precision="fp32" if self._config["precision"] == "high" else None,
+            device_memory_unavailable=(
+                "MNN's session memory (getSessionInfo MEMORY) does not split the device's "
+                "share from the host's"
+            ),
+            stages_note=(
+                "runSession can return with work still queued on the device and "
+                "copyToHostTensor waits for it: compute and copy_out split where the queue "
+                "ends, not where the device's compute does"
+            ),
+        )
 
     def model_inputs(self) -> List[InputSpec]:
         specs = []
