@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
 from .io_map import IoMap, TensorMap
+from .tflite_gpu import GpuModel
 
 FRAMEWORK = "tflite"
 REQUIRES = ("ai_edge_litert", "tflite_runtime")
+#: LiteRT's CompiledModel on its GPU accelerator; NNAPI is not selectable from Python.
+ACCELERATORS = ("gpu",)
 
 
 def _interpreter_class() -> Any:
@@ -42,6 +45,8 @@ class TfliteBackend(Backend):
         self._threads = 1
         self._io = None
         self._main = None
+        self._gpu: Optional[GpuModel] = None
+        self._gpu_models: List[GpuModel] = []
 
     def version(self) -> str:
         try:
@@ -62,6 +67,10 @@ class TfliteBackend(Backend):
         check_precision(self, precision)
         self._path = model_path
         self._threads = int(threads)
+        if self.compute_backend == "gpu":
+            self._gpu = GpuModel(model_path, IoMap.beside(model_path))
+            self._io = self._gpu.io
+            return
         try:
             self._main = self._interpreter()
         except Exception as exc:
@@ -90,7 +99,15 @@ class TfliteBackend(Backend):
     def output_names(self) -> List[str]:
         return [t.onnx_name for t in self._io.outputs]
 
+    def accelerator_report(self) -> Optional[Dict[str, Any]]:
+        return self._gpu.report() if self._gpu is not None else None
+
     def make_stream(self, feeds: Dict[str, Any]) -> Stream:
+        if self._gpu is not None:
+            # Like interpreters, a compiled model serves one stream: extra streams compile more.
+            gpu = GpuModel(self._path, self._io) if self._gpu_models else self._gpu
+            self._gpu_models.append(gpu)
+            return gpu.make_stream(feeds)
         # An interpreter is not thread-safe: every extra stream gets its own.
         interpreter = self._main if self._main is not None else self._interpreter()
         self._main = None
@@ -110,6 +127,12 @@ class TfliteBackend(Backend):
             return [tensor.to_onnx(get_tensor(index)) for tensor, index in outputs]
 
         return Stream(copy_in, invoke, copy_out, BOUNDARIES)
+
+    def close(self) -> None:
+        for gpu in self._gpu_models:
+            gpu.close()
+        self._gpu_models = []
+        self._gpu = None
 
 
 def _indices(details: List[Dict[str, Any]], tensors: List[TensorMap]) -> List[int]:
