@@ -1,13 +1,25 @@
-"""ONNX Runtime (CPU execution provider)."""
+"""ONNX Runtime: the CPU execution provider, or NNAPI's or QNN's ahead of it."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
+from .accelerator import CPU, accelerator_report, fallback
 from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
 
 FRAMEWORK = "onnxruntime"
 REQUIRES = ("onnxruntime",)
+#: Execution providers of other onnxruntime builds than the PyPI wheel's.
+ACCELERATORS = ("nnapi", "qnn")
+#: Per accelerator: its execution provider, its API and what provides it.
+_PROVIDERS = {
+    "nnapi": (
+        "NnapiExecutionProvider",
+        "NNAPI",
+        "an onnxruntime build with the NNAPI execution provider (Android)",
+    ),
+    "qnn": ("QNNExecutionProvider", "QNN", "onnxruntime-qnn and a Qualcomm Hexagon NPU"),
+}
 
 _ORT_DTYPES = {
     "tensor(float)": "float32",
@@ -54,16 +66,43 @@ class OnnxRuntimeBackend(Backend):
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.log_severity_level = 3
+        providers = ["CPUExecutionProvider"]
+        if self.compute_backend != CPU:
+            providers.insert(0, self._provider())
         try:
-            self._session = ort.InferenceSession(
-                model_path, sess_options=so, providers=["CPUExecutionProvider"]
-            )
+            self._session = ort.InferenceSession(model_path, sess_options=so, providers=providers)
         except Exception as exc:  # ORT raises its own exception types per failure
             text = str(exc)
             kind = "unsupported" if "NOT_IMPLEMENTED" in text else "model_load"
             raise BackendError(
                 kind, "onnxruntime could not load the model: %s" % first_line(text), text
             ) from exc
+        if self.compute_backend != CPU and providers[0] not in self._session.get_providers():
+            raise fallback(
+                FRAMEWORK,
+                self.compute_backend,
+                "the session's providers are %s" % ", ".join(self._session.get_providers()),
+            )
+
+    def _provider(self) -> str:
+        """The accelerator's execution provider, when this onnxruntime build has it."""
+        provider, _, provides = _PROVIDERS[self.compute_backend]
+        available = list(self._ort.get_available_providers())
+        if provider not in available:
+            raise BackendError(
+                "unsupported",
+                "this onnxruntime has no %s (it has %s): it needs %s"
+                % (provider, ", ".join(available), provides),
+            )
+        return provider
+
+    def accelerator_report(self) -> Optional[Dict[str, Any]]:
+        if self.compute_backend == CPU:
+            return None
+        return accelerator_report(
+            _PROVIDERS[self.compute_backend][1],
+            device_memory_unavailable="onnxruntime's Python API reports no device memory",
+        )
 
     def model_inputs(self) -> List[InputSpec]:
         specs = []

@@ -1,14 +1,24 @@
-"""OpenVINO Runtime on the CPU plugin."""
+"""OpenVINO Runtime on the CPU plugin, or on its GPU or NPU plugin."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
+from .accelerator import CPU, accelerator_report
 from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
 
 FRAMEWORK = "openvino"
 REQUIRES = ("openvino",)
+#: OpenVINO's device plugins, compiled for by name.
+ACCELERATORS = ("gpu", "npu")
+#: What a device plugin needs, for the line of a cell whose device is missing.
+_PROVIDES = {
+    "gpu": "an Intel GPU with its OpenCL driver (intel-opencl-icd)",
+    "npu": "an Intel NPU with its driver",
+}
+#: Layers of the runtime model (their rt_info layerType) that compute nothing.
+_NOT_COMPUTE = ("Input", "Output", "Const")
 
 # int8: the model's FakeQuantize layers already run in int8; the rest stays f32.
 _PRECISION_HINT = {"fp32": "f32", "fp16": "f16", "int8": "f32"}
@@ -45,6 +55,16 @@ def compile_config(threads: int, precision: str, streams: int = 1) -> Dict[str, 
     }
 
 
+def device_config(precision: str, streams: int, device: str) -> Dict[str, Any]:
+    """The settings for the GPU or NPU plugin: no CPU threads; the GPU plugin's own default
+    precision is f16, so the cell's is asked for."""
+    config: Dict[str, Any] = {"PERFORMANCE_HINT": "LATENCY" if streams == 1 else "THROUGHPUT"}
+    if device == "GPU":
+        config["INFERENCE_PRECISION_HINT"] = _PRECISION_HINT[precision]
+        config["NUM_STREAMS"] = streams
+    return config
+
+
 class OpenVinoBackend(Backend):
     name = FRAMEWORK
     precisions = ("fp32", "fp16", "int8")
@@ -54,23 +74,71 @@ class OpenVinoBackend(Backend):
 
         self._ov = ov
         self._compiled = None
+        self._core = None
+        self._device = "CPU"
 
     def version(self) -> str:
         return str(self._ov.get_version()).split("-")[0]
 
     def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
         check_precision(self, precision)
-        core = self._ov.Core()
-        config = compile_config(threads, precision, int(options.get("streams", 1)))
+        core = self._core = self._ov.Core()
+        streams = int(options.get("streams", 1))
+        config = compile_config(threads, precision, streams)
+        if self.compute_backend != CPU:
+            self._device = self._find_device(core)
+            config = device_config(precision, streams, self._device)
         try:
             model = core.read_model(model_path)
-            self._compiled = core.compile_model(model, "CPU", config)
+            self._compiled = core.compile_model(model, self._device, config)
         except Exception as exc:
             text = str(exc)
             kind = "unsupported" if "not supported" in text.lower() else "model_load"
             raise BackendError(
                 kind, "OpenVINO could not compile the model: %s" % reason_line(text), text
             ) from exc
+
+    def _find_device(self, core: Any) -> str:
+        wanted = self.compute_backend.upper()
+        devices = list(core.available_devices)
+        if any(d == wanted or d.startswith(wanted + ".") for d in devices):
+            return wanted
+        raise BackendError(
+            "unsupported",
+            "OpenVINO has no %s device here (it has %s): it needs %s"
+            % (wanted, ", ".join(devices) or "none", _PROVIDES[self.compute_backend]),
+        )
+
+    def accelerator_report(self) -> Optional[Dict[str, Any]]:
+        if self.compute_backend == CPU or self._compiled is None:
+            return None
+        compiled = self._compiled
+        try:
+            name: Optional[str] = str(self._core.get_property(self._device, "FULL_DEVICE_NAME"))
+        except Exception:  # a plugin without the property still ran the cell
+            name = None
+        precision = None
+        if self._device == "GPU":
+            hint = compiled.get_property("INFERENCE_PRECISION_HINT")
+            precision = {"f32": "fp32", "f16": "fp16"}.get(str(hint.get_type_name()), str(hint))
+        layers = [
+            op.get_rt_info()["layerType"].astype(str)
+            for op in compiled.get_runtime_model().get_ordered_ops()
+        ]
+        ops = [layer for layer in layers if layer not in _NOT_COMPUTE]
+        return accelerator_report(
+            "OpenVINO " + self._device,
+            device=name,
+            precision=precision,
+            # One device plugin compiles every layer for itself or refuses the model.
+            delegated_ops=len(ops),
+            total_ops=len(ops),
+            device_memory_unavailable="OpenVINO's Python API reports no device memory",
+            stages_note=(
+                "InferRequest.infer moves the request's host tensors to the device and back: "
+                "compute includes both copies"
+            ),
+        )
 
     def model_inputs(self) -> List[InputSpec]:
         specs = []
