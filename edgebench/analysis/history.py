@@ -173,10 +173,10 @@ def history(
     points: list[tuple[tuple[str, ...], HistoryPoint]] = []
     for run, meta, records in _readable_runs(store):
         if cells_seen is not None:
-            cells_seen.update((r.device, r.model, r.framework) for r in records)
+            cells_seen.update((r.device, r.model, r.engine) for r in records)
         series: dict[tuple[str, ...], list[Record]] = {}
         for r in records:
-            if r.device == device and r.model == model and r.framework == framework:
+            if r.device == device and r.model == model and r.engine == framework:
                 series.setdefault(_variant(r), []).append(r)
         created = meta.get("created_at")
         for key, cells in series.items():

@@ -194,11 +194,22 @@ def rankable(record: Record) -> bool:
 
 def emulated_devices(records: Iterable[Record]) -> dict[str, str]:
     """Devices with a cell measured on an emulated CPU -> how that was known (the first
-    ``Record.emulation`` given, whitespace collapsed; "" when none says), in order of appearance."""
+    ``Record.emulation`` given, whitespace collapsed; "" when none says), in order of appearance.
+    Cells on a software accelerator are ``software_devices``'."""
     out: dict[str, str] = {}
     for r in records:
-        if r.emulated and not out.get(r.device):
+        if r.emulated and not r.software_device and not out.get(r.device):
             out[r.device] = " ".join((r.emulation or "").split())[:200]
+    return out
+
+
+def software_devices(records: Iterable[Record]) -> dict[str, str]:
+    """``device · backend`` -> the software accelerator its cells ran on (lavapipe, pocl),
+    in order of appearance."""
+    out: dict[str, str] = {}
+    for r in records:
+        if r.software_device and r.accelerator is not None:
+            out.setdefault(f"{r.device} · {r.backend}", r.accelerator.device or r.accelerator.api)
     return out
 
 
@@ -206,6 +217,11 @@ def emulation_note(device: str, how: str = "") -> str:
     """``pi runs on an emulated CPU (qemu-aarch64): latencies are for correctness only, ...``"""
     evidence = f" ({how})" if how else ""
     return f"{device} runs on an emulated CPU{evidence}: {EMULATED_RULE}"
+
+
+def software_note(device_backend: str, device_name: str) -> str:
+    """``local · vulkan ran on a software device (llvmpipe ...): latencies are for ...``"""
+    return f"{device_backend} ran on a software device ({device_name}): {EMULATED_RULE}"
 
 
 def rank(

@@ -177,7 +177,7 @@ def recommend(
     wanted = [d for d in listed if d not in refused]
     on_emulated = [r for r in relevant if r.device in refused]
     relevant = [r for r in relevant if r.device not in refused]
-    frameworks = sorted({r.framework for r in relevant})
+    frameworks = sorted({r.engine for r in relevant})
     unit = ranked_by.bare_unit
     refusals = accuracy_refusals + [_refusal(d, how) for d, how in refused.items()]
     if refused and not wanted:
@@ -192,7 +192,7 @@ def recommend(
     for fw in frameworks:
         score = FrameworkScore(framework=fw)
         for dev in wanted:
-            cells = [r for r in relevant if r.framework == fw and r.device == dev]
+            cells = [r for r in relevant if r.engine == fw and r.device == dev]
             ok = ranked_by.ok_values(r for r in cells if not r.emulated)
             if not ok:
                 score.missing[dev] = _missing_reason(cells, ranked_by)
@@ -207,7 +207,7 @@ def recommend(
                 dev, best.cell_id, value, lat, meets, candidates=len(ok)
             )
         for dev in refused:
-            there = [r for r in on_emulated if r.framework == fw and r.device == dev]
+            there = [r for r in on_emulated if r.engine == fw and r.device == dev]
             ok_there = any(r.status == Status.OK for r in there)
             score.emulated[dev] = "ok" if ok_there else _status_counts(there) or "no cell"
         scores[fw] = score

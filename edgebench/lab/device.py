@@ -79,6 +79,8 @@ class Device:
         self.runner: RunnerChoice | None = None
         #: The lab's word on emulation (``emulated = true|false``); None: detect it.
         self.emulated_override: bool | None = None
+        #: The lab entry's ``backends``: measured when the run names none.
+        self.lab_backends: tuple[str, ...] | None = None
         #: The lock on the device itself, while this run holds it (remote devices).
         self.device_lock: Any = None  # device_lock.DeviceLockFile
         self._facts: DeviceFacts | None = None

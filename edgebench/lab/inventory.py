@@ -30,6 +30,7 @@ def open_device(entry: LabDevice) -> Device:
         device.native_bin = entry.native_bin
     device.requested_runner = entry.runner
     device.emulated_override = entry.emulated
+    device.lab_backends = entry.backends
     if entry.profile is not None:
         device.profile = entry.profile
         device.profile_name = entry.profile.name

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgebench.compute_backends import BACKEND_NAMES
 from edgebench.errors import UserError
 from edgebench.lab.device import local_work_dir
 from edgebench.lab.profile_schema import normalize_work_dir, work_dir_problem
@@ -47,6 +48,7 @@ _COMMON_KEYS = (
     "runner",
     "native_bin",
     "emulated",
+    "backends",
 )
 #: Keys that would hold a secret. Rejected without ever echoing their value.
 _SECRET_KEYS = frozenset(
@@ -78,6 +80,8 @@ class LabDevice:
     source: Path | None = None  # the lab file; None for the built-in local device
     #: The lab's word on whether the CPU is emulated; None: edgebench detects it.
     emulated: bool | None = None
+    #: The compute backends measured on this device when a run names none (``--backends``).
+    backends: tuple[str, ...] | None = None
     #: The transport's own keys (adb: serial, adb_host, adb_port; ssh: host, port, user, key,
     #: known_hosts), checked; also readable as attributes (``entry.serial``).
     endpoint: Mapping[str, Any] = field(default_factory=dict, hash=False)
@@ -280,6 +284,22 @@ class _DeviceReader:
             raise self.fail(key, f"must be true or false, not {type_name(value)}")
         return value
 
+    def backends(self) -> tuple[str, ...] | None:
+        """The ``backends`` list: compute backend names (edgebench/compute_backends.py)."""
+        value = self.table.get("backends")
+        if value is None:
+            return None
+        example = '["cpu", "vulkan"]'
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise self.fail("backends", f"must be a list of backend names, e.g. {example}")
+        unknown = [v for v in value if v not in BACKEND_NAMES]
+        if unknown:
+            raise self.fail(
+                "backends",
+                f"{show(unknown[0])} is not a backend (use {', '.join(BACKEND_NAMES)})",
+            )
+        return tuple(dict.fromkeys(value))
+
     def host_path(self, key: str, example: str) -> Path | None:
         value = self.text(key, example)
         if value is None:
@@ -338,6 +358,7 @@ class _DeviceReader:
             native_bin=self.host_path("native_bin", '"~/bench/bin"'),
             source=self.lab.path,
             emulated=self.flag("emulated"),
+            backends=self.backends(),
             endpoint=transport_kinds()[transport].read_endpoint(self),
         )
         return device

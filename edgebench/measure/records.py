@@ -10,6 +10,7 @@ from edgebench import __version__
 from edgebench.analysis.energy import analyze
 from edgebench.analysis.statistics import latency_stats, stats_warnings, throughput_ips
 from edgebench.analysis.sustained import summarize as summarize_sustained
+from edgebench.compute_backends import CPU
 from edgebench.framework_tools import NativeResult
 from edgebench.measure.breakdowns import attach_breakdowns, shape_field
 from edgebench.planning.cells import Cell
@@ -123,6 +124,8 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
     record.cpu_ms_per_inf = _ns_to_ms(result.get("cpu_ns_per_inference"))
     if isinstance(result.get("accelerator"), dict):
         record.set_part("accelerator", result["accelerator"])
+    refuse_unreported_accelerator(record)
+    mark_software_device(record)
     record.warnings = stats_warnings(stats)
     effective = record.cores_effective
     if cell.cores and effective is not None and sorted(effective) != sorted(cell.cores):
@@ -136,6 +139,35 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
         summary = summarize_sustained(record.samples_ns, result.get("telemetry"))
         record.sustained = summary
     return record
+
+
+def refuse_unreported_accelerator(record: Record) -> None:
+    """A measured cell that asked for an accelerator and whose runner did not say which device
+    ran it (a runner that does not know the backend, an older one) ran on the CPU as far as
+    anyone can tell: never a GPU figure."""
+    if record.backend == CPU or record.accelerator is not None or record.status != Status.OK:
+        return
+    record.status = Status.UNSUPPORTED
+    record.error_kind = ErrorKind.FALLBACK
+    record.error = (
+        f"asked for {record.framework} on {record.backend}, and the runner reported no "
+        "accelerator: treated as a CPU run, not measured"
+    )
+    record.latency_ms = None
+    record.throughput_ips = None
+    record.samples_ns = []
+    record.n_samples = 0
+    record.stages = None
+
+
+def mark_software_device(record: Record) -> None:
+    """A cell whose accelerator is a software one (lavapipe, pocl) is treated like a cell on
+    an emulated CPU: outputs checked, its latency never starred, ranked or recommended."""
+    run = record.accelerator
+    if run is None or not run.software:
+        return
+    record.emulated = True
+    record.emulation = f"software {run.api} device: {run.device or 'unnamed'}"
 
 
 def record_from_native(run_id: str, cell: Cell, result: NativeResult) -> Record:

@@ -166,6 +166,7 @@ def _run_session(
                 device, framework
             ),
             telemetry=config.telemetry,
+            backends=config.sweep.backends,
         )
     ]
     cells = expand(base_cells, breakdown_of(config), cache_dir())
@@ -283,6 +284,7 @@ def _run_metadata(
             "threads": matrix.thread_counts,
             "cores": matrix.core_selections,
             "precision": matrix.precisions,
+            "backends": config.sweep.backends or None,
             "concurrency": config.sweep.concurrency,
             "rounds": rounds,
             "seed": config.checks.seed,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import weakref
 from collections.abc import Callable, Sequence
@@ -9,7 +10,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from edgebench.compute_backends import CPU, engine_label
+from edgebench.compute_backends import (
+    CPU,
+    engine_label,
+    find_backend,
+    missing_backend_reason,
+)
 from edgebench.converters import CONVERTERS, Artifact
 from edgebench.errors import UserError
 from edgebench.frameworks import (
@@ -20,6 +26,7 @@ from edgebench.frameworks import (
 )
 from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
+from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.planning.config import TelemetryConfig, TimingConfig
 from edgebench.planning.modelref import (
     ModelRef,
@@ -324,6 +331,38 @@ def _warn_shared_cores(
             )
 
 
+#: The registry column that says how each runner kind selects a backend.
+_SELECTED_BY = {
+    RunnerKind.PYTHON: ("python", "the Python runner"),
+    RunnerKind.EDGEBENCH_NATIVE: ("native", "edgebench-native"),
+    RunnerKind.FRAMEWORK_TOOLS: ("tool", "the framework's own benchmark tool"),
+}
+
+
+def backend_verdict(device: Device, framework: str, backend: str) -> Verdict | None:
+    """None when the runner that measures ``framework`` on ``device`` can select ``backend``,
+    else an ``unsupported`` verdict whose reason names what would provide it."""
+    if backend == CPU:
+        return None
+    missing = missing_backend_reason(framework, backend)
+    if missing is not None:
+        return (Status.UNSUPPORTED, ErrorKind.UNSUPPORTED, missing)
+    entry = find_backend(framework, backend)
+    assert entry is not None
+    choice = device.runner_for(framework)
+    kind = choice.kind if choice is not None else device.runner_kind
+    column, runner = _SELECTED_BY.get(kind, ("python", "the Python runner"))
+    if getattr(entry, column) is not None:
+        return None
+    others = [name for col, name in _SELECTED_BY.values() if getattr(entry, col) is not None]
+    via = f" ({' or '.join(others)} can)" if others else ""
+    return (
+        Status.UNSUPPORTED,
+        ErrorKind.UNSUPPORTED,
+        f"{runner} cannot run {framework} on {backend}{via}; it needs {entry.provides}",
+    )
+
+
 def build_cells(
     devices: Sequence[Device],
     models: Sequence[ModelRef],
@@ -337,8 +376,10 @@ def build_cells(
     timing: TimingConfig,
     availability: Availability,
     telemetry: TelemetryConfig | None = None,
+    backends: Sequence[str] = (),
 ) -> list[Cell]:
-    """Every combination, in device > model > framework > threads > cores order."""
+    """Every combination, in device > model > framework > backend > threads > cores order.
+    ``backends`` empty: each device's lab list, else ``cpu``."""
     cells = []
     for device in devices:
         unreachable = device.unreachable
@@ -354,14 +395,19 @@ def build_cells(
             _warn_shared_cores(device, threads, core_sets)
         emulated = not unreachable and device.facts().emulated
         device_timing = correctness_timing(timing) if emulated else timing
+        device_backends = list(backends or getattr(device, "lab_backends", None) or [CPU])
         for model in models:
-            for framework in frameworks:
+            for framework, backend in itertools.product(frameworks, device_backends):
                 convert_to, verdict = _model_route(model, framework, precision)
                 if model.error:
                     verdict = (Status.FAILED, ErrorKind.MODEL_LOAD, model.error)
                 if unreachable:
                     convert_to, verdict = None, (Status.FAILED, ErrorKind.TRANSPORT, unreachable)
-                verdict = verdict or availability(device, framework)
+                verdict = (
+                    verdict
+                    or availability(device, framework)
+                    or backend_verdict(device, framework, backend)
+                )
                 for n_threads in threads:
                     for selection, cpu_ids in core_sets:
                         cells.append(
@@ -380,6 +426,7 @@ def build_cells(
                                 verdict=verdict,
                                 convert_to=convert_to,
                                 telemetry=telemetry,
+                                backend=backend,
                             )
                         )
     return cells
@@ -401,5 +448,5 @@ def auto_rounds(cells: Sequence[Cell]) -> int:
             continue
         if cell.correctness_only:
             continue
-        frameworks.setdefault((cell.device.name, cell.model.name), set()).add(cell.framework)
+        frameworks.setdefault((cell.device.name, cell.model.name), set()).add(cell.engine)
     return DEFAULT_ROUNDS if any(len(f) > 1 for f in frameworks.values()) else 1

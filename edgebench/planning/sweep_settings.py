@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from edgebench.compute_backends import BACKEND_NAMES
 from edgebench.planning import limits
 from edgebench.planning.checks import choices, device_names, entries, names, shapes, whole, wholes
 from edgebench.planning.setting import setting
@@ -40,6 +41,13 @@ class Sweep:
         choices(*PRECISIONS),
         "Precisions to sweep: fp32, fp16, int8 (weights and activations, calibrated), "
         "int8-weights (weight-only; MNN).",
+        repeat=True,
+    )
+    backends: list[str] = setting(
+        [],
+        choices(*BACKEND_NAMES),
+        "Compute backends to sweep: cpu, or accelerators such as vulkan, opencl, gpu, nnapi "
+        "[default: each device's lab `backends`, else cpu].",
         repeat=True,
     )
     concurrency: int = setting(

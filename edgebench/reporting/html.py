@@ -21,6 +21,8 @@ from edgebench.analysis.ranking import (
     emulation_note,
     rank,
     rankable,
+    software_devices,
+    software_note,
 )
 from edgebench.reporting.breakdowns import BREAKDOWN_CSS, breakdown_sections
 from edgebench.reporting.charts import esc, latency_cdf_svg, telemetry_svgs
@@ -137,13 +139,15 @@ def _heatmap(
             value = row_vals.get(framework)
             if r.emulated:
                 how = f" ({r.emulation})" if r.emulation else ""
+                where = "a software device" if r.software_device else "an emulated CPU"
+                label = "software" if r.software_device else "emulated"
                 tip = (
-                    f"{device} / {framework}: {fmt_number(value, metric.unit)} on an emulated "
-                    f"CPU{how}: {EMULATED_RULE}"
+                    f"{device} / {framework}: {fmt_number(value, metric.unit)} on {where}"
+                    f"{how}: {EMULATED_RULE}"
                 )
                 out.append(
                     f'<td class="cell emu" title="{esc(tip)}"><a href="#{link}">'
-                    f'{esc(fmt_number(value))}<span class="emu-label">emulated</span></a></td>'
+                    f'{esc(fmt_number(value))}<span class="emu-label">{label}</span></a></td>'
                 )
                 continue
             if value is None:
@@ -174,13 +178,17 @@ def _kv_table(rows: Iterable[tuple[str, Any]]) -> str:
     return f'<table class="meta">{body}</table>' if body else ""
 
 
+def _emulated_label(r: Record) -> str:
+    return "software device" if r.software_device else "emulated CPU"
+
+
 def _details(r: Record, anchor: str, expand: bool = False) -> str:
     lat = r.latency_ms or {}
     open_attr = " open" if expand or r.status != Status.OK else ""
     out = [
-        f'<details id="{anchor}"{open_attr}><summary>{esc(r.device)} / {esc(r.framework)} '
+        f'<details id="{anchor}"{open_attr}><summary>{esc(r.device)} / {esc(r.engine)} '
         f'<span class="status {esc(r.status)}">{esc(status_word(r))}</span>'
-        + ('<span class="status emu">emulated CPU</span>' if r.emulated else ""),
+        + (f'<span class="status emu">{_emulated_label(r)}</span>' if r.emulated else ""),
         f" <span class='muted'>p50 {esc(fmt_number(lat.get('p50'), 'ms'))}</span></summary>",
     ]
     if r.error:
@@ -198,10 +206,14 @@ def _details(r: Record, anchor: str, expand: bool = False) -> str:
         ("peak RSS", fmt_number(r.peak_rss_mb if r.status in MEASURED else None, "MB")),
         ("energy / inference", fmt_number(r.energy_mj_per_inf, "mJ")),
         ("average power", fmt_number(r.avg_power_w, "W")),
+        ("CPU time / inference", fmt_number(r.cpu_ms_per_inf, "ms")),
+        ("first inference", fmt_number(r.first_inference_ms, "ms")),
         ("framework version", r.framework_version or "-"),
     ]
+    if r.accelerator is not None:
+        stats.insert(0, ("accelerator", r.accelerator.describe()))
     if r.emulated:
-        stats.insert(0, ("emulated CPU", f"{r.emulation or 'yes'}: {EMULATED_RULE}"))
+        stats.insert(0, (_emulated_label(r), f"{r.emulation or 'yes'}: {EMULATED_RULE}"))
     hatch = f"{anchor}-emulated" if r.emulated else ""
     charts = [
         latency_cdf_svg(r.samples_ns, lat, hatch=hatch),
@@ -354,8 +366,8 @@ def render_html(records: Sequence[Record], meta: Mapping[str, Any] | None = None
     body.append(breakdown_sections(records))
     for key, group in group_records(records).items():
         devices = list(dict.fromkeys(r.device for r in group))
-        group_fw = [f for f in frameworks if any(r.framework == f for r in group)]
-        cells = {(r.device, r.framework): r for r in group}
+        group_fw = [f for f in frameworks if any(r.engine == f for r in group)]
+        cells = {(r.device, r.engine): r for r in group}
         body.append(f'<section class="model"><h2>{esc(group_title(key))}</h2>')
         body.append(
             '<div class="heat">'
@@ -380,6 +392,15 @@ def render_html(records: Sequence[Record], meta: Mapping[str, Any] | None = None
                 '<span class="emu-label">emulated</span> ran on an emulated CPU (qemu user mode '
                 "on another architecture): their figures are shown but never coloured, starred "
                 f"or tied.<ul>{notes}</ul></div>"
+            )
+        software = software_devices(group)
+        if software:
+            notes = "".join(f"<li>{esc(software_note(d, n))}</li>" for d, n in software.items())
+            body.append(
+                "<div class='muted emu-legend'>Cells hatched blue and labelled "
+                '<span class="emu-label">software</span> ran on a software GPU (Mesa lavapipe, '
+                "pocl): their outputs are checked, their figures never coloured, starred or "
+                f"tied.<ul>{notes}</ul></div>"
             )
         body.append("<h3>cells</h3>")
         expand = len(records) <= EXPAND_UP_TO

@@ -19,9 +19,12 @@ from edgebench.analysis.ranking import (
     emulated_devices,
     emulation_note,
     rank,
+    software_devices,
+    software_note,
     tie_rule,
 )
 from edgebench.analysis.statistics import HIGH_CV
+from edgebench.compute_backends import engine_label, engine_order
 from edgebench.frameworks import display_order
 from edgebench.reporting.tables import fmt_number, format_table, shorten
 from edgebench.results.energy_part import unavailable_flag
@@ -61,6 +64,8 @@ REPORT_MARKS = {"best": " ★", "tied": " ≈"}
 #: What an emulated cell shows after its figure, instead of a mark: it ranks nothing.
 EMULATED_MARK = " (emulated)"
 EMULATED_LEGEND = f"(emulated) = on an emulated CPU, {EMULATED_RULE}"
+SOFTWARE_MARK = " (software)"
+SOFTWARE_LEGEND = f"(software) = on a software GPU (lavapipe, pocl), {EMULATED_RULE}"
 #: The longest "energy:" note per device; longer ones end with "…" after a whole word.
 ENERGY_NOTE_WIDTH = 240
 
@@ -70,8 +75,21 @@ def _fmt(value: float | None) -> str:
 
 
 def framework_order(records: Sequence[Record]) -> list[str]:
-    """Known frameworks in their registry order, then any others as they first appear."""
-    return display_order(r.framework for r in records)
+    """The matrix columns (``Record.engine``): known frameworks in their registry order, then
+    any others as they first appear; each framework's CPU column, then its accelerators."""
+    frameworks = display_order(r.framework for r in records)
+    pairs = engine_order((r.framework, r.backend) for r in records)
+    return [engine_label(fw, backend) for fw in frameworks for f, backend in pairs if f == fw]
+
+
+def legend_for(group: Sequence[Record]) -> str:
+    """The legend of the marks a table's emulated and software cells carry."""
+    legends = []
+    if any(r.emulated and not r.software_device for r in group):
+        legends.append(EMULATED_LEGEND)
+    if any(r.software_device for r in group):
+        legends.append(SOFTWARE_LEGEND)
+    return "".join(f"; {legend}" for legend in legends)
 
 
 def group_records(records: Sequence[Record]) -> dict[GroupKey, list[Record]]:
@@ -116,8 +134,18 @@ def status_word(r: Record) -> str:
 
 
 def emulation_notes(records: Sequence[Record]) -> list[str]:
-    """``emulated: pi runs on an emulated CPU (...): latencies are ...``, once per device."""
-    return [f"emulated: {emulation_note(d, how)}" for d, how in emulated_devices(records).items()]
+    """``emulated: pi runs on an emulated CPU (...): latencies are ...``, once per device, and
+    ``software: local · vulkan ran on a software device (...)``, once per device and backend."""
+    return [
+        *(f"emulated: {emulation_note(d, how)}" for d, how in emulated_devices(records).items()),
+        *(f"software: {software_note(d, how)}" for d, how in software_devices(records).items()),
+    ]
+
+
+def emulated_mark(r: Record) -> str:
+    """What an emulated cell shows after its figure: `` (software)`` on a software
+    accelerator, `` (emulated)`` on an emulated CPU."""
+    return SOFTWARE_MARK if r.software_device else EMULATED_MARK
 
 
 def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
@@ -129,7 +157,7 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
         rows = []
         rankings: list[Ranking[str]] = []
         for device in devices:
-            cells = {r.framework: r for r in group if r.device == device}
+            cells = {r.engine: r for r in group if r.device == device}
             ranking = rank(cells, metric)
             rankings.append(ranking)
             row = [device]
@@ -145,14 +173,14 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
                     value = metric.stored(record)
                     mark = TEXT_MARKS.get(ranking.standing(framework), "")
                     if record.emulated:
-                        mark = EMULATED_MARK
+                        mark = emulated_mark(record)
                     if value is None and record.native and (record.latency_ms or {}).get("mean"):
                         # A native tool that printed no percentiles: show its average, labelled.
                         row.append(_fmt(record.latency_ms["mean"]) + " avg" + mark)
                     else:
                         row.append(_fmt(value) + mark)
             rows.append(row)
-        legend = f"; {EMULATED_LEGEND}" if any(r.emulated for r in group) else ""
+        legend = legend_for(group)
         out.append(
             f"{group_title(key)} — {metric.label} ({metric.unit}), * = best on the device, "
             f"≈ = tied for best ({tie_rule(metric, rankings)}){legend}"
@@ -230,7 +258,7 @@ def cell_labels(records: Sequence[Record]) -> list[str]:
     labels = []
     for r in records:
         named = [value for f in parts if (value := f(r)) is not None]
-        labels.append("/".join([r.device, r.model, r.framework, *named]))
+        labels.append("/".join([r.device, r.model, r.engine, *named]))
     return labels
 
 
@@ -247,14 +275,14 @@ def format_details(records: Sequence[Record]) -> str:
         if variant_label(r):
             cell += f" ({variant_label(r)})"
         if r.status == Status.SKIPPED:
-            skipped.setdefault(f"{r.framework} on {r.device}", r.error or "skipped")
+            skipped.setdefault(f"{r.engine} on {r.device}", r.error or "skipped")
             continue
         lat = r.latency_ms or {}
         cv = lat.get("cv")
         rows.append(
             [
                 cell,
-                r.status + EMULATED_MARK if r.emulated else r.status,
+                r.status + emulated_mark(r) if r.emulated else r.status,
                 _fmt(lat.get("p50")),
                 _fmt(lat.get("p90")),
                 _fmt(lat.get("p99")),

@@ -13,13 +13,13 @@ from edgebench.reporting.breakdown_tables import Table, breakdown_report
 from edgebench.reporting.export import export_run
 from edgebench.reporting.html import render_html
 from edgebench.reporting.matrix import (
-    EMULATED_LEGEND,
-    EMULATED_MARK,
     REPORT_MARKS,
+    emulated_mark,
     emulation_notes,
     framework_order,
     group_records,
     group_title,
+    legend_for,
     quiet_machine_advice,
     status_word,
 )
@@ -95,8 +95,8 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
     if not records:
         lines.append("No cells were recorded.")
     for key, group in group_records(records).items():
-        group_fw = [f for f in frameworks if any(r.framework == f for r in group)]
-        legend = f"; {EMULATED_LEGEND}" if any(r.emulated for r in group) else ""
+        group_fw = [f for f in frameworks if any(r.engine == f for r in group)]
+        legend = legend_for(group)
         lines += [
             f"**{_md_cell(group_title(key))}** — p50 latency (ms), ★ = best on the device, "
             f"≈ = tied for best{legend}",
@@ -105,7 +105,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
         lines.append("| device | " + " | ".join(_md_cell(f) for f in group_fw) + " |")
         lines.append("|---|" + "---:|" * len(group_fw))
         for device in dict.fromkeys(r.device for r in group):
-            cells = {r.framework: r for r in group if r.device == device}
+            cells = {r.engine: r for r in group if r.device == device}
             values = {
                 f: v
                 for f, r in cells.items()
@@ -120,7 +120,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
                 elif r.status != Status.OK:
                     row.append(_md_cell(status_word(r)))
                 elif r.emulated:
-                    row.append(fmt_number(values.get(framework)) + EMULATED_MARK)
+                    row.append(fmt_number(values.get(framework)) + emulated_mark(r))
                 elif framework in values:
                     mark = REPORT_MARKS.get(ranking.standing(framework), "")
                     row.append(fmt_number(values[framework]) + mark)
@@ -149,7 +149,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
             )
             reason = shorten(reason, 200)
             lines.append(
-                f"- {_md_cell(r.device)} / {_md_cell(r.model)} / {_md_cell(r.framework)}: "
+                f"- {_md_cell(r.device)} / {_md_cell(r.model)} / {_md_cell(r.engine)}: "
                 f"{r.status} — {_md_cell(reason)}"
             )
         lines.append("")

@@ -160,6 +160,12 @@ class Record:
                 raise wrong_type(name, value)
 
     @property
+    def software_device(self) -> bool:
+        """Measured on a software accelerator (lavapipe, pocl, ...): like an emulated CPU,
+        its latency is for correctness only (``emulated`` is set too)."""
+        return self.accelerator is not None and self.accelerator.software
+
+    @property
     def engine(self) -> str:
         """The matrix column: ``ncnn`` on the CPU, ``ncnn·vulkan`` on an accelerator."""
         return engine_label(self.framework, self.backend)

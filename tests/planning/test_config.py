@@ -22,6 +22,7 @@ PLAN_VALUES = {
     ("sweep", "threads"): "[2]",
     ("sweep", "cores"): '["0"]',
     ("sweep", "precision"): '["fp32", "fp16"]',
+    ("sweep", "backends"): '["cpu"]',
     ("sweep", "concurrency"): "2",
     ("sweep", "shape"): '["1,3,40,40"]',
     ("sweep", "instances"): "[1, 2]",
@@ -119,7 +120,7 @@ def test_every_plan_key_reaches_the_configuration_and_what_is_built_from_it(tmp_
         ["onnxruntime"],
     )
     assert (sweep.threads, sweep.cores, sweep.precision) == ([2], ["0"], ["fp32", "fp16"])
-    assert (sweep.concurrency, sweep.shape) == (2, ["1,3,40,40"])
+    assert (sweep.concurrency, sweep.shape, sweep.backends) == (2, ["1,3,40,40"], ["cpu"])
     assert (sweep.instances, sweep.instance_mode) == ([1, 2], ["shared"])
     assert (sweep.shapes, sweep.shape_mode) == (["1x3x32x32"], ["dynamic"])
     b = config.breakdown

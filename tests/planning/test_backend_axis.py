@@ -1,0 +1,160 @@
+"""The backend axis: cells per (framework, backend) with a verdict from the registry and the
+runner that measures, columns per engine in the matrix, software devices never ranked, and a
+cell that asked for an accelerator but got no accelerator report never a GPU figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from fakes.records import sampled_record
+
+from edgebench.analysis.recommend import recommend
+from edgebench.compute_backends import ACCELERATORS, BACKEND_NAMES, backends_of, engine_label
+from edgebench.lab.runner_kinds import RunnerKind
+from edgebench.measure.records import mark_software_device, refuse_unreported_accelerator
+from edgebench.planning.cells import build_cells
+from edgebench.planning.config import TimingConfig
+from edgebench.reporting.matrix import format_matrix, framework_order
+from edgebench.results.accelerator_part import AcceleratorRun
+from edgebench.statuses import ErrorKind, Status
+
+
+class FakeDevice:
+    """What build_cells reads of a device, measured by ``kind``."""
+
+    def __init__(self, kind: RunnerKind = RunnerKind.PYTHON, lab_backends=None) -> None:
+        self.name = "phone"
+        self.unreachable = None
+        self.profile = None
+        self.lab_backends = lab_backends
+        self.runner_kind = kind
+        self._facts = SimpleNamespace(cpus=[0, 1], emulated=False)
+
+    def facts(self):
+        return self._facts
+
+    def core_names(self):
+        return {}
+
+    def runner_for(self, framework):
+        return SimpleNamespace(kind=self.runner_kind)
+
+
+def cells_for(frameworks, backends, device=None):
+    model = SimpleNamespace(name="net", error=None, format="onnx", path=Path("/m/net.onnx"))
+    return build_cells(
+        [device or FakeDevice()],
+        [model],
+        frameworks,
+        inputs={"net": [{"name": "x", "shape": [1, 3, 8, 8]}]},
+        threads=[1],
+        cores=["all"],
+        concurrency=1,
+        precision="fp32",
+        timing=TimingConfig(),
+        availability=lambda device, framework: None,
+        backends=backends,
+    )
+
+
+def test_every_accelerator_is_a_known_backend_of_its_framework():
+    for entry in ACCELERATORS:
+        assert entry.name in BACKEND_NAMES and entry.name != "cpu"
+        assert entry.name in backends_of(entry.framework)
+        assert entry.python or entry.native or entry.tool, entry
+        assert entry.provides
+
+
+def test_cells_cover_each_framework_and_backend_with_the_registrys_verdicts():
+    cells = cells_for(["ncnn", "onnxruntime", "tflite"], ["cpu", "vulkan", "nnapi"])
+    by_engine = {c.engine: c for c in cells}
+    assert list(by_engine) == [
+        "ncnn",
+        "ncnn·vulkan",
+        "ncnn·nnapi",
+        "onnxruntime",
+        "onnxruntime·vulkan",
+        "onnxruntime·nnapi",
+        "tflite",
+        "tflite·vulkan",
+        "tflite·nnapi",
+    ]
+    assert by_engine["ncnn"].verdict is None and by_engine["ncnn·vulkan"].verdict is None
+    assert by_engine["ncnn·vulkan"].cell_id.endswith("/bvulkan")
+    assert by_engine["ncnn"].cell_id.endswith("/s1")  # CPU cells keep the ids they had
+    status, kind, reason = by_engine["ncnn·nnapi"].verdict
+    assert (status, kind) == (Status.UNSUPPORTED, ErrorKind.UNSUPPORTED)
+    assert reason == "ncnn has no nnapi backend (its accelerators: vulkan)"
+    # The Python runner cannot select NNAPI for LiteRT; the framework's own tool can.
+    status, _, reason = by_engine["tflite·nnapi"].verdict
+    assert status == Status.UNSUPPORTED
+    assert "the Python runner cannot run tflite on nnapi" in reason
+    assert "the framework's own benchmark tool can" in reason and "NNAPI" in reason
+    assert by_engine["onnxruntime·nnapi"].verdict is None
+
+
+def test_the_runner_kind_decides_whether_a_backend_can_be_selected():
+    tools = FakeDevice(RunnerKind.FRAMEWORK_TOOLS)
+    (cell,) = cells_for(["tflite"], ["nnapi"], tools)
+    assert cell.verdict is None and cell.spec()["backend"] == "nnapi"
+    (cell,) = cells_for(["onnxruntime"], ["qnn"], tools)
+    assert "the framework's own benchmark tool cannot run onnxruntime on qnn" in cell.verdict[2]
+
+
+def test_a_device_measures_its_lab_backends_unless_the_run_names_some():
+    device = FakeDevice(lab_backends=("cpu", "vulkan"))
+    assert [c.engine for c in cells_for(["ncnn"], [], device)] == ["ncnn", "ncnn·vulkan"]
+    assert [c.engine for c in cells_for(["ncnn"], ["vulkan"], device)] == ["ncnn·vulkan"]
+    assert [c.engine for c in cells_for(["ncnn"], [])] == ["ncnn"]
+
+
+def gpu_record(device: str, median: float, seed: int, software: bool, **fields):
+    return sampled_record(
+        device,
+        "ncnn",
+        median,
+        seed,
+        backend="vulkan",
+        accelerator=AcceleratorRun("Vulkan", device="llvmpipe", software=software),
+        **fields,
+    )
+
+
+def test_the_matrix_has_a_column_per_engine_and_software_cells_are_never_starred():
+    cpu = sampled_record("pc", "ncnn", 14.0, 1)
+    slow_cpu = sampled_record("pc", "mnn", 30.0, 2)
+    gpu = gpu_record("pc", 2.0, 3, software=True)
+    mark_software_device(gpu)
+    records = [cpu, slow_cpu, gpu]
+    assert framework_order(records) == ["mnn", "ncnn", "ncnn·vulkan"]
+    text = format_matrix(records)
+    header = next(line for line in text.splitlines() if line.startswith("device"))
+    assert header.split() == ["device", "mnn", "ncnn", "ncnn·vulkan"]
+    row = next(line for line in text.splitlines() if line.startswith("pc"))
+    # The software cell is far the fastest, yet the star stays with the real CPU's best.
+    assert row.split() == ["pc", "30.0", "14.0*", "2.00", "(software)"]
+    assert "software: pc · vulkan ran on a software device (llvmpipe)" in text
+    assert "emulated CPU" not in text
+
+
+def test_recommend_answers_with_framework_and_backend():
+    records = [
+        sampled_record("a", "ncnn", 10.0, 1),
+        gpu_record("a", 4.0, 2, software=False),
+        sampled_record("b", "ncnn", 12.0, 3),
+        gpu_record("b", 5.0, 4, software=False),
+    ]
+    rec = recommend(records, ["a", "b"], "net")
+    assert rec.best == engine_label("ncnn", "vulkan") == "ncnn·vulkan"
+
+
+def test_an_accelerator_cell_without_an_accelerator_report_is_no_gpu_figure():
+    record = sampled_record("pc", "ncnn", 14.0, 1, backend="vulkan")
+    refuse_unreported_accelerator(record)
+    assert (record.status, record.error_kind) == (Status.UNSUPPORTED, ErrorKind.FALLBACK)
+    assert record.latency_ms is None and record.samples_ns == [] and record.n_samples == 0
+    assert "reported no accelerator" in record.error
+    reported = gpu_record("pc", 2.0, 2, software=False)
+    refuse_unreported_accelerator(reported)
+    assert reported.status == Status.OK and reported.latency_ms is not None
