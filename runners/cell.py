@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence
 
 if __package__:
+    from .accelerator_run import DeviceMemory
     from .backend_loader import load_backend
     from .backends import Backend, BackendError
     from .backends.base import InputSpec, Stream
@@ -32,6 +33,7 @@ if __package__:
     from .telemetry import CellTelemetry
     from .timing import TimedWindow, WindowLimits, run_window
 else:  # on the device, beside runner.py
+    from accelerator_run import DeviceMemory
     from backend_loader import load_backend
     from backends import Backend, BackendError
     from backends.base import InputSpec, Stream
@@ -181,6 +183,7 @@ def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
     # After the framework import, before the model: the model's own footprint is peak - this.
     facts.rss_before_load_kb = rss_kb()
     options = stream_options(spec)
+    device_memory = DeviceMemory(spec.backend)
     facts.load_ns = load_model(spec, backend, options)
     model_inputs = backend.model_inputs()
     feeds = prepare_feeds(spec.inputs, model_inputs, spec.model, spec.seed, spec.input_file)
@@ -196,7 +199,7 @@ def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
         facts.started = start_streams(spec, backend, feeds, model_inputs, load_another)
         streams = facts.started.opened.streams
         extra = facts.started.opened.extra
-        facts.accelerator = backend.accelerator_report()
+        facts.accelerator = device_memory.complete(backend.accelerator_report())
         facts.warmup_samples_ns = warm_up(streams, spec.warmup)
         backend_hooks = [h for b in [backend, *extra] for h in b.window_hooks()]
         facts.window = time_window(spec, streams, [*hooks, *backend_hooks])

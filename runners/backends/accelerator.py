@@ -1,6 +1,7 @@
 """What the backends share for a cell on an accelerator: the ``accelerator`` report of the result
-line, how a software device is recognised, the refusal and fallback errors, and the capture of
-what a framework's native code prints while it picks its device.
+line, the refusal and fallback errors, and the capture of what a framework's native code prints
+while it picks its device. (The runner completes the report with what the device says of
+itself: accelerator_run.py.)
 
 Runs on the device: Python 3.8+, standard library only.
 """
@@ -12,7 +13,7 @@ import ctypes
 import os
 import sys
 import tempfile
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Sequence
 
 from .base import BackendError
 
@@ -34,23 +35,6 @@ ACCELERATOR_KEYS = (
     "device_memory_unavailable",
     "stages_note",
 )
-
-#: Device names of implementations that run on the CPU, lower case, with what they are.
-SOFTWARE_DEVICES = (
-    ("llvmpipe", "lavapipe"),
-    ("lavapipe", "lavapipe"),
-    ("swiftshader", "SwiftShader"),
-    ("pocl", "pocl"),
-    ("portable computing language", "pocl"),
-)
-
-
-def software_device(name: Optional[str], device_type: Optional[str]) -> bool:
-    """Whether a device is a software one: a driver that says it is the CPU, or a known name."""
-    if device_type == CPU:
-        return True
-    lowered = (name or "").lower()
-    return any(known in lowered for known, _ in SOFTWARE_DEVICES)
 
 
 def accelerator_report(api: str, **known: Any) -> Dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from .accelerator import accelerator_report, fallback, software_device
+from .accelerator import accelerator_report, fallback
 from .base import BackendError
 
 API = "Vulkan"
@@ -27,9 +27,7 @@ BOUNDARIES = {
     "compute": "Extractor.extract: the upload, the layers on the device and the download",
     "copy_out": "Mat to numpy copy of each output (on the host)",
 }
-DEVICE_MEMORY_UNAVAILABLE = (
-    "ncnn's Python binding gives a heap budget, not what the model holds on the device"
-)
+DEVICE_MEMORY_UNAVAILABLE = "ncnn says only a heap budget, not what the model holds on the device"
 
 
 def require_device(ncnn: Any, precision: str) -> None:
@@ -53,27 +51,18 @@ def check_kept(net: Any, said: List[str]) -> None:
     raise fallback("ncnn", "vulkan", "use_vulkan_compute was off after load_param (%s)" % words)
 
 
-def version_text(version: int) -> str:
-    """A Vulkan version number as major.minor.patch."""
-    return "%d.%d.%d" % ((version >> 22) & 0x7F, (version >> 12) & 0x3FF, version & 0xFFF)
-
-
 def report(net: Any) -> Dict[str, Any]:
     """What ran on Vulkan: the net's device, the precision its sanitised options kept, and
-    how many of its layers (Input left out) are Vulkan layers."""
+    how many of its layers (Input left out) are Vulkan layers. The runner adds what the
+    Vulkan driver says of the device (accelerator_run.py): versions, software, memory."""
     info = net.vulkan_device().info()
-    name = info.device_name()
-    device_type = DEVICE_TYPES.get(info.type(), "other")
     opt = net.opt
     half = opt.use_fp16_storage or opt.use_fp16_packed or opt.use_fp16_arithmetic
     layers = [layer for layer in net.layers() if layer.type != "Input"]
     return accelerator_report(
         API,
-        device=name,
-        device_type=device_type,
-        software=software_device(name, device_type),
-        driver=version_text(info.driver_version()),
-        api_version=version_text(info.api_version()),
+        device=info.device_name(),
+        device_type=DEVICE_TYPES.get(info.type(), "other"),
         precision="fp16" if half else "fp32",
         delegated_ops=sum(1 for layer in layers if layer.support_vulkan),
         total_ops=len(layers),
