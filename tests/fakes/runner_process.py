@@ -11,8 +11,9 @@ from fakes.environment import REPO
 RUNNER = REPO / "runners" / "runner.py"
 
 
-def run_runner(spec: dict | str, timeout: float = 120) -> dict:
-    """Run runners/runner.py as a device would and return its parsed result."""
+def run_runner(spec: dict | str, timeout: float = 120, env: dict[str, str] | None = None) -> dict:
+    """Run runners/runner.py as a device would (in ``env``, else this process's environment)
+    and return its parsed result."""
     payload = spec if isinstance(spec, str) else json.dumps(spec)
     proc = subprocess.run(
         [sys.executable, str(RUNNER), "-"],
@@ -20,6 +21,7 @@ def run_runner(spec: dict | str, timeout: float = 120) -> dict:
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("EDGEBENCH_RESULT ")]
