@@ -38,6 +38,10 @@ class ComputeBackend:
     tool: str | None
     #: What the device needs for it (a driver, a package, a build of the framework).
     provides: str
+    #: The value the framework's own tool takes to select it (``--use_gpu=true``, ``3``,
+    #: ``OPENCL``); where it goes on the command line is the tool adapter's business
+    #: (edgebench/framework_tools). None: the tool cannot select it.
+    tool_arg: str | None = None
 
     @property
     def label(self) -> str:
@@ -78,6 +82,7 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         native="MNN_FORWARD_OPENCL in a build with MNN_OPENCL=ON",
         tool="benchmark.out forward type 3",
         provides=f"an MNN build with MNN_OPENCL=ON and an OpenCL GPU ({OPENCL_PACKAGES})",
+        tool_arg="3",
     ),
     ComputeBackend(
         "mnn",
@@ -87,6 +92,7 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         native="MNN_FORWARD_VULKAN in a build with MNN_VULKAN=ON",
         tool="benchmark.out forward type 7",
         provides=f"an MNN build with MNN_VULKAN=ON and a Vulkan device ({VULKAN_PACKAGES})",
+        tool_arg="7",
     ),
     ComputeBackend(
         "mnn",
@@ -96,6 +102,7 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         native="MNN_FORWARD_CUDA in a build with MNN_CUDA=ON",
         tool="benchmark.out forward type 2",
         provides="an MNN build with MNN_CUDA=ON and an NVIDIA GPU with its driver",
+        tool_arg="2",
     ),
     ComputeBackend(
         "ncnn",
@@ -105,6 +112,7 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         native="opt.use_vulkan_compute in a build with NCNN_VULKAN=ON",
         tool="benchncnn gpu_device 0",
         provides=f"a Vulkan device ({VULKAN_PACKAGES})",
+        tool_arg="0",
     ),
     ComputeBackend(
         "tflite",
@@ -114,6 +122,7 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         native=None,
         tool="benchmark_model --use_gpu=true",
         provides="a GPU that LiteRT's GPU accelerator finds (on phones: the GPU delegate)",
+        tool_arg="--use_gpu=true",
     ),
     ComputeBackend(
         "tflite",
@@ -123,6 +132,7 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         native=None,
         tool="benchmark_model --use_nnapi=true",
         provides="Android's NNAPI (benchmark_model on the phone)",
+        tool_arg="--use_nnapi=true",
     ),
     ComputeBackend(
         "openvino",
@@ -132,6 +142,7 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         native=None,
         tool="benchmark_app -d GPU",
         provides="an Intel GPU with its OpenCL driver (intel-opencl-icd)",
+        tool_arg="GPU",
     ),
     ComputeBackend(
         "openvino",
@@ -141,6 +152,7 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         native=None,
         tool="benchmark_app -d NPU",
         provides="an Intel NPU with its driver",
+        tool_arg="NPU",
     ),
     ComputeBackend(
         "tnn",
@@ -150,6 +162,7 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         native="DEVICE_OPENCL in a build with TNN_OPENCL_ENABLE=ON",
         tool="TNNTest -dt OPENCL",
         provides=f"a TNN build with TNN_OPENCL_ENABLE=ON and an OpenCL GPU ({OPENCL_PACKAGES})",
+        tool_arg="OPENCL",
     ),
     ComputeBackend(
         "tnn",
@@ -159,6 +172,7 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         native="DEVICE_CUDA in a build with TNN_CUDA_ENABLE=ON",
         tool="TNNTest -dt CUDA",
         provides="a TNN build with TNN_CUDA_ENABLE=ON and an NVIDIA GPU with TensorRT",
+        tool_arg="CUDA",
     ),
 )
 

@@ -15,7 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
+from edgebench.compute_backends import BACKEND_NAMES, CPU
 from edgebench.device_shell import RECORD_PID_THEN_EXEC, taskset_mask
+
+from .accelerator import BackendReport
 
 PRECISIONS = ("fp32", "fp16")
 
@@ -69,7 +72,8 @@ class NativeCell:
     the working directory of the run. ``input_shapes`` are ONNX-style (NCHW) shapes by input
     name, in the model's input order; each adapter converts them to its tool's convention.
     ``profile_ops`` asks the tools that can for their per-operator table (a separate run: it
-    slows the timed inferences down).
+    slows the timed inferences down). ``backend`` is the compute backend
+    (edgebench/compute_backends.py): each adapter turns it into its tool's switch.
     """
 
     model_path: str
@@ -82,6 +86,7 @@ class NativeCell:
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
     output_file: str | None = None
     profile_ops: bool = False
+    backend: str = CPU
 
     def __post_init__(self) -> None:
         for name in ("threads", "warmup", "iterations"):
@@ -102,6 +107,10 @@ class NativeCell:
             raise ValueError("NativeCell.model_path and model_dir must not be empty")
         if self.cores is not None:
             taskset_mask(self.cores)  # validates
+        if self.backend not in BACKEND_NAMES:
+            raise ValueError(
+                f"NativeCell.backend must be one of {BACKEND_NAMES}, got {self.backend!r}"
+            )
 
 
 @dataclass
@@ -324,6 +333,21 @@ class NativeAdapter:
 
     def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
         """The result in one stream's cleaned lines, or None when it holds none."""
+        raise NotImplementedError
+
+    def backend_report(
+        self, cell: NativeCell, stdout: str, stderr: str = "", logcat: str = ""
+    ) -> BackendReport:
+        """What the tool said about ``cell.backend`` (edgebench/framework_tools/accelerator.py):
+        nothing for a CPU cell; each adapter reads its own tool's lines for an accelerator."""
+        if cell.backend == CPU:
+            return BackendReport()
+        return self.accelerator_lines(
+            cell, [line for s in streams(stdout, stderr, logcat) for line in s]
+        )
+
+    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+        """The report for an accelerator cell from the cleaned lines of every stream."""
         raise NotImplementedError
 
     def _select(

@@ -4,8 +4,10 @@ Command::
 
     benchmark.out MODELS_FOLDER LOOPS WARMUP 0 THREADS PRECISION
 
-forward type 0 is the CPU; precision 0 ("normal": fp32 on the CPU, the tool prints "use fp32
-inference") or 2 ("low": fp16 where the build has MNN_ARM82 and the CPU supports it). The
+forward type 0 is the CPU, and the registry's for an accelerator cell (3 OpenCL, 7 Vulkan,
+2 CUDA); precision 0 ("normal": fp32 on the CPU, the tool prints "use fp32 inference") or 2
+("low": fp16 where the build has MNN_ARM82 and the CPU supports it). MNN's GPU backends compute
+in fp16 at "normal", so an fp32 cell on a GPU asks for 1 ("high"). The
 trailing optional arguments (weight sparsity, sparse block, testQuantizedModel, enableKleidiAI)
 keep their defaults, which also keeps the command valid for older builds that stop at
 ``precision``. Builds older than the ``warmup`` argument (2019: ``models_folder loop_count
@@ -28,6 +30,16 @@ Older builds print ``Forward type: **CPU** thread=4** precision=2`` and
 ``ms``). With testQuantizedModel=1 a second line per model is labelled ``quant-<name>``. Times
 are milliseconds; only max, min and avg are printed. ``count`` is the ``loop`` of the
 "Benchmarking..." line.
+
+Accelerators (MNN source/core): a build without the backend prints ``Can't Find type=3
+backend, use 0 instead`` and runs on the CPU; a backend whose runtime cannot start (no OpenCL
+library, no device) prints ``OpenCL init error, fallback ...`` or ``Can't create Runtime:
+OpenCL`` and runs on the CPU or stops. Either is read as a fallback (with a result) or a
+refusal (without). The device's name is not printed in release builds; the API is the
+registry's, the precision what the cell asked for. These lines go through MNN_PRINT, which
+an Android build with MNN_USE_LOGCAT (CMake's default there; MNN's own command-line build
+scripts turn it off) sends to logcat under ``MNNJNI``: construct the adapter with
+``android=True`` for an accelerator cell on a phone and pass the dump as ``logcat``.
 """
 
 from __future__ import annotations
@@ -36,6 +48,9 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
+from edgebench.results.accelerator_part import AcceleratorRun
+
+from .accelerator import BackendReport, api_of, quote, tool_argument
 from .base import NUMBER, NativeCell, SummaryLineAdapter
 
 _RESULT_RE = re.compile(
@@ -44,6 +59,11 @@ _RESULT_RE = re.compile(
     re.ASCII,
 )
 _LOOP_RE = re.compile(r"Benchmarking\.\.\.\s*loop\s*=\s*(\d+)", re.ASCII)
+_FALLBACK_RE = re.compile(
+    r"Can't Find type=\d+ backend, use \d+ instead|Can't create Runtime: \S+|"
+    r"OpenCL init error, fallback|Create Runtime failed|Create Runtime Failed",
+    re.ASCII,
+)
 
 
 @dataclass(kw_only=True, eq=False)
@@ -54,21 +74,39 @@ class MnnBenchmarkAdapter(SummaryLineAdapter):
     count_re = _LOOP_RE
     result_line = "'[ - ] <model>  max = ... ms  min = ... ms  avg = ... ms' line"
 
-    #: benchmark.out precision codes (MNN::BackendConfig::PrecisionMode).
+    logcat_tag = "MNNJNI"
+    #: benchmark.out precision codes (MNN::BackendConfig::PrecisionMode) on the CPU and on a GPU.
     PRECISION_CODES: ClassVar[dict[str, str]] = {"fp32": "0", "fp16": "2"}
+    GPU_PRECISION_CODES: ClassVar[dict[str, str]] = {"fp32": "1", "fp16": "2"}
 
-    forward_type: int = 0
+    #: On Android: read MNN's messages from logcat (see the module docs).
+    android: bool = False
+
+    def needs_logcat(self) -> bool:
+        return self.android
 
     def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+        forward = tool_argument(self.framework, cell.backend)
+        codes = self.PRECISION_CODES if forward is None else self.GPU_PRECISION_CODES
         return [
             binary_path,
             cell.model_dir,
             str(cell.iterations),
             str(cell.warmup),
-            str(self.forward_type),
+            forward or "0",
             str(cell.threads),
-            self.PRECISION_CODES[cell.precision],
+            codes[cell.precision],
         ]
+
+    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+        words = [line for line in lines if _FALLBACK_RE.search(line)]
+        if not any(self.result_re.match(line) for line in lines):
+            return BackendReport(refusal=quote(self.tool, words) if words else None)
+        if words:
+            return BackendReport(fallback=quote(self.tool, words))
+        return BackendReport(
+            run=AcceleratorRun(api=api_of(self.framework, cell.backend), precision=cell.precision)
+        )
 
     def narrow(self, candidates: list[tuple[str, object]]) -> list[tuple[str, object]]:
         # A quant-<name> line is the same model run quantized: not a second model.

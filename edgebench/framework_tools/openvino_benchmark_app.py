@@ -52,6 +52,15 @@ Names longer than the column are cut to ``<prefix>...``, so each row stays one o
 did not run (``NOT_RUN``, ``OPTIMIZED_OUT``: fused into a neighbour) are left out; ``impl`` is
 the ``execType``.
 :meth:`OpenvinoBenchmarkAppAdapter.parse_op_profile` returns runners/op_profile.py's result.
+
+Accelerators: ``-d`` is the registry's device for an accelerator cell (``GPU``, ``NPU``) instead
+of ``device``. The device that ran is the "Execution Devices" line (``Execution
+Devices:['GPU.0']``; the C++ tool prints ``Execution Devices: GPU.0``) and the precision the
+compiled model's ``INFERENCE_PRECISION_HINT`` (``<Type: 'float16'>`` or ``f16``). A run whose
+execution devices are not the asked device is a fallback. Without the device the plugin stops
+before a result (``[GPU] Can't get PERFORMANCE_HINT property as no supported devices found or
+an error happened during devices query.``, the NPU's ``VCL compiler loading failed``): a
+refusal, quoting the plugin's lines.
 """
 
 from __future__ import annotations
@@ -60,8 +69,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.runners.op_profile import profile_result
 
+from .accelerator import BackendReport, api_of, quote, tool_argument
 from .base import (
     NUMBER,
     NativeAdapter,
@@ -94,6 +105,16 @@ _COUNTER_ROW_RE = re.compile(
     r"^(?P<name>\S.*?)\s+(?:Status\.)?(?P<status>EXECUTED|NOT_RUN|OPTIMIZED_OUT)\s+"
     r"layerType:\s*(?P<type>\S+)\s+execType:\s*(?P<impl>\S+)\s+"
     rf"realTime \(ms\):\s*(?P<real>{NUMBER})",
+    re.ASCII,
+)
+_EXECUTION_RE = re.compile(r"^Execution Devices:\s*\[?(?P<devices>[^\]]*)\]?\s*$", re.ASCII)
+_PRECISION_RE = re.compile(r"^INFERENCE_PRECISION_HINT:\s*(?:<Type: ')?(?P<type>\w+)", re.ASCII)
+_PRECISIONS = {"f32": "fp32", "float32": "fp32", "f16": "fp16", "float16": "fp16"}
+_PRECISIONS |= {"bf16": "bf16", "bfloat16": "bf16"}
+# The plugin's own words when its device is not there.
+_NO_DEVICE_RE = re.compile(
+    r"^\[(?:GPU|NPU)\] |no supported devices found|VCL compiler loading failed|"
+    r"Cannot load library|is not registered in the OpenVINO Runtime",
     re.ASCII,
 )
 
@@ -130,7 +151,7 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
             "-m",
             cell.model_path,
             "-d",
-            self.device,
+            tool_argument(self.framework, cell.backend) or self.device,
             "-hint",
             "none",
             "-nthreads",
@@ -176,6 +197,25 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
             calls = timed.count + 1 if timed.count else 1
             return profile_result(OP_PROFILE_SOURCE, calls, rows, latency)
         raise NativeParseError(self.tool, "'Performance counts for 0-th infer request' rows")
+
+    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+        lines = [_PREFIX_RE.sub("", line, count=1).strip() for line in lines]
+        if self.parse_lines(lines, None) is None:
+            refused = [line for line in lines if _NO_DEVICE_RE.search(line)]
+            return BackendReport(refusal=quote(self.tool, refused) if refused else None)
+        wanted = tool_argument(self.framework, cell.backend) or self.device
+        ran = next((m["devices"] for m in map(_EXECUTION_RE.match, lines) if m), None)
+        devices = [d.strip(" '\"") for d in (ran or "").split(",") if d.strip(" '\"")]
+        if devices and not any(d.split(".")[0] == wanted for d in devices):
+            return BackendReport(fallback=f"{self.tool} ran on {', '.join(devices)}, not {wanted}")
+        hint = next((m["type"] for m in map(_PRECISION_RE.match, lines) if m), None)
+        return BackendReport(
+            run=AcceleratorRun(
+                api=api_of(self.framework, cell.backend),
+                device=", ".join(devices) or None,
+                precision=_PRECISIONS.get(hint or "", hint),
+            )
+        )
 
     def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
         lines = [_PREFIX_RE.sub("", line, count=1).strip() for line in lines]

@@ -46,7 +46,23 @@ mean of one call and ``times called`` the calls per run (TensorFlow's StatsCalcu
 node's time per run is their product. Delegated nodes (XNNPACK's own operators, named
 ``Delegate/<operator>:<index>`` since TF 2.9.1) get ``impl`` "delegate", the others "builtin".
 :meth:`TfliteBenchmarkAdapter.parse_op_profile` returns runners/op_profile.py's result.
-"""
+
+Accelerators: ``gpu`` adds ``--use_gpu=true --gpu_precision_loss_allowed=<fp16 cell>`` (the tool
+allows fp16 on the GPU unless told not to), ``nnapi`` adds ``--use_nnapi=true`` (and
+``--nnapi_allow_fp16=true`` for an fp16 cell). TFLite announces what the delegate took::
+
+    VERBOSE: Replacing 31 out of 31 node(s) with delegate (TfLiteNnapiDelegate) node, yielding 1 partitions for the whole graph.
+    INFO: Explicitly applied NNAPI delegate, and the model graph will be completely executed by the delegate.
+
+(older builds: ``Replacing 31 node(s) with delegate (...) node, yielding 1 partitions.``, no
+total). Only the line naming the cell's delegate (``TfLiteGpuDelegateV2``,
+``TfLiteNnapiDelegate``) counts: XNNPACK prints one of its own for the nodes left to the CPU.
+``Though GPU delegate is explicitly applied, the model graph will not be executed by the
+delegate.`` and ``GPU acceleration is unsupported on this platform.`` (the delegate was not
+created) mean the CPU ran it: a fallback, as is a result with no line saying the delegate took
+anything (a build for another OS ignores ``--use_nnapi``). ``Failed to apply GPU delegate.``
+ends the run without a result: a refusal, quoting the delegate's reasons.
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -54,8 +70,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.runners.op_profile import profile_result
 
+from .accelerator import BackendReport, api_of, quote, tool_argument
 from .base import (
     NUMBER,
     NativeAdapter,
@@ -82,6 +100,22 @@ _US = 1000.0  # microseconds per millisecond
 OP_PROFILE_SOURCE = "benchmark_model --enable_op_profiling"
 _OP_SECTION = "Operator-wise Profiling Info for Regular Benchmark Runs"
 _RUN_ORDER_RE = re.compile(r"^=+\s*Run Order\s*=+$", re.ASCII)
+
+#: Per backend: the provider name in the tool's messages and the delegate kernels' names.
+_DELEGATES = {
+    "gpu": ("GPU", ("TfLiteGpuDelegateV2", "TfLiteGpuDelegate")),
+    "nnapi": ("NNAPI", ("TfLiteNnapiDelegate",)),
+}
+_REPLACING_RE = re.compile(
+    r"Replacing (?P<taken>\d+)(?: out of (?P<total>\d+))? node\(s\) with delegate "
+    r"\((?P<name>[^)]*)\) node, yielding (?P<parts>\d+) partitions",
+    re.ASCII,
+)
+_APPLIED_RE = re.compile(r"Explicitly applied (?P<provider>\S+) delegate, and the model graph")
+_GPU_API_RE = re.compile(r"Initialized (?P<api>OpenCL|OpenGL)-based API", re.ASCII)
+_NNAPI_DEVICE_RE = re.compile(r"NNAPI accelerator name: \[(?P<name>[^\]]+)\]", re.ASCII)
+#: NNAPI's CPU implementation (Android's reference driver).
+_NNAPI_ON_CPU = "nnapi-reference"
 _COLUMN_RE = re.compile(r"\[([^\]]+)\]", re.ASCII)
 
 
@@ -111,9 +145,59 @@ class TfliteBenchmarkAdapter(NativeAdapter):
             argv.append("--allow_fp16=true")
             if self.use_xnnpack and self.xnnpack_force_fp16:
                 argv.append("--xnnpack_force_fp16=true")
+        selected = tool_argument(self.framework, cell.backend)
+        if selected is not None:
+            argv.append(selected)
+            fp16 = "true" if cell.precision == "fp16" else "false"
+            if cell.backend == "gpu":
+                argv.append(f"--gpu_precision_loss_allowed={fp16}")
+            elif cell.precision == "fp16":
+                argv.append("--nnapi_allow_fp16=true")
         if cell.profile_ops:
             argv.append("--enable_op_profiling=true")
         return argv
+
+    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+        provider, kernels = _DELEGATES[cell.backend]
+        failed = f"Failed to apply {provider} delegate"
+        if not any(_COUNT_RE.search(line) or _TIMINGS_RE.search(line) for line in lines):
+            at = next((i for i, line in enumerate(lines) if failed in line), None)
+            if at is None:
+                return BackendReport()
+            # The delegate's own reasons come just before (Init/Prepare errors, node numbers).
+            reasons = [line for line in lines[max(0, at - 4) : at] if "elegate" in line]
+            return BackendReport(refusal=quote(self.tool, [lines[at], *reasons]))
+        fallback = [
+            line
+            for line in lines
+            if f"{provider} acceleration is unsupported on this platform" in line
+            or (f"Though {provider} delegate is explicitly applied" in line and "not" in line)
+        ]
+        if fallback:
+            return BackendReport(fallback=quote(self.tool, fallback))
+        taken = next(
+            (m for m in map(_REPLACING_RE.search, lines) if m and m["name"] in kernels), None
+        )
+        applied = any(
+            (m := _APPLIED_RE.search(line)) and m["provider"] == provider for line in lines
+        )
+        if taken is None and not applied:
+            return BackendReport(
+                fallback=f"{self.tool} printed no line saying the {provider} delegate took any "
+                f"node (a build without it ignores {tool_argument(self.framework, cell.backend)})"
+            )
+        gl = next((m["api"] for m in map(_GPU_API_RE.search, lines) if m), None)
+        device = next((m["name"] for m in map(_NNAPI_DEVICE_RE.search, lines) if m), None)
+        run = AcceleratorRun(
+            api=gl or api_of(self.framework, cell.backend),
+            device=device,
+            software=device == _NNAPI_ON_CPU,
+            precision=cell.precision,
+        )
+        if taken is not None:
+            run.delegated_ops = int(taken["taken"])
+            run.total_ops = int(taken["total"]) if taken["total"] else None
+        return BackendReport(run=run)
 
     def parse_op_profile(self, stdout: str, stderr: str = "", logcat: str = "") -> dict[str, Any]:
         """The op profile of a ``profile_ops`` run (see the module docs); raises

@@ -25,6 +25,13 @@ On Linux it goes to stdout (``I/tnn: `` prefix; older builds printed it twice, t
 run :meth:`clear_logcat_command` before and :meth:`logcat_command` after the tool and pass the
 dump as ``logcat``. The label is the model file name, followed by `` - <device type>`` in newer
 builds. Times are milliseconds; only min, max and avg are printed; the iteration count is not.
+
+Accelerators: ``-dt`` is the registry's device for an accelerator cell (``OPENCL``, ``CUDA``)
+instead of ``device_type``; ``-pr HIGH`` keeps OpenCL in fp32, ``LOW`` lets it use fp16. TNN
+has no silent fallback: a device it cannot start ends the run before a result, with
+``E/tnn: CheckResult [File test/test.cc][Line 338] create instance failed: code: 0x9001 msg:
+load opencl library failed!`` (a refusal, quoted). The result line's `` - OPENCL`` suffix (newer
+builds) says which device ran it; release builds print no device name (``LOGD`` only).
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from edgebench.results.accelerator_part import AcceleratorRun
+
+from .accelerator import BackendReport, api_of, quote, tool_argument
 from .base import (
     NUMBER,
     NativeCell,
@@ -52,7 +62,8 @@ _RESULT_RE = re.compile(
     re.ASCII,
 )
 _LOCATION_RE = re.compile(r"^.*?\[File [^\]]*\]\[Line \d+\]\s*", re.ASCII)
-_DEVICE_SUFFIX_RE = re.compile(r"\s+-\s+[A-Z][A-Z0-9_]*\s*$", re.ASCII)
+_DEVICE_SUFFIX_RE = re.compile(r"\s+-\s+(?P<device>[A-Z][A-Z0-9_]*)\s*$", re.ASCII)
+_CHECK_FAILED_RE = re.compile(r"\b(?:init tnn|create instance) failed:", re.ASCII)
 # `<name> mat_type: 32 dims: 2 1 10` (current) or `<name> 2 1 10` (older builds).
 _HEADER_TYPED_RE = re.compile(
     r"^(?P<name>.*?)\s+mat_type:\s*(?P<type>-?\d+)\s+dims:\s*(?P<dims>.*)$", re.ASCII
@@ -100,7 +111,7 @@ class TnnTestAdapter(SummaryLineAdapter):
             "-mp",
             cell.model_path,
             "-dt",
-            self.device_type,
+            tool_argument(self.framework, cell.backend) or self.device_type,
             "-th",
             str(cell.threads),
             "-wc",
@@ -125,6 +136,19 @@ class TnnTestAdapter(SummaryLineAdapter):
 
     def label(self, match: re.Match[str]) -> str:
         return _label(match.group("head"))
+
+    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+        results = [m for m in map(self.result_re.match, lines) if m]
+        if not results:
+            refused = [line for line in lines if _CHECK_FAILED_RE.search(line)]
+            return BackendReport(refusal=quote(self.tool, refused) if refused else None)
+        wanted = tool_argument(self.framework, cell.backend)
+        suffix = _DEVICE_SUFFIX_RE.search(_LOCATION_RE.sub("", results[-1].group("head")))
+        if suffix is not None and suffix["device"] != wanted:
+            return BackendReport(fallback=f"{self.tool} ran on {suffix['device']}, not {wanted}")
+        return BackendReport(
+            run=AcceleratorRun(api=api_of(self.framework, cell.backend), precision=cell.precision)
+        )
 
     def narrow(self, candidates: list[tuple[str, object]]) -> list[tuple[str, object]]:
         # Both the logcat/printf copies of one result carry the same label; keep the last.
