@@ -339,16 +339,34 @@ _SELECTED_BY = {
 }
 
 
+#: Devices already told which (framework, backend) pairs do not exist.
+_WARNED_PAIRS: weakref.WeakKeyDictionary[Device, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _existing_pairs(
+    device: Device, frameworks: Sequence[str], backends: Sequence[str]
+) -> list[tuple[str, str]]:
+    """The (framework, backend) pairs that exist (edgebench/compute_backends.py), in framework
+    then backend order. A pair that does not (ncnn has no OpenCL backend) gets no cell, only
+    one warning line per device: a matrix of columns that can never hold a figure helps no one."""
+    pairs = []
+    warned = _WARNED_PAIRS.setdefault(device, set())
+    for framework, backend in itertools.product(frameworks, backends):
+        missing = missing_backend_reason(framework, backend)
+        if missing is None:
+            pairs.append((framework, backend))
+        elif missing not in warned:
+            warned.add(missing)
+            log.warning("note: %s: no cell on %s", missing, device.name)
+    return pairs
+
+
 def backend_verdict(device: Device, framework: str, backend: str) -> Verdict | None:
     """None when the runner that measures ``framework`` on ``device`` can select ``backend``,
     else an ``unsupported`` verdict whose reason names what would provide it."""
-    if backend == CPU:
-        return None
-    missing = missing_backend_reason(framework, backend)
-    if missing is not None:
-        return (Status.UNSUPPORTED, ErrorKind.UNSUPPORTED, missing)
     entry = find_backend(framework, backend)
-    assert entry is not None
+    if entry is None:
+        return None  # cpu (pairs that do not exist get no cell)
     choice = device.runner_for(framework)
     kind = choice.kind if choice is not None else device.runner_kind
     column, runner = _SELECTED_BY.get(kind, ("python", "the Python runner"))
@@ -396,8 +414,9 @@ def build_cells(
         emulated = not unreachable and device.facts().emulated
         device_timing = correctness_timing(timing) if emulated else timing
         device_backends = list(backends or getattr(device, "lab_backends", None) or [CPU])
+        pairs = _existing_pairs(device, frameworks, device_backends)
         for model in models:
-            for framework, backend in itertools.product(frameworks, device_backends):
+            for framework, backend in pairs:
                 convert_to, verdict = _model_route(model, framework, precision)
                 if model.error:
                     verdict = (Status.FAILED, ErrorKind.MODEL_LOAD, model.error)

@@ -265,7 +265,10 @@ def cell_labels(records: Sequence[Record]) -> list[str]:
 def format_details(records: Sequence[Record]) -> str:
     """Every cell with its full statistics, then the reasons for cells that did not run, the
     notes (warnings grouped per cell and kind) and, for a mostly noisy run, one word on noise."""
-    header = ["cell", "status", "p50", "p90", "p99", "cv", "inf/s", "peak MB", "mJ/inf", "n"]
+    header = [
+        *("cell", "status", "p50", "p90", "p99", "cv", "inf/s", "cpu ms"),
+        *("peak MB", "mJ/inf", "n"),
+    ]
     rows = []
     notes = []
     skipped: dict[str, str] = {}
@@ -288,6 +291,7 @@ def format_details(records: Sequence[Record]) -> str:
                 _fmt(lat.get("p99")),
                 "-" if cv is None else f"{cv:.1%}",
                 _fmt(r.throughput_ips),
+                _fmt(r.cpu_ms_per_inf),
                 _fmt(r.peak_rss_mb if r.status in MEASURED else None),
                 _fmt(r.energy_mj_per_inf) + ("!" if r.energy_flags and r.energy_mj_per_inf else ""),
                 str(r.n_samples or "-"),
@@ -302,6 +306,8 @@ def format_details(records: Sequence[Record]) -> str:
             notes.append(f"  {cell}: {describe_accuracy(r)}")
         if r.sustained:
             notes.append(f"  {cell}: {r.sustained.describe()}")
+        if r.accelerator is not None and r.status in MEASURED:
+            notes.append(f"  {cell}: {describe_accelerator_run(r)}")
         why = r.energy.unavailable if r.energy else None
         gap = unavailable_flag(why) if why else None
         if gap:
@@ -317,6 +323,25 @@ def format_details(records: Sequence[Record]) -> str:
     if advice:
         lines += ["", "noise:", *(f"  {line}" for line in advice)]
     return "\n".join(lines) + "\n"
+
+
+def describe_accelerator_run(r: Record) -> str:
+    """One line on an accelerator cell: what ran it, the first inference (shader and pipeline
+    compilation) apart from the steady state, and the CPU time each inference still took."""
+    run = r.accelerator
+    assert run is not None
+    parts = [f"on {run.describe()}"]
+    if r.first_inference_ms is not None:
+        parts.append(f"first inference {_fmt(r.first_inference_ms)} ms")
+    if r.cpu_ms_per_inf is not None:
+        parts.append(f"CPU {_fmt(r.cpu_ms_per_inf)} ms per inference")
+    if run.device_memory_mb is not None:
+        parts.append(f"device memory {_fmt(run.device_memory_mb)} MB")
+    elif run.device_memory_unavailable:
+        parts.append(f"device memory unavailable ({run.device_memory_unavailable})")
+    if run.stages_note:
+        parts.append(run.stages_note)
+    return "; ".join(parts)
 
 
 def describe_accuracy(r: Record) -> str:

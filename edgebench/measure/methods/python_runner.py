@@ -135,7 +135,10 @@ class PythonRunner:
     @staticmethod
     def _check(record: Record, cell: Cell, device: Device, outputs_at: str, visit: Visit) -> None:
         try:
-            check = compare_with_reference(cell, device.fetch_outputs(outputs_at), visit.checks)
+            ran_at = record.accelerator.precision if record.accelerator is not None else None
+            check = compare_with_reference(
+                cell, device.fetch_outputs(outputs_at), visit.checks, ran_at
+            )
         except (ReferenceUnavailable, InputUnavailable, TransportError) as exc:
             record.warnings.append(NO_OUTPUT_CHECK.make(reason=str(exc)))
             return
