@@ -10,6 +10,7 @@ import click
 from edgebench.cli.app import cli
 from edgebench.cli.options import lab_option, setting_option
 from edgebench.frameworks import FRAMEWORKS, display_order
+from edgebench.lab.accelerator_facts import describe_accelerators
 from edgebench.lab.cores import format_cpu_list
 from edgebench.lab.inventory import LOCAL, probe_device, resolve_devices
 from edgebench.lab.lab_file import load_lab
@@ -69,6 +70,7 @@ def describe_facts(device) -> list[str]:
         problem = f"; not usable: {facts.probe_error}" if native and facts.probe_error else ""
         lines.append(f"runner: {facts.runner}{choice}{problem}")
     lines += routed_elsewhere(device)
+    lines += describe_accelerators(facts)
     if facts.emulated and facts.emulation:
         lines.append(f"emulated: {facts.emulation}")
     if device.profile is not None:

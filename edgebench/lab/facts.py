@@ -13,6 +13,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from edgebench.lab.accelerator_facts import (
+    LIBRARIES_MARK,
+    Accelerator,
+    collect_accelerators,
+    collect_android_accelerators,
+    merge_accelerators,
+)
 from edgebench.lab.cores import detect_clusters, parse_cpu_list
 from edgebench.lab.runner_choice import Probe, RunnerChoice
 from edgebench.lab.transports import Transport
@@ -29,6 +36,15 @@ SYSTEM_FILES = (
     "/proc/device-tree/model",
     "/sys/class/dmi/id/product_name",
     "/proc/meminfo",
+)
+
+#: The Android properties an ADB device's facts read, in the order ``collect_android`` expects.
+ANDROID_PROPERTIES = (
+    "ro.product.model",
+    "ro.build.version.release",
+    "ro.soc.model",
+    "ro.board.platform",
+    "ro.hardware.vulkan",
 )
 
 #: Files as ``Transport.read_many`` returns them: path -> text, None when unreadable.
@@ -70,6 +86,10 @@ class DeviceFacts:
     runner_choice: str | None = None
     #: MemTotal of /proc/meminfo, kB: what the run's size limits are checked against.
     mem_total_kb: int | None = None
+    #: Vulkan, OpenCL and OpenVINO devices (on a phone: its GPU and GPU libraries).
+    accelerators: list[Accelerator] = field(default_factory=list)
+    #: API -> why it has no device here (no loader: the packages to install; probe failed).
+    accelerator_problems: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -144,12 +164,15 @@ def collect_cpufreq(files: Files, cpus: list[int]) -> Part:
     }
 
 
-def collect_android(getprop: str) -> Part:
-    """From ``getprop`` of ro.product.model, ro.build.version.release, ro.soc.model and
-    ro.board.platform (one per line): only the facts the phone states."""
-    props = [line.strip() for line in getprop.splitlines()] + [""] * 4
-    model, release, soc, platform_name = props[:4]
+def collect_android(answer: str) -> Part:
+    """From ``getprop`` of ``ANDROID_PROPERTIES`` (one per line), then the answer to the
+    accelerator command: only the facts the phone states."""
+    head, mark, accelerators = answer.partition(LIBRARIES_MARK)
+    props = [line.strip() for line in head.splitlines()] + [""] * len(ANDROID_PROPERTIES)
+    model, release, soc, platform_name, vulkan_hal = props[: len(ANDROID_PROPERTIES)]
     part: Part = {}
+    if mark:
+        part |= collect_android_accelerators(mark + accelerators, vulkan_hal)
     if model:
         part["model"] = model
     if release:
@@ -190,11 +213,14 @@ def collect_facts(
 ) -> DeviceFacts:
     """Every part, in order: a later part overrides what an earlier one said. ``own_facts``
     adds what only this kind of device knows (Android properties, the host's own names)."""
-    facts = collect_runner(probe, choice)
+    facts = collect_runner(probe, choice) | collect_accelerators(probe)
     system = transport.read_many(list(SYSTEM_FILES))
     facts |= collect_os(system) | collect_memory(system) | collect_cpu(system, probe)
     facts |= collect_cpufreq(transport.read_many(cpufreq_files(facts["cpus"])), facts["cpus"])
-    facts |= own_facts(facts)
+    own = own_facts(facts)
+    if "accelerators" in own:
+        own |= merge_accelerators(facts, own)
+    facts |= own
     facts["profile"] = profile
     facts |= collect_emulation(facts, lab_says_emulated)
     return DeviceFacts(**facts)

@@ -17,8 +17,9 @@ from edgebench import runners
 from edgebench.builds.native_runner import BuiltRunner
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.device_shell import RECORD_PID_THEN_EXEC, taskset_mask
+from edgebench.lab.accelerator_facts import ANDROID_ACCELERATOR_COMMAND
 from edgebench.lab.device import Device, RunnerOutcome, outcome_of
-from edgebench.lab.facts import collect_android
+from edgebench.lab.facts import ANDROID_PROPERTIES, collect_android
 from edgebench.lab.runner_choice import RunnerChoice
 from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.lab.transports.base import CommandResult, Transport, TransportError, quote_argv
@@ -280,9 +281,6 @@ class RemoteDevice(Device):
     def _own_facts(self, facts: dict[str, Any]) -> dict[str, Any]:
         if self.transport.kind != "adb":
             return {}
-        getprop = self.transport.shell(
-            "getprop ro.product.model; getprop ro.build.version.release; "
-            "getprop ro.soc.model; getprop ro.board.platform",
-            timeout=30,
-        )
-        return collect_android(getprop.stdout)
+        getprop = "".join(f"getprop {name}; " for name in ANDROID_PROPERTIES)
+        answer = self.transport.shell(getprop + ANDROID_ACCELERATOR_COMMAND, timeout=30)
+        return collect_android(answer.stdout)

@@ -109,6 +109,10 @@ DEFAULT_PROPS: dict[str, str] = {
     "ro.product.cpu.abi": "arm64-v8a",
 }
 
+#: Where a phone's ``dumpsys SERVICE`` output is kept, relative to the sandbox: one file per
+#: service (fakes/phone_profiles.py writes SurfaceFlinger's).
+DUMPS_DIR = "system/etc/dumpsys"
+
 # Bound on every wait in the emulator: waits loop on a state change, re-checking stop/close at
 # least this often, so nothing can block past stop() even if a notification is missed.
 _POLL = 0.25
@@ -570,6 +574,16 @@ class _ShellSession:
 # --- the emulator -----------------------------------------------------------------------------
 
 
+_DUMPSYS_SCRIPT = """#!/bin/sh
+# dumpsys for the ADB device emulator: prints the service's dump from {dumps}/SERVICE.
+if [ -f {dumps}/"$1" ]; then
+    cat {dumps}/"$1"
+else
+    echo "Can't find service: $1" >&2
+fi
+"""
+
+
 class AdbDeviceEmulator:
     """An ADB device on 127.0.0.1 whose "phone" is the ``sandbox`` directory.
 
@@ -708,6 +722,7 @@ class AdbDeviceEmulator:
     def command_env(self, term: str | None = None) -> dict[str, str]:
         if self.board:  # nothing of the host's environment crosses into the board
             env = {"PATH": BOARD_PATH, "HOME": "/", "TMPDIR": "/data/local/tmp", "LANG": "C.UTF-8"}
+            env["ANDROID_ROOT"] = "/system"  # as init.environ.rc exports it on a phone
             env.update(self.env_overrides)
             if term is not None:
                 env["TERM"] = term
@@ -715,6 +730,8 @@ class AdbDeviceEmulator:
         env = dict(os.environ)
         env.update(self.env_overrides)
         env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', os.defpath)}"
+        # A phone's /system is the sandbox's system/, so its root is the sandbox.
+        env["ANDROID_ROOT"] = str(self.sandbox / "system")
         if term is not None:
             env["TERM"] = term
         return env
@@ -854,6 +871,10 @@ class AdbDeviceEmulator:
         props = "/" + self.props_file.relative_to(self.sandbox).as_posix() if self.board else None
         getprop.write_text(_GETPROP_SCRIPT.format(props=shlex.quote(props or str(self.props_file))))
         getprop.chmod(0o755)
+        dumps = "/" + DUMPS_DIR if self.board else str(self.sandbox / DUMPS_DIR)
+        dumpsys = self.bin_dir / "dumpsys"
+        dumpsys.write_text(_DUMPSYS_SCRIPT.format(dumps=shlex.quote(dumps)))
+        dumpsys.chmod(0o755)
 
     def _write_props(self) -> None:
         lines = "".join(f"{key}={value}\n" for key, value in sorted(self.props.items()))

@@ -10,48 +10,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fakes.gpu_tools import (
+    OPENCL_SKIP,
+    VULKAN_SKIP,
+    clinfo_devices,
+    tool_output,
+    vulkaninfo_devices,
+)
 
 from edgebench.lab.device import LocalDevice
 from edgebench.runners import accelerators, opencl_info, vulkan_info
-
-VULKAN_SKIP = "needs a Vulkan device: apt-get install mesa-vulkan-drivers libvulkan1 vulkan-tools"
-OPENCL_SKIP = "needs an OpenCL device: apt-get install pocl-opencl-icd ocl-icd-libopencl1 clinfo"
-
-
-def tool_output(*argv: str) -> str:
-    if shutil.which(argv[0]) is None:
-        return ""
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    return done.stdout if done.returncode == 0 else ""
-
-
-def vulkaninfo_devices() -> list[dict[str, str]]:
-    """``vulkaninfo --summary``'s GPU sections as key -> value."""
-    summary = tool_output("vulkaninfo", "--summary")
-    devices: list[dict[str, str]] = []
-    for line in summary.split("Devices:", 1)[-1].splitlines():
-        if re.match(r"^GPU\d+:", line.strip()):
-            devices.append({})
-        elif "=" in line and devices:
-            key, _, value = line.partition("=")
-            devices[-1][key.strip()] = value.strip()
-    return devices
-
-
-def clinfo_devices() -> list[dict[str, str]]:
-    """Each device of ``clinfo``'s full listing, with its platform's name."""
-    devices: list[dict[str, str]] = []
-    platform = ""
-    listing = tool_output("clinfo").split("NULL platform behavior", 1)[0]
-    for line in listing.splitlines():
-        key, value = line[:50].strip(), line[50:].strip()
-        if key == "Platform Name" and not devices:
-            platform = value
-        if key == "Device Name":
-            devices.append({"Platform Name": platform})
-        if devices and key in ("Device Name", "Device Type", "Device Version", "Driver Version"):
-            devices[-1].setdefault(key, value)
-    return devices
 
 
 def probe(apis: list[str], timeout: float = accelerators.PROBE_TIMEOUT_S) -> dict:

@@ -46,6 +46,8 @@ STORED_KEYS = [
     "runner",
     "runner_choice",
     "mem_total_kb",
+    "accelerators",
+    "accelerator_problems",
 ]
 
 BOARD = {
@@ -164,6 +166,7 @@ def test_collect_facts_composes_the_parts_in_two_round_trips() -> None:
         "profile": "jetson-orin-nano",
         "runner": "python",
         "mem_total_kb": 7813924,
+        "accelerator_problems": {"accelerators": "the runner did not report them"},
     }
 
 
