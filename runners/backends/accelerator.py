@@ -79,15 +79,23 @@ class NativeOutput:
 
 
 @contextlib.contextmanager
-def native_output() -> Iterator[NativeOutput]:
+def native_output(capture: bool = True) -> Iterator[NativeOutput]:
     """Capture what the framework's C/C++ code prints (file descriptors 1 and 2, C stdio
     flushed) while the block runs, and pass it on to stderr afterwards: a framework that picks
-    another device than asked often says so only there."""
+    another device than asked often says so only there. Nothing is redirected when
+    ``capture`` is false (a CPU cell) or no temporary file can be made."""
     captured = NativeOutput()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = (os.dup(1), os.dup(2))
-    with tempfile.TemporaryFile() as sink:
+    with contextlib.ExitStack() as stack:
+        try:
+            sink = stack.enter_context(tempfile.TemporaryFile()) if capture else None
+        except OSError:
+            sink = None
+        if sink is None:
+            yield captured
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = (os.dup(1), os.dup(2))
         os.dup2(sink.fileno(), 1)
         os.dup2(sink.fileno(), 2)
         try:

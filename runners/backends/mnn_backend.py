@@ -85,7 +85,7 @@ class MnnBackend(Backend):
         self._main = self._new_session()
 
     def _new_session(self) -> Any:
-        with native_output() as said:
+        with native_output(capture=self.compute_backend != CPU) as said:
             session = self._interpreter.createSession(self._config)
         if session is None:
             raise BackendError("model_load", "MNN could not create a session for the model")

@@ -73,7 +73,7 @@ class NcnnBackend(Backend):
         # from the cell's precision, so that only an int8 cell runs int8 kernels.
         net.opt.use_int8_inference = precision == "int8"
         net.opt.num_threads = int(threads)
-        with native_output() as said:
+        with native_output(capture=vulkan) as said:
             parsed = net.load_param(model_path)
         if parsed != 0:
             raise BackendError("model_load", "ncnn could not parse %s" % model_path)
