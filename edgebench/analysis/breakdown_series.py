@@ -30,6 +30,7 @@ CLIFF_FACTOR = 1.5
 class SeriesKey(NamedTuple):
     device: str
     model: str
+    #: The framework with its backend (``Record.engine``: ``ncnn``, ``ncnn·vulkan``).
     framework: str
     precision: str
     #: separate | shared (instances), fixed | dynamic (shapes).
@@ -106,7 +107,7 @@ def memory_series(records: Sequence[Record]) -> dict[SeriesKey, list[InstancePoi
         key = SeriesKey(
             r.device,
             r.model,
-            r.framework,
+            r.engine,
             r.precision,
             data.mode or "separate",
             _setting(r, _shape_text(r)),
@@ -128,7 +129,7 @@ def memory_series(records: Sequence[Record]) -> dict[SeriesKey, list[InstancePoi
         )
         setting = _setting(r, _shape_text(r))
         for key, points in series.items():
-            if key[:4] == (r.device, r.model, r.framework, r.precision) and key.setting == setting:
+            if key[:4] == (r.device, r.model, r.engine, r.precision) and key.setting == setting:
                 points.setdefault(1, single)
     return {k: [points[n] for n in sorted(points)] for k, points in series.items()}
 
@@ -157,7 +158,7 @@ def shape_series(records: Sequence[Record]) -> dict[SeriesKey, list[ShapePoint]]
         key = SeriesKey(
             r.device,
             r.model,
-            r.framework,
+            r.engine,
             r.precision,
             data.mode or "fixed",
             _setting(r, streams),

@@ -77,7 +77,9 @@ def ms_share(ms: float | None, share: float | None) -> str:
 
 
 def framework_text(r: Record) -> str:
-    return r.framework + (" (emulated)" if r.emulated else "")
+    if not r.emulated:
+        return r.engine
+    return r.engine + (" (software)" if r.software_device else " (emulated)")
 
 
 def settings_of(records: Sequence[Record]) -> list[str]:
@@ -138,7 +140,7 @@ def unavailable_reasons(records: Sequence[Record], name: str) -> list[str]:
     for r in records:
         part: Stages | OpProfile | None = getattr(r, name)
         if r.status == Status.OK and part is not None and part.unavailable is not None:
-            out.append(f"{r.device} / {r.model} / {r.framework}: {part.unavailable}")
+            out.append(f"{r.device} / {r.model} / {r.engine}: {part.unavailable}")
     return list(dict.fromkeys(out))
 
 
@@ -158,8 +160,8 @@ def stage_tables(records: Sequence[Record]) -> list[tuple[Table, list[StageSumma
     measured = [s for s in stage_summaries(records) if s.unavailable is None and s.shares]
     out = []
     for model, group in _by_model(measured, lambda s: s.record.model).items():
-        order = display_order(s.record.framework for s in group)
-        group.sort(key=lambda s: (s.record.device, order.index(s.record.framework)))
+        order = display_order(s.record.engine for s in group)
+        group.sort(key=lambda s: (s.record.device, order.index(s.record.engine)))
         remainder = any(s.remainder_ms > 0 for s in group)
         header = ["device", "framework", *(f"{_STAGE_HEADS[s]} ms (%)" for s in STAGES)]
         header += ["unattributed ms (%)"] * remainder + ["p50 ms"]
@@ -179,7 +181,7 @@ def stage_tables(records: Sequence[Record]) -> list[tuple[Table, list[StageSumma
             seen = {
                 tuple(s.boundaries.items())
                 for s in group
-                if s.record.framework == framework and s.boundaries
+                if s.record.engine == framework and s.boundaries
             }
             for boundaries in sorted(seen):
                 text = "; ".join(f"{_STAGE_HEADS.get(k, k)}: {v}" for k, v in boundaries)

@@ -64,14 +64,14 @@ def _cell_text(record: Record, baseline: float | None, metric_name: str) -> str:
 
 
 def precision_rows(records: Sequence[Record], metric_name: str = "p50") -> list[PrecisionRow]:
-    """One row per (device, model, framework, threads, cores, streams); empty unless the
+    """One row per (device, model, framework and backend, threads, cores, streams); empty unless the
     records hold more than one precision."""
     if len(precisions_of(records)) < 2:
         return []
     metric = get_metric(metric_name)
     groups: dict[tuple, dict[str, Record]] = {}
     for r in records:
-        key = (r.device, r.model, r.framework, r.threads, r.cores, r.concurrency)
+        key = (r.device, r.model, r.engine, r.threads, r.cores, r.concurrency)
         groups.setdefault(key, {})[r.precision] = r
     swept = len({k[3:] for k in groups}) > 1
     rows = []
