@@ -128,7 +128,7 @@ class StopRequest:
 def _round_cell(cell: Cell, rounds: int, round_index: int) -> Cell:
     """The same cell with its sample budget split across ``rounds`` visits: the iterations
     add up to the requested count (each visit at least one), the minimum time is shared."""
-    if rounds <= 1:
+    if rounds <= 1 or cell.software_device:
         return cell
     share, extra = divmod(cell.timing.iterations, rounds)
     timing = replace(
@@ -265,7 +265,11 @@ class _DeviceWorker:
             last_round = round_index == self.rounds - 1
             for position, cell in self.cells:
                 done = parts[position]
-                if done and (cell.verdict is not None or done[-1].status not in MEASURED):
+                if done and (
+                    cell.verdict is not None
+                    or cell.software_device
+                    or done[-1].status not in MEASURED
+                ):
                     continue  # decided without measuring, or nothing to gain from another visit
                 if self.stop is not None and self.stop.requested:
                     self._keep_finished_rounds(parts)
@@ -274,7 +278,7 @@ class _DeviceWorker:
                 done.append(self._visit(cell, round_index, first=not done))
                 if self.stop is not None and self.stop.aborted:
                     return  # killed by the second Ctrl-C: not a measurement
-                if last_round or done[-1].status not in MEASURED:
+                if last_round or cell.software_device or done[-1].status not in MEASURED:
                     self._store(position, cell, merge_rounds(done))
 
     def _keep_finished_rounds(self, parts: dict[int, list[Record]]) -> None:

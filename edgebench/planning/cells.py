@@ -24,6 +24,7 @@ from edgebench.frameworks import (
     framework_names,
     python_frameworks,
 )
+from edgebench.lab.accelerator_facts import accelerator_devices
 from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
 from edgebench.lab.runner_kinds import RunnerKind
@@ -83,6 +84,34 @@ def target_ci_fraction(timing: TimingConfig) -> float | None:
     return timing.target_ci_pct / 100 if timing.target_ci_pct else None
 
 
+#: The most samples a cell on a software accelerator takes: its figure ranks nothing, and
+#: lavapipe takes ~25x the CPU's time per inference.
+SOFTWARE_DEVICE_ITERATIONS = 3
+
+
+def software_device_timing(timing: TimingConfig) -> TimingConfig:
+    """A cell on a software accelerator (lavapipe, pocl): its outputs and the first inference
+    (shader compilation) are what it proves, plus a few steady samples; no minimum time."""
+    return replace(
+        timing,
+        warmup=min(timing.warmup, 1),
+        iterations=min(timing.iterations, SOFTWARE_DEVICE_ITERATIONS),
+        min_time_s=0.0,
+        sustained_s=None,
+        target_ci_pct=None,
+    )
+
+
+def software_only(device: Device, framework: str, backend: str) -> bool:
+    """Whether every device of the API ``backend`` drives on ``device`` is a software one, as
+    its facts say (the runner's report decides the record; this only sizes the cell)."""
+    entry = find_backend(framework, backend)
+    if entry is None or entry.api not in ("Vulkan", "OpenCL"):
+        return False
+    devices = accelerator_devices(device.facts(), entry.api)
+    return bool(devices) and all(d.software for d in devices)
+
+
 def correctness_timing(timing: TimingConfig) -> TimingConfig:
     """The least timing that still yields checked outputs: no warm-up, one inference. Used
     on an emulated CPU, where latency says nothing about a chip and each inference takes
@@ -136,6 +165,9 @@ class Cell:
     shape_base: list[dict[str, Any]] | None = None
     #: The compute backend: ``cpu`` or an accelerator (edgebench/compute_backends.py).
     backend: str = CPU
+    #: The backend's devices here are all software ones (``software_device_timing``): one
+    #: visit, never split into interleaved rounds.
+    software_device: bool = False
 
     @property
     def engine(self) -> str:
@@ -427,6 +459,8 @@ def build_cells(
                     or availability(device, framework)
                     or backend_verdict(device, framework, backend)
                 )
+                software = verdict is None and software_only(device, framework, backend)
+                cell_timing = software_device_timing(device_timing) if software else device_timing
                 for n_threads in threads:
                     for selection, cpu_ids in core_sets:
                         cells.append(
@@ -440,12 +474,13 @@ def build_cells(
                                 cores=cpu_ids,
                                 concurrency=concurrency,
                                 inputs=inputs.get(model.name, []),
-                                timing=device_timing,
+                                timing=cell_timing,
                                 correctness_only=emulated,
                                 verdict=verdict,
                                 convert_to=convert_to,
                                 telemetry=telemetry,
                                 backend=backend,
+                                software_device=software,
                             )
                         )
     return cells
@@ -465,7 +500,7 @@ def auto_rounds(cells: Sequence[Cell]) -> int:
         timing = cell.timing
         if cell.verdict is not None or timing.sustained_s or timing.target_ci_pct:
             continue
-        if cell.correctness_only:
+        if cell.correctness_only or cell.software_device:
             continue
         frameworks.setdefault((cell.device.name, cell.model.name), set()).add(cell.engine)
     return DEFAULT_ROUNDS if any(len(f) > 1 for f in frameworks.values()) else 1

@@ -81,9 +81,11 @@ def fake_cell(
         device=SimpleNamespace(name=device),
         model=SimpleNamespace(name=model),
         framework=framework,
+        engine=framework,
         verdict=verdict,
         timing=TimingConfig(**timing),
         correctness_only=correctness_only,
+        software_device=False,
     )
 
 

@@ -11,9 +11,15 @@ from fakes.records import sampled_record
 
 from edgebench.analysis.recommend import recommend
 from edgebench.compute_backends import ACCELERATORS, BACKEND_NAMES, backends_of, engine_label
+from edgebench.lab.accelerator_facts import Accelerator
 from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.measure.records import mark_software_device, refuse_unreported_accelerator
-from edgebench.planning.cells import build_cells
+from edgebench.planning.cells import (
+    DEFAULT_ROUNDS,
+    SOFTWARE_DEVICE_ITERATIONS,
+    auto_rounds,
+    build_cells,
+)
 from edgebench.planning.config import TimingConfig
 from edgebench.reporting.matrix import format_matrix, framework_order
 from edgebench.results.accelerator_part import AcceleratorRun
@@ -23,13 +29,15 @@ from edgebench.statuses import ErrorKind, Status
 class FakeDevice:
     """What build_cells reads of a device, measured by ``kind``."""
 
-    def __init__(self, kind: RunnerKind = RunnerKind.PYTHON, lab_backends=None) -> None:
+    def __init__(
+        self, kind: RunnerKind = RunnerKind.PYTHON, lab_backends=None, accelerators=()
+    ) -> None:
         self.name = "phone"
         self.unreachable = None
         self.profile = None
         self.lab_backends = lab_backends
         self.runner_kind = kind
-        self._facts = SimpleNamespace(cpus=[0, 1], emulated=False)
+        self._facts = SimpleNamespace(cpus=[0, 1], emulated=False, accelerators=list(accelerators))
 
     def facts(self):
         return self._facts
@@ -41,7 +49,7 @@ class FakeDevice:
         return SimpleNamespace(kind=self.runner_kind)
 
 
-def cells_for(frameworks, backends, device=None):
+def cells_for(frameworks, backends, device=None, timing=None):
     model = SimpleNamespace(name="net", error=None, format="onnx", path=Path("/m/net.onnx"))
     return build_cells(
         [device or FakeDevice()],
@@ -52,7 +60,7 @@ def cells_for(frameworks, backends, device=None):
         cores=["all"],
         concurrency=1,
         precision="fp32",
-        timing=TimingConfig(),
+        timing=timing or TimingConfig(),
         availability=lambda device, framework: None,
         backends=backends,
     )
@@ -104,6 +112,31 @@ def test_a_device_measures_its_lab_backends_unless_the_run_names_some():
     assert [c.engine for c in cells_for(["ncnn"], [], device)] == ["ncnn", "ncnn·vulkan"]
     assert [c.engine for c in cells_for(["ncnn"], ["vulkan"], device)] == ["ncnn·vulkan"]
     assert [c.engine for c in cells_for(["ncnn"], [])] == ["ncnn"]
+
+
+LAVAPIPE = Accelerator("Vulkan", "llvmpipe (LLVM 15.0.6, 256 bits)", "cpu", software="lavapipe")
+ADRENO = Accelerator("Vulkan", "Adreno (TM) 740", "integrated-gpu")
+
+
+def test_cells_on_a_software_device_take_a_few_samples_in_one_visit():
+    timing = TimingConfig(warmup=10, iterations=100, min_time_s=2.0)
+    for accelerators, software in (([LAVAPIPE], True), ([LAVAPIPE, ADRENO], False), ([], False)):
+        device = FakeDevice(accelerators=accelerators)
+        cpu, gpu = cells_for(["ncnn"], ["cpu", "vulkan"], device, timing)
+        assert not cpu.software_device and cpu.timing == timing
+        assert gpu.software_device is software
+        if software:
+            assert (gpu.timing.warmup, gpu.timing.iterations, gpu.timing.min_time_s) == (
+                1,
+                SOFTWARE_DEVICE_ITERATIONS,
+                0.0,
+            )
+        else:
+            assert gpu.timing == timing
+    # Interleaving is for cells whose figures rank: one CPU cell and a software one need none.
+    cells = cells_for(["ncnn"], ["cpu", "vulkan"], FakeDevice(accelerators=[LAVAPIPE]))
+    assert auto_rounds(cells) == 1
+    assert auto_rounds(cells_for(["ncnn"], ["cpu", "vulkan"], FakeDevice())) == DEFAULT_ROUNDS
 
 
 def gpu_record(device: str, median: float, seed: int, software: bool, **fields):
