@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 RUNNER_CXXFLAGS = ("-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-Wall")
 # -s: no symbol table; the binary is pushed to every device, and nothing reads its symbols.
 LINUX_LINK_FLAGS = ("-static", "-fopenmp", "-pthread", "-s")
+#: A Linux runner that loads a GPU driver at run time (ncnn's Vulkan loads libvulkan.so.1, which
+#: loads the driver): glibc must be the shared one, since a static glibc's dlopen crashes inside
+#: the Vulkan loader (docs/edgebench-native.md); the C++ and OpenMP runtimes stay static.
+LINUX_DRIVER_LINK_FLAGS = ("-static-libstdc++", "-static-libgcc", "-pthread", "-s")
 ANDROID_LINK_FLAGS = ("-static-libstdc++", "-fopenmp", "-static-openmp", "-pthread", "-s")
 
 NDK_ENV = ("ANDROID_NDK_HOME", "ANDROID_NDK_ROOT")
@@ -69,10 +73,11 @@ def short_version(line: str) -> str:
     return last[0] if re.fullmatch(r"\d+(?:\.\d+)+", last[0]) else line
 
 
-def compiler_version(cxx: Path) -> str:
+def ask_compiler(cxx: Path, argument: str) -> subprocess.CompletedProcess[str]:
+    """``cxx argument``, run for what it prints; BuildError when it does not run."""
     try:
-        proc = process_group.run(
-            [str(cxx), "--version"],
+        return process_group.run(
+            [str(cxx), argument],
             capture_output=True,
             text=True,
             timeout=VERSION_TIMEOUT_S,
@@ -80,6 +85,10 @@ def compiler_version(cxx: Path) -> str:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BuildError(f"{cxx} does not run: {exc}") from None
+
+
+def compiler_version(cxx: Path) -> str:
+    proc = ask_compiler(cxx, "--version")
     lines = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip()]
     if proc.returncode != 0 or not lines:
         raise BuildError(f"{cxx} --version failed (exit {proc.returncode})")
@@ -112,6 +121,25 @@ def _linux_compiler(kind: str, cc: Path, cxx: Path, target: Target) -> Compiler:
     compiler = Compiler(kind, cc, cxx, args, list(LINUX_LINK_FLAGS), compiler_version(cxx))
     log.info("%s: %s (%s)", target.name, compiler.short, cxx)
     return compiler
+
+
+def driver_link_flags(compiler: Compiler) -> list[str]:
+    """The link flags of a runner that loads a GPU driver at run time: ``compiler``'s own on
+    Android (bionic is always shared), else glibc shared and the rest static (libgomp.a named
+    by path, since ``-fopenmp`` would link libgomp.so)."""
+    if compiler.kind == "ndk":
+        return list(compiler.link_flags)
+    gomp = static_library(compiler, "libgomp.a")
+    return [*LINUX_DRIVER_LINK_FLAGS, str(gomp), "-ldl"]
+
+
+def static_library(compiler: Compiler, name: str) -> Path:
+    """Where ``compiler`` finds the static library ``name``; BuildError when it has none."""
+    proc = ask_compiler(compiler.cxx, f"-print-file-name={name}")
+    path = Path(proc.stdout.strip())
+    if proc.returncode != 0 or not path.is_absolute() or not path.is_file():
+        raise BuildError(f"{compiler.short} has no {name}: install its gcc's development files")
+    return path
 
 
 def find_ndk(ndk: Path | None = None) -> Path:

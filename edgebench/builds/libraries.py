@@ -30,7 +30,7 @@ from edgebench.builds import BuildError, native_root
 from edgebench.builds.compilers import Compiler
 from edgebench.builds.logged import first_error, run_logged
 from edgebench.builds.sources import Source, ncnn_version_number
-from edgebench.builds.targets import Target
+from edgebench.builds.targets import TARGETS, Target
 from edgebench.paths import exclusive_lock, write_json_atomically
 
 log = logging.getLogger(__name__)
@@ -90,6 +90,11 @@ class Library:
     whole_archive: bool
     seconds: float  # how long its build took
     origin: str
+    #: The other static libraries the framework installed beside its own, which it needs
+    #: (ncnn with Vulkan: its bundled glslang's).
+    companions: tuple[Path, ...] = ()
+    #: The accelerator APIs the library was built with (GPU_APIS).
+    gpu_apis: tuple[str, ...] = ()
 
     @property
     def compile_defines(self) -> list[str]:
@@ -101,9 +106,15 @@ class Library:
 
     @property
     def link_args(self) -> list[str]:
-        if self.whole_archive:
-            return ["-Wl,--whole-archive", str(self.lib), "-Wl,--no-whole-archive"]
-        return [str(self.lib)]
+        own = (
+            ["-Wl,--whole-archive", str(self.lib), "-Wl,--no-whole-archive"]
+            if self.whole_archive
+            else [str(self.lib)]
+        )
+        if not self.companions:
+            return own
+        # A group: glslang's libraries refer to one another in a circle.
+        return [*own, "-Wl,--start-group", *map(str, self.companions), "-Wl,--end-group"]
 
 
 #: What a build compiles in: ``all`` the instruction-set variants the framework picks from at run
@@ -153,7 +164,7 @@ def framework_flags(source: Source, target: Target, features: str = "all") -> li
         # Never ncnn's default NCNN_VERSION: it stamps the build date into the library.
         number = ncnn_version_number(source.version) or "0"
         return [
-            "-DNCNN_VULKAN=OFF",
+            *ncnn_vulkan_flags(target),
             "-DNCNN_BUILD_TOOLS=OFF",
             "-DNCNN_BUILD_EXAMPLES=OFF",
             "-DNCNN_BUILD_TESTS=OFF",
@@ -184,6 +195,25 @@ def framework_flags(source: Source, target: Target, features: str = "all") -> li
     if source.framework == "tnn":
         return tnn_flags(target)
     raise BuildError(f"no build recipe for {source.framework}: choose one of {', '.join(RECIPES)}")
+
+
+#: The accelerator APIs a framework's library is built with, per target (the CPU is always in).
+#: ncnn's Vulkan costs its bundled glslang and the Vulkan layers (about twice the lean build),
+#: so only the host's x86_64 build has it; a runner with it links glibc dynamically
+#: (:func:`loads_drivers`).
+GPU_APIS: dict[tuple[str, str], tuple[str, ...]] = {("ncnn", "x86_64-linux"): ("vulkan",)}
+
+
+def gpu_apis(framework: str, target: Target) -> tuple[str, ...]:
+    return GPU_APIS.get((framework, target.name), ())
+
+
+def ncnn_vulkan_flags(target: Target) -> list[str]:
+    """ncnn's Vulkan compute with NCNN_SIMPLEVK: ncnn loads libvulkan.so.1 itself at run time,
+    so the binary starts (and runs CPU cells) on a machine without a Vulkan loader."""
+    if "vulkan" not in gpu_apis("ncnn", target):
+        return ["-DNCNN_VULKAN=OFF"]
+    return ["-DNCNN_VULKAN=ON", "-DNCNN_SIMPLEVK=ON", "-DNCNN_SYSTEM_GLSLANG=OFF"]
 
 
 def tnn_flags(target: Target) -> list[str]:
@@ -267,16 +297,21 @@ def read_library(folder: Path) -> Library | None:
     recipe = RECIPES.get(str(done.get("framework")))
     if recipe is None or not (folder / "install" / recipe.lib).is_file():
         return None
+    lib = folder / "install" / recipe.lib
+    framework, target = str(done["framework"]), str(done.get("target"))
     return Library(
-        framework=str(done["framework"]),
+        framework=framework,
         version=str(done.get("version")),
-        target=str(done.get("target")),
+        target=target,
         folder=folder,
         include_dir=folder / "install" / recipe.include,
-        lib=folder / "install" / recipe.lib,
+        lib=lib,
         whole_archive=recipe.whole_archive,
         seconds=float(done.get("build_seconds") or 0.0),
         origin=str(done.get("origin")),
+        companions=tuple(sorted(p for p in lib.parent.glob("*.a") if p != lib)),
+        # The folder's key covers the flags GPU_APIS sets, so the table says what it was built with.
+        gpu_apis=gpu_apis(framework, TARGETS[target]) if target in TARGETS else (),
     )
 
 
@@ -363,6 +398,7 @@ def build_library(
                 "compiler": {"kind": compiler.kind, "version": compiler.version},
                 "configure": configure,
                 "build_seconds": seconds,
+                "gpu_apis": list(gpu_apis(source.framework, target)),
                 "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "origin": str(source.origin),
             },

@@ -25,7 +25,12 @@ from pathlib import Path
 
 import edgebench.runners
 from edgebench.builds import BuildError, native_root
-from edgebench.builds.compilers import RUNNER_CXXFLAGS, Compiler, find_compiler
+from edgebench.builds.compilers import (
+    RUNNER_CXXFLAGS,
+    Compiler,
+    driver_link_flags,
+    find_compiler,
+)
 from edgebench.builds.libraries import (
     RECIPES,
     Library,
@@ -80,7 +85,7 @@ def bin_dir(target: Target) -> Path:
 
 def runner_sources(frameworks: Iterable[str], folder: Path | None = None) -> list[Path]:
     """The .cpp files one build compiles: every one directly in the folder, then
-    ``backends/<fw>.cpp`` for each framework."""
+    ``backends/<fw>.cpp`` and its parts ``backends/<fw>_*.cpp`` for each framework."""
     folder = folder or runner_dir()
     common = sorted(folder.glob("*.cpp"))
     if not common:
@@ -90,7 +95,7 @@ def runner_sources(frameworks: Iterable[str], folder: Path | None = None) -> lis
         backend = folder / "backends" / f"{framework}.cpp"
         if not backend.is_file():
             raise BuildError(f"the native runner has no {framework} backend: {backend} is missing")
-        backends.append(backend)
+        backends += [backend, *sorted(backend.parent.glob(f"{framework}_*.cpp"))]
     return common + backends
 
 
@@ -148,9 +153,11 @@ def build_runner(
     libraries = [
         build_library(src, target, compiler, jobs, say, features=features) for src in found
     ]
+    loads_drivers = any(lib.gpu_apis for lib in libraries)
+    link_flags = driver_link_flags(compiler) if loads_drivers else list(compiler.link_flags)
     flags = {
         "cxxflags": list(RUNNER_CXXFLAGS),
-        "link_flags": compiler.link_flags,
+        "link_flags": link_flags,
         "cpu_features": features,
         "libraries": {
             src.framework: [key_flag(f) for f in framework_flags(src, target, features)]
@@ -167,7 +174,7 @@ def build_runner(
             includes = [
                 src.root / name for src in found for name in RECIPES[src.framework].source_includes
             ]
-            argv = _compile(compiler, folder, cpp_files, libraries, includes, out_dir)
+            argv = _compile(compiler, folder, cpp_files, libraries, includes, link_flags, out_dir)
             runner_seconds = round(time.monotonic() - started, 1)
             binary = out_dir / BINARY
             manifest = {
@@ -209,6 +216,7 @@ def _compile(
     cpp_files: list[Path],
     libraries: list[Library],
     source_includes: list[Path],
+    link_flags: list[str],
     out: Path,
 ) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
@@ -227,7 +235,7 @@ def _compile(
     argv += [str(path) for path in cpp_files]
     for lib in libraries:
         argv += lib.link_args
-    argv += [*compiler.link_flags, "-o", str(tmp)]
+    argv += [*link_flags, "-o", str(tmp)]
     log_path = out / "build.log"
     try:
         code, start = run_logged(argv, log_path, COMPILE_TIMEOUT_S)

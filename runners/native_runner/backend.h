@@ -73,6 +73,8 @@ public:
 class Backend {
 public:
     virtual ~Backend() = default;
+    // The spec's compute backend ("cpu", or one of the entry's accelerators), set before load.
+    void set_compute_backend(const std::string& name) { compute_backend_ = name; }
     // `options` are the spec's, with "streams": how many streams this load will serve at once
     // (1 for each load of --instances N separate; N for shared instances or concurrent streams).
     virtual void load(const std::string& model, int threads, const std::string& precision,
@@ -93,6 +95,13 @@ public:
     virtual void reuse_streams() {}
     // Where run_profiled's times come from ("MNN runSessionWithCallBackInfo"), for the result.
     virtual std::string profile_source() { return ""; }
+    // On an accelerator, after the first inference: what ran there, as the result's
+    // "accelerator" object (the keys of edgebench/results/accelerator_part.py's AcceleratorRun);
+    // null on the CPU.
+    virtual Json accelerator_report() { return Json(); }
+
+protected:
+    std::string compute_backend_ = "cpu";
 };
 
 struct BackendEntry {
@@ -100,7 +109,15 @@ struct BackendEntry {
     std::string version;
     std::vector<std::string> precisions;
     std::function<std::unique_ptr<Backend>()> make;
+    // The accelerators this build selects besides the CPU ("vulkan", "opencl").
+    std::vector<std::string> accelerators = {};
 };
+
+// The result's "accelerator" object with every AcceleratorRun key, those not given as null.
+Json accelerator_object(const std::string& api);
+// A framework asked for an accelerator that ran on the CPU instead (runners/protocol.py's
+// "fallback" kind).
+BackendError fallback_error(const std::string& framework, const std::string& backend, const std::string& words);
 
 std::vector<BackendEntry>& backend_registry();
 

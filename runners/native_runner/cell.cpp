@@ -42,7 +42,21 @@ void check_loadable(const Spec& spec, const BackendEntry& entry) {
     if (!supported)
         throw BackendError("unsupported", spec.framework + " does not support precision " + spec.precision +
                                               " here (supported: " + precisions + ")");
+    if (spec.backend == "cpu") return;
+    std::string offers = "cpu";
+    for (const auto& name : entry.accelerators) {
+        if (name == spec.backend) return;
+        offers += ", " + name;
+    }
+    throw BackendError("unsupported", "this edgebench-native runs " + spec.framework + " on " + offers +
+                                          ": it was built without " + spec.backend +
+                                          " (docs/edgebench-native.md says which builds have which)");
 }
+
+// The op profile times layers from the host; on an accelerator they are queued to the device.
+const char* const kAcceleratorOpProfile =
+    "edgebench-native times operators on the CPU backend only: on an accelerator the framework queues the "
+    "operators to the device, so times taken around them on the host are not theirs";
 
 // The backend options: the spec's, with how many streams one load must serve (separate
 // instances are N single-stream loads; otherwise one load serves every stream).
@@ -128,6 +142,8 @@ void run_streams(const Spec& spec, Backend& backend, const std::vector<Tensor>& 
     const auto& streams = started.opened.streams;
     Json& instances = started.opened.instances;
     result.set("first_inference_ns", started.first_inference_ns);
+    const Json accelerator = backend.accelerator_report();
+    if (!accelerator.is_null()) result.set("accelerator", accelerator);
     if (instances.is_object()) result.set("instances", instances);
     if (started.shape_change.is_object()) result.set("shape_change", started.shape_change);
     result.set("warmup_samples_ns", warm_up(streams, spec.warmup));
@@ -157,6 +173,7 @@ void measure_cell(const Spec& spec, Json& result) {
     const Json options = stream_options(spec);
     auto load = [&spec, &entry](const Json& with) {
         std::unique_ptr<Backend> backend = entry.make();
+        backend->set_compute_backend(spec.backend);
         backend->load(spec.model, static_cast<int>(spec.threads), spec.precision, with);
         return backend;
     };
@@ -175,7 +192,11 @@ void measure_cell(const Spec& spec, Json& result) {
     // Before any profiling load: the peak is the measured cell's own.
     const int64_t peak = status_kb("VmHWM");
     result.set("peak_rss_kb", peak >= 0 ? Json(peak) : Json());
-    if (spec.profile_ops > 0) {
+    if (spec.profile_ops > 0 && spec.backend != "cpu") {
+        Json unavailable = Json::object();
+        unavailable.set("unavailable", kAcceleratorOpProfile);
+        result.set("op_profile", unavailable);
+    } else if (spec.profile_ops > 0) {
         Json single = options;
         single.set("streams", int64_t{1});
         result.set("op_profile", profile_ops(spec.framework, [&load, &single] { return load(single); }, feeds,

@@ -108,6 +108,9 @@ Json probe() {
         info.set("available", true);
         info.set("version", entry.version);
         info.set("precisions", Json::array_of(entry.precisions));
+        std::vector<std::string> backends = {"cpu"};
+        backends.insert(backends.end(), entry.accelerators.begin(), entry.accelerators.end());
+        info.set("backends", Json::array_of(backends));
         frameworks.set(entry.framework, info);
     }
     const auto emulation = detect_emulation();

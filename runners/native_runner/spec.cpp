@@ -62,6 +62,11 @@ Spec normalize_spec(const Json& raw) {
     spec.model = raw.find("model")->as_string();
     spec.framework = raw.find("framework")->as_string();
     if (const Json* v = raw.find("precision"); v && v->is_string()) spec.precision = v->as_string();
+    if (const Json* v = raw.find("backend"); v && !v->is_null()) {
+        if (!v->is_string() || v->as_string().empty())
+            throw BackendError("bad_spec", "spec field 'backend' must be a compute backend name (cpu, vulkan, ...)");
+        spec.backend = v->as_string();
+    }
     read_counts(raw, spec);
     read_durations(raw, spec);
     if (const Json* v = raw.find("cores"); v && !v->is_null()) {

@@ -11,6 +11,8 @@ namespace eb {
 
 struct Spec {
     std::string model, framework, precision = "fp32";
+    // The compute backend: "cpu", or an accelerator the framework's build selects.
+    std::string backend = "cpu";
     int64_t threads = 1, warmup = 10, iterations = 100, max_iterations = 100000, concurrency = 1;
     uint64_t seed = 0;
     double min_time_s = 2.0, max_time_s = 120.0, target_ci = -1.0;

@@ -1,5 +1,6 @@
 #include "window.h"
 
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,6 +12,15 @@
 namespace eb {
 
 namespace {
+
+// User + system CPU time of the whole process (every thread) so far, as runners/timing.py's
+// process_cpu_ns.
+int64_t process_cpu_ns() {
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) != 0) return -1;
+    auto ns = [](const struct timeval& tv) { return static_cast<int64_t>(tv.tv_sec) * 1000000000LL + tv.tv_usec * 1000LL; };
+    return ns(usage.ru_utime) + ns(usage.ru_stime);
+}
 
 int64_t realtime_ns() {
     struct timespec ts;
@@ -66,18 +76,21 @@ Timing time_window(const Spec& spec, const std::vector<std::unique_ptr<Stream>>&
         runs.emplace_back([s] { s->run(); });
     }
     Timing timing;
+    int64_t cpu_ns = 0;
     {
         mark_window(spec, "window_start");
         struct WindowEnd {
             const Spec& spec;
             ~WindowEnd() { mark_window(spec, "window_end"); }
         } window_end{spec};
+        const int64_t cpu_start = process_cpu_ns();
         if (streams.size() > 1)
             timing = measure_concurrent(runs, limits);
         else if (spec.stages)
             timing = measure_staged(*streams[0], limits);
         else
             timing = measure_sequential(runs[0], limits);
+        cpu_ns = cpu_start < 0 ? -1 : process_cpu_ns() - cpu_start;
     }
     if (streams.size() > 1) {
         result.set("per_stream_counts", Json::array_of(timing.per_stream_counts));
@@ -85,6 +98,10 @@ Timing time_window(const Spec& spec, const std::vector<std::unique_ptr<Stream>>&
     }
     result.set("samples_ns", Json::array_of(timing.samples_ns));
     result.set("measure_wall_ns", timing.measure_wall_ns);
+    // Next to the latency, what each inference costs the CPU (on an accelerator, the driver's and
+    // the host side's share): the process's CPU time over the window per inference of all streams.
+    const int64_t count = static_cast<int64_t>(timing.samples_ns.size());
+    result.set("cpu_ns_per_inference", count && cpu_ns >= 0 ? Json(cpu_ns / count) : Json());
     result.set("stop_reason", timing.stop_reason);
     if (spec.target_ci >= 0) result.set("median_ci", timing.has_median_ci ? Json(timing.median_ci) : Json());
     Json stages = stages_field(spec, timing, streams.size(), boundaries);

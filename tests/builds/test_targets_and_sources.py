@@ -18,7 +18,12 @@ from edgebench.builds import NATIVE_DIR_ENV, BuildError, native_root
 from edgebench.builds import compilers as compilers_mod
 from edgebench.builds import targets as targets_mod
 from edgebench.builds.compilers import Compiler, find_compiler, short_version
-from edgebench.builds.libraries import build_library, framework_flags, library_folder
+from edgebench.builds.libraries import (
+    build_library,
+    framework_flags,
+    library_folder,
+    read_library,
+)
 from edgebench.builds.native_runner import build_runner, find_runner, list_runners
 from edgebench.builds.sources import (
     NCNN_SDIST_NAME,
@@ -67,10 +72,16 @@ def script(path: Path, body: str, shebang: str = "#!/bin/sh") -> Path:
 
 
 def fake_gcc(bin_dir: Path, prefix: str = "", version: str = GXX_VERSION) -> None:
-    """gcc and g++ that print a version and write their -o file (no compiling)."""
+    """gcc and g++ that print a version, name a static runtime library beside themselves (an
+    empty file), and write their -o file (no compiling)."""
+    (bin_dir / "libgomp.a").parent.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "libgomp.a").write_bytes(b"!<arch>\n")
     body = (
-        "import sys\n"
+        "import os, sys\n"
         f"if sys.argv[1:] == ['--version']:\n    print({version!r}); sys.exit(0)\n"
+        "if sys.argv[1].startswith('-print-file-name='):\n"
+        "    name = sys.argv[1].split('=', 1)[1]\n"
+        "    print(os.path.join(os.path.dirname(os.path.abspath(__file__)), name)); sys.exit(0)\n"
         "args = sys.argv[1:]\n"
         "if any('broken' in a for a in args):\n"
         "    print('main.cpp:3:1: error: expected declaration'); sys.exit(1)\n"
@@ -448,11 +459,31 @@ def test_library_folder_changes_with_version_target_compiler_and_flags():
 
 def test_framework_flags_pin_the_version():
     ncnn = framework_flags(fake_source(), TARGETS["x86_64-linux"])
-    assert "-DNCNN_VERSION=20250428" in ncnn and "-DNCNN_VULKAN=OFF" in ncnn
+    assert "-DNCNN_VERSION=20250428" in ncnn
+    # Vulkan (loaded at run time) on the host's build only; aarch64 stays CPU-only.
+    assert "-DNCNN_VULKAN=ON" in ncnn and "-DNCNN_SIMPLEVK=ON" in ncnn
+    assert "-DNCNN_VULKAN=OFF" in framework_flags(fake_source(), TARGETS["aarch64-linux"])
     assert "-DNCNN_VERSION=0" in framework_flags(fake_source("unknown"), TARGETS["x86_64-linux"])
     mnn = fake_source("3.1.2", "mnn")
     assert "-DMNN_ARM82=ON" in framework_flags(mnn, TARGETS["aarch64-android"])
     assert "-DMNN_ARM82=ON" not in framework_flags(mnn, TARGETS["x86_64-linux"])
+
+
+def test_a_vulkan_library_links_the_glslang_libraries_it_installed(tools, tmp_path):
+    source = find_source("ncnn", ncnn_tree(tmp_path / "ncnn"))
+    x86 = TARGETS["x86_64-linux"]
+    built = build_library(source, x86, find_compiler(x86), jobs=2)
+    assert built.gpu_apis == ("vulkan",) and built.companions == ()
+    assert built.link_args == [str(built.lib)]
+    # What ncnn with Vulkan installs beside libncnn.a: glslang's libraries, which need a group.
+    for name in ("libglslang.a", "libSPIRV.a"):
+        (built.lib.parent / name).write_bytes(b"!<arch>\n")
+    again = read_library(built.folder)
+    assert again is not None
+    group = [str(built.lib.parent / n) for n in ("libSPIRV.a", "libglslang.a")]
+    assert again.link_args == [str(built.lib), "-Wl,--start-group", *group, "-Wl,--end-group"]
+    arm = build_library(source, TARGETS["aarch64-linux"], find_compiler(x86), jobs=2)
+    assert arm.gpu_apis == ()
 
 
 def test_library_build_failure_is_one_line_and_leaves_no_done_json(tools, tmp_path):
@@ -504,11 +535,14 @@ def test_runner_build_manifest_reuse_and_tamper_check(tools, tmp_path, runner_fo
         for line in lines
     )
     command = built.path.read_bytes().decode()
+    # With ncnn's Vulkan the binary dlopens a driver: glibc shared, everything else static.
     for flag in (
         "-std=c++17 -O2 -ffp-contract=off -fno-fast-math -Wall",
-        "-static -fopenmp -pthread",
+        "-static-libstdc++ -static-libgcc -pthread -s",
+        "fake-bin/libgomp.a -ldl",
     ):
         assert flag in command
+    assert "-static " not in command
     assert "install/include/ncnn" in command and "install/lib/libncnn.a" in command
     manifest = json.loads((built.path.parent / "manifest.json").read_text())
     assert manifest["sha256"] == built.sha256 and manifest["sources"] == {"ncnn": str(tree)}

@@ -199,17 +199,32 @@ def native_arm_tnn_fixture(native_arm: BuiltRunner) -> BuiltRunner:
 
 
 def run_native(
-    binary: Path, spec: dict | str, timeout: float = 300, emulator: str | None = None
+    binary: Path,
+    spec: dict | str,
+    timeout: float = 300,
+    emulator: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> dict:
     """Run an edgebench-native binary on ``spec`` as a device would (under ``emulator``, e.g.
-    qemu-aarch64-static, when given); its parsed result."""
-    payload = spec if isinstance(spec, str) else json.dumps(spec)
-    argv = [*([emulator] if emulator else []), str(binary), "-"]
-    proc = subprocess.run(argv, input=payload, capture_output=True, text=True, timeout=timeout)
+    qemu-aarch64-static, when given; in ``env``, else this process's environment); its parsed
+    result. ``spec`` "--probe" asks for the probe instead."""
+    probe = spec == "--probe"
+    payload = None if probe else spec if isinstance(spec, str) else json.dumps(spec)
+    argv = [*([emulator] if emulator else []), str(binary), "--probe" if probe else "-"]
+    proc = subprocess.run(
+        argv, input=payload, capture_output=True, text=True, timeout=timeout, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
     assert len(lines) == 1, proc.stdout
     return json.loads(lines[0][len(RESULT_PREFIX) :])
+
+
+def host_native_lab(folder: Path) -> Path:
+    """A lab file whose one device, ``host-native``, is this host measured by edgebench-native."""
+    lab = folder / "lab.toml"
+    lab.write_text('[devices.host-native]\ntransport = "local"\nrunner = "edgebench-native"\n')
+    return lab
 
 
 def convert_builtin(model: str, fmt: str, cache: Path, shared_models: Path) -> Path:

@@ -11,6 +11,7 @@ from pathlib import Path
 from fakes.adb_fixtures import EmulatedPhone, outlived
 from fakes.arm_board import BOARD_PYTHON, board_lab_entry
 from fakes.labs import write_phone_lab
+from fakes.native_builds import host_native_lab
 from fakes.records import stored_records
 
 from edgebench.builds.native_runner import BuiltRunner
@@ -21,8 +22,7 @@ RUN_TIMEOUT_S = 1200
 def test_run_on_the_host_with_edgebench_native(
     run_cli, eb_env, tmp_path: Path, native_x86: BuiltRunner
 ) -> None:
-    lab = tmp_path / "lab.toml"
-    lab.write_text('[devices.host-native]\ntransport = "local"\nrunner = "edgebench-native"\n')
+    lab = host_native_lab(tmp_path)
     result = run_cli(
         [
             *("run", "--lab", str(lab), "--devices", "host-native"),

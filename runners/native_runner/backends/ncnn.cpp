@@ -1,13 +1,29 @@
 // ncnn through its C++ API (Net + Extractor), as runners/backends/ncnn_backend.py does in Python.
-// One Net serves every stream (each inference makes its own Extractor): shared weights.
+// One Net serves every stream (each inference makes its own Extractor): shared weights. On
+// Vulkan, backends/ncnn_vulkan.cpp does what differs.
 #include <cstring>
 
 #include "../backend.h"
 #include "../io_map.h"
 #include "../measure.h"
+#include "ncnn_vulkan.h"
 #include "net.h"
 
 namespace eb {
+
+std::vector<float> from_mat(const ncnn::Mat& mat, std::vector<int64_t>& shape) {
+    switch (mat.dims) {
+        case 1: shape = {mat.w}; break;
+        case 2: shape = {mat.h, mat.w}; break;
+        case 3: shape = {mat.c, mat.h, mat.w}; break;
+        default: shape = {mat.c, mat.d, mat.h, mat.w}; break;
+    }
+    const size_t plane = static_cast<size_t>(mat.w) * mat.h * mat.d;
+    std::vector<float> data(plane * static_cast<size_t>(mat.c));
+    for (int q = 0; q < mat.c; ++q) std::memcpy(data.data() + q * plane, mat.channel(q).data, plane * sizeof(float));
+    return data;
+}
+
 namespace {
 
 // ncnn Mats carry no batch axis and pad each channel to cstep: copy channel by channel.
@@ -31,19 +47,6 @@ ncnn::Mat to_mat(const std::vector<float>& data, std::vector<int64_t> shape, con
     for (int q = 0; q < mat.c; ++q)
         std::memcpy(mat.channel(q).data, data.data() + q * plane, plane * sizeof(float));
     return mat;
-}
-
-std::vector<float> from_mat(const ncnn::Mat& mat, std::vector<int64_t>& shape) {
-    switch (mat.dims) {
-        case 1: shape = {mat.w}; break;
-        case 2: shape = {mat.h, mat.w}; break;
-        case 3: shape = {mat.c, mat.h, mat.w}; break;
-        default: shape = {mat.c, mat.d, mat.h, mat.w}; break;
-    }
-    const size_t plane = static_cast<size_t>(mat.w) * mat.h * mat.d;
-    std::vector<float> data(plane * static_cast<size_t>(mat.c));
-    for (int q = 0; q < mat.c; ++q) std::memcpy(data.data() + q * plane, mat.channel(q).data, plane * sizeof(float));
-    return data;
 }
 
 class NcnnStream : public Stream {
@@ -135,8 +138,10 @@ public:
         // int8: the layers edgebench wrote with int8_scale_term run ncnn's int8 kernels.
         net_.opt.use_int8_inference = precision == "int8";
         net_.opt.num_threads = threads;
+        if (on_vulkan()) memory_before_ = ncnn_vulkan::prepare(net_, precision);
         if (net_.load_param(model.c_str()) != 0)
             throw BackendError("model_load", "ncnn could not parse " + model);
+        if (on_vulkan()) ncnn_vulkan::check_kept(net_);
         std::string weights = model.substr(0, model.rfind('.')) + ".bin";
         FILE* probe = std::fopen(weights.c_str(), "rb");
         if (probe) {
@@ -159,6 +164,7 @@ public:
     }
 
     Json boundaries() override {
+        if (on_vulkan()) return ncnn_vulkan::boundaries();
         Json stages = Json::object();
         stages.set("copy_in", "Net::create_extractor and Extractor::input of Mats made once (no copy)");
         stages.set("compute", "Extractor::extract of every output: ncnn computes the layers lazily in extract");
@@ -177,16 +183,23 @@ public:
             std::vector<float> data = io_.inputs[i].to_artifact(feeds[i], shape);
             inputs.emplace_back(io_.inputs[i].name, to_mat(data, shape, io_.inputs[i].onnx_name));
         }
+        if (on_vulkan()) return ncnn_vulkan::make_stream(net_, io_, std::move(inputs));
         return std::unique_ptr<Stream>(new NcnnStream(net_, io_, std::move(inputs)));
     }
 
+    Json accelerator_report() override { return on_vulkan() ? ncnn_vulkan::report(net_, memory_before_) : Json(); }
+
 private:
+    bool on_vulkan() const { return compute_backend_ == "vulkan"; }
+
     ncnn::Net net_;
     IoMap io_;
+    int64_t memory_before_ = -1;  // device memory before the load, on Vulkan
 };
 
 const RegisterBackend registered({"ncnn", NCNN_VERSION_STRING, {"fp32", "fp16", "int8"},
-                                  [] { return std::unique_ptr<Backend>(new NcnnBackend()); }});
+                                  [] { return std::unique_ptr<Backend>(new NcnnBackend()); },
+                                  ncnn_vulkan::accelerators()});
 
 }  // namespace
 }  // namespace eb
