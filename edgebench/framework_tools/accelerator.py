@@ -1,7 +1,8 @@
 """What a framework's own tool says about the accelerator a cell asked for.
 
-Each adapter reads its tool's output for three things: the device the backend ran on (an
-:class:`AcceleratorRun` for the record), the tool's words when it ran on the CPU instead (a
+Each adapter reads its tool's output for three things: the device the backend ran on (the
+record's ``accelerator`` part, as a dict with ``AcceleratorRun``'s keys, the way the Python
+runner reports it), the tool's words when it ran on the CPU instead (a
 *fallback*: the cell must never carry a GPU figure), and, when the tool printed no result, its
 words saying the backend is not there (a *refusal*: the cell is ``unsupported``, not failed).
 
@@ -14,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from edgebench.compute_backends import CPU, find_backend, missing_backend_reason
-from edgebench.results.accelerator_part import AcceleratorRun
 
 #: How many of the tool's lines a reason quotes, and how long each may be.
 _QUOTED_LINES = 3
@@ -34,9 +35,17 @@ def quote(tool: str, lines: Iterable[str]) -> str:
 class BackendReport:
     """What one run of a tool said about the cell's backend (see the module docs)."""
 
-    run: AcceleratorRun | None = None
+    run: dict[str, Any] | None = None
     fallback: str | None = None
     refusal: str | None = None
+
+
+def accelerator_run(framework: str, backend: str, **found: Any) -> dict[str, Any]:
+    """The record's ``accelerator`` part: the registry's API unless the tool named another, and
+    what the tool printed (``device``, ``precision``, ``delegated_ops``, ...; None is left out)."""
+    entry = find_backend(framework, backend)
+    api = found.pop("api", None) or (entry.api if entry is not None else backend)
+    return {"api": api, **{key: value for key, value in found.items() if value is not None}}
 
 
 def tool_argument(framework: str, backend: str) -> str | None:
@@ -71,9 +80,3 @@ def tool_refusal(framework: str, backend: str, *, android: bool, device: str) ->
             f"{framework}·{backend} needs {entry.provides}"
         )
     return None
-
-
-def api_of(framework: str, backend: str) -> str:
-    """The API the registry says ``backend`` drives (``Vulkan``, ``OpenCL``, ...)."""
-    entry = find_backend(framework, backend)
-    return entry.api if entry is not None else backend

@@ -36,7 +36,7 @@ Vulkan (ncnn's src/gpu.cpp, to stderr when the Vulkan instance is created)::
     [0 llvmpipe (LLVM 15.0.6, 256 bits)]  queueC=0[1]  queueG=0[1]  queueT=0[1]
     [0 llvmpipe (LLVM 15.0.6, 256 bits)]  fp16-p/s/u/a=1/1/1/1  int8-p/s/u/a=1/1/1/1
 
-(builds before 2023 print ``fp16p=1  fp16s=0  fp16a=1  int8s=0  int8a=0``). The line of the
+(2022 builds print ``fp16-p/s/a=1/0/1``, older ones ``fp16p=1  fp16s=0  fp16a=1``). The line of the
 cell's device gives the record's device; benchncnn turns on fp16 packing, storage and
 arithmetic, so the precision is fp16 where the device supports any of them. A build without
 NCNN_VULKAN prints no device line and runs on the CPU: a fallback. Without a usable device
@@ -49,10 +49,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.runners.accelerators import software_kind
 
-from .accelerator import BackendReport, api_of, quote, tool_argument
+from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import NUMBER, NativeCell, SummaryLineAdapter, shape_arg
 
 # A GPU device line (`[0 Adreno (TM) 640]  queueC=...`) is never a result.
@@ -141,8 +140,9 @@ class BenchncnnAdapter(SummaryLineAdapter):
                 "(a build without NCNN_VULKAN runs on the CPU)"
             )
         return BackendReport(
-            run=AcceleratorRun(
-                api=api_of(self.framework, cell.backend),
+            run=accelerator_run(
+                self.framework,
+                cell.backend,
                 device=name,
                 software=software_kind("Vulkan", name, "") is not None,
                 precision=_precision(lines, index),

@@ -48,9 +48,7 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
-from edgebench.results.accelerator_part import AcceleratorRun
-
-from .accelerator import BackendReport, api_of, quote, tool_argument
+from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import NUMBER, NativeCell, SummaryLineAdapter
 
 _RESULT_RE = re.compile(
@@ -105,7 +103,7 @@ class MnnBenchmarkAdapter(SummaryLineAdapter):
         if words:
             return BackendReport(fallback=quote(self.tool, words))
         return BackendReport(
-            run=AcceleratorRun(api=api_of(self.framework, cell.backend), precision=cell.precision)
+            run=accelerator_run(self.framework, cell.backend, precision=cell.precision)
         )
 
     def narrow(self, candidates: list[tuple[str, object]]) -> list[tuple[str, object]]:

@@ -69,10 +69,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.runners.op_profile import profile_result
 
-from .accelerator import BackendReport, api_of, quote, tool_argument
+from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import (
     NUMBER,
     NativeAdapter,
@@ -210,8 +209,9 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
             return BackendReport(fallback=f"{self.tool} ran on {', '.join(devices)}, not {wanted}")
         hint = next((m["type"] for m in map(_PRECISION_RE.match, lines) if m), None)
         return BackendReport(
-            run=AcceleratorRun(
-                api=api_of(self.framework, cell.backend),
+            run=accelerator_run(
+                self.framework,
+                cell.backend,
                 device=", ".join(devices) or None,
                 precision=_PRECISIONS.get(hint or "", hint),
             )

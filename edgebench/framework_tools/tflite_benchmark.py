@@ -70,10 +70,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.runners.op_profile import profile_result
 
-from .accelerator import BackendReport, api_of, quote, tool_argument
+from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import (
     NUMBER,
     NativeAdapter,
@@ -188,16 +187,18 @@ class TfliteBenchmarkAdapter(NativeAdapter):
             )
         gl = next((m["api"] for m in map(_GPU_API_RE.search, lines) if m), None)
         device = next((m["name"] for m in map(_NNAPI_DEVICE_RE.search, lines) if m), None)
-        run = AcceleratorRun(
-            api=gl or api_of(self.framework, cell.backend),
-            device=device,
-            software=device == _NNAPI_ON_CPU,
-            precision=cell.precision,
+        return BackendReport(
+            run=accelerator_run(
+                self.framework,
+                cell.backend,
+                api=gl,
+                device=device,
+                software=device == _NNAPI_ON_CPU,
+                precision=cell.precision,
+                delegated_ops=int(taken["taken"]) if taken else None,
+                total_ops=int(taken["total"]) if taken and taken["total"] else None,
+            )
         )
-        if taken is not None:
-            run.delegated_ops = int(taken["taken"])
-            run.total_ops = int(taken["total"]) if taken["total"] else None
-        return BackendReport(run=run)
 
     def parse_op_profile(self, stdout: str, stderr: str = "", logcat: str = "") -> dict[str, Any]:
         """The op profile of a ``profile_ops`` run (see the module docs); raises

@@ -43,9 +43,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from edgebench.results.accelerator_part import AcceleratorRun
-
-from .accelerator import BackendReport, api_of, quote, tool_argument
+from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import (
     NUMBER,
     NativeCell,
@@ -147,7 +145,7 @@ class TnnTestAdapter(SummaryLineAdapter):
         if suffix is not None and suffix["device"] != wanted:
             return BackendReport(fallback=f"{self.tool} ran on {suffix['device']}, not {wanted}")
         return BackendReport(
-            run=AcceleratorRun(api=api_of(self.framework, cell.backend), precision=cell.precision)
+            run=accelerator_run(self.framework, cell.backend, precision=cell.precision)
         )
 
     def narrow(self, candidates: list[tuple[str, object]]) -> list[tuple[str, object]]:

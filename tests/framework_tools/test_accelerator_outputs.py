@@ -117,12 +117,12 @@ def test_benchncnn_reads_the_device_and_its_fp16_support():
         out.NCNN_LLVMPIPE_DEVICE + out.ncnn_header(0) + out.NCNN_RESULT,
     )
     assert on_lavapipe.run is not None and on_lavapipe.fallback is None
-    assert on_lavapipe.run.device == "llvmpipe (LLVM 15.0.6, 256 bits)"
-    assert on_lavapipe.run.software and on_lavapipe.run.precision == "fp16"
+    assert on_lavapipe.run["device"] == "llvmpipe (LLVM 15.0.6, 256 bits)"
+    assert on_lavapipe.run["software"] and on_lavapipe.run["precision"] == "fp16"
     old = "[0 Mali-G72]  queueC=0[2]  queueG=0[2]  queueT=0[2]\n[0 Mali-G72]  fp16p=0  fp16s=0  fp16a=0  int8s=0  int8a=0\n"  # noqa: E501
     on_mali = report(BenchncnnAdapter(), "vulkan", old + out.ncnn_header(0) + out.NCNN_RESULT)
-    assert on_mali.run is not None and on_mali.run.device == "Mali-G72"
-    assert on_mali.run.precision == "fp32" and not on_mali.run.software
+    assert on_mali.run is not None and on_mali.run["device"] == "Mali-G72"
+    assert on_mali.run["precision"] == "fp32" and not on_mali.run["software"]
 
 
 def test_benchncnn_without_a_device_line_fell_back_and_without_a_driver_refuses():
@@ -142,9 +142,9 @@ def test_benchncnn_without_a_device_line_fell_back_and_without_a_driver_refuses(
 def test_benchmark_model_counts_only_the_cells_delegate():
     partial = report(TfliteBenchmarkAdapter(), "nnapi", out.TFLITE_NNAPI_PARTIAL + out.TFLITE_TIMED)
     assert partial.run is not None
-    assert (partial.run.delegated_ops, partial.run.total_ops) == (5, 64)
+    assert (partial.run["delegated_ops"], partial.run["total_ops"]) == (5, 64)
     nnapi = report(TfliteBenchmarkAdapter(), "nnapi", out.TFLITE_NNAPI)
-    assert nnapi.run is not None and nnapi.run.device == "synap-npu"
+    assert nnapi.run is not None and nnapi.run["device"] == "synap-npu"
     # The NNAPI run's lines say nothing of the GPU delegate: a gpu cell read from them fell back.
     assert report(TfliteBenchmarkAdapter(), "gpu", out.TFLITE_NNAPI).fallback is not None
 
@@ -167,7 +167,7 @@ def test_mnn_reads_its_fallback_lines_from_any_stream():
         label="model.mnn",
         stream="stdout",
     )
-    assert ok.run is not None and ok.run.api == "Vulkan" and ok.run.precision == "fp32"
+    assert ok.run is not None and ok.run["api"] == "Vulkan" and ok.run["precision"] == "fp32"
     runtime_failed = "Can't create Runtime: OpenCL\n"
     fell_back = report(
         MnnBenchmarkAdapter(),
@@ -184,7 +184,7 @@ def test_tnntest_reads_the_device_of_its_result_line():
         TnnTestAdapter(), "opencl", out.TNN_OPENCL_RESULT, model=MODEL + ".tnnproto",
         label="model.tnnproto", stream="stdout",
     )  # fmt: skip
-    assert ok.run is not None and ok.run.api == "OpenCL"
+    assert ok.run is not None and ok.run["api"] == "OpenCL"
     arm = out.TNN_OPENCL_RESULT.replace(" - OPENCL", " - ARM")
     ran_on_arm = report(
         TnnTestAdapter(), "opencl", arm, model=MODEL + ".tnnproto", label="model.tnnproto"
@@ -206,7 +206,7 @@ def test_benchmark_app_reads_the_execution_device_and_precision():
     ok = report(
         OpenvinoBenchmarkAppAdapter(), "gpu", gpu_run, model=MODEL + ".xml", stream="stdout"
     )
-    assert ok.run is not None and ok.run.device == "GPU.0" and ok.run.precision == "fp16"
+    assert ok.run is not None and ok.run["device"] == "GPU.0" and ok.run["precision"] == "fp16"
     on_cpu = gpu_run.replace("GPU.0", "CPU")
     fell_back = report(OpenvinoBenchmarkAppAdapter(), "gpu", on_cpu, model=MODEL + ".xml")
     assert fell_back.fallback == "benchmark_app ran on CPU, not GPU"
