@@ -1,7 +1,12 @@
 """Measurement through the framework tools (a framework's own benchmark binary), for devices
 without Python: the binary from the lab's ``native_bin`` folder is deployed, its adapter
 (edgebench.framework_tools) builds the command line and parses what the tool prints, and
-telemetry is sampled by a device shell loop beside it."""
+telemetry is sampled by a device shell loop beside it.
+
+An accelerator cell (``cell.backend``) runs with the tool's own switch for it; what the tool says
+about the backend decides the record: the device it ran on (``accelerator``), a fallback to the
+CPU (``unsupported``/``fallback``, no latency) or, without a result, the tool's words that the
+backend is not there (``unsupported``)."""
 
 from __future__ import annotations
 
@@ -10,7 +15,9 @@ import posixpath
 from pathlib import Path
 from typing import Any
 
+from edgebench.compute_backends import CPU
 from edgebench.framework_tools import ADAPTERS, NativeCell, NativeParseError
+from edgebench.framework_tools.accelerator import BackendReport, tool_refusal
 from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.runner_kinds import RunnerKind
@@ -23,7 +30,14 @@ from edgebench.measure.methods.base import (
 )
 from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_command
 from edgebench.measure.quantized_check import quant_info
-from edgebench.measure.records import attach_energy, failed_record, new_record, record_from_native
+from edgebench.measure.records import (
+    attach_energy,
+    failed_record,
+    mark_software_device,
+    new_record,
+    record_from_native,
+    refuse_unreported_accelerator,
+)
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.quantization import QUANTIZED_PRECISIONS
 from edgebench.results.breakdown_parts import OpProfile
@@ -49,7 +63,7 @@ class NativeRunError(Exception):
 class FrameworkTools:
     kind = RunnerKind.FRAMEWORK_TOOLS
 
-    def availability(self, device: Device, framework: str) -> Verdict | None:
+    def availability(self, device: Device, framework: str, backend: str = CPU) -> Verdict | None:
         tool = ADAPTERS.get(framework)
         if tool is None:
             return (
@@ -57,6 +71,9 @@ class FrameworkTools:
                 ErrorKind.UNSUPPORTED,
                 f"no native benchmark tool for {framework}",
             )
+        refusal = backend_refusal(device, framework, backend)
+        if refusal is not None:
+            return (Status.UNSUPPORTED, ErrorKind.UNSUPPORTED, refusal)
         folder = getattr(device, "native_bin", None)
         if folder is None or not (Path(folder) / tool.binary).is_file():
             where = folder or "(no native_bin in the lab entry)"
@@ -71,7 +88,9 @@ class FrameworkTools:
     def visit(self, cell: Cell, visit: Visit) -> Record:
         device = cell.device
         assert isinstance(device, RemoteDevice), "framework tools run on ADB or SSH devices"
-        refusal = whole_inference_refusal(cell, "a native benchmark tool")
+        refusal = whole_inference_refusal(cell, "a native benchmark tool") or backend_refusal(
+            device, cell.framework, cell.backend
+        )
         if refusal:
             record = new_record(visit.run_id, cell, Status.UNSUPPORTED)
             record.error, record.error_kind = refusal, ErrorKind.UNSUPPORTED
@@ -87,12 +106,25 @@ class FrameworkTools:
         return record
 
 
+def _android(device: Device) -> bool:
+    transport = getattr(device, "transport", None)
+    return getattr(transport, "kind", None) == "adb"
+
+
+def backend_refusal(device: Device, framework: str, backend: str) -> str | None:
+    """Why the framework's own tool cannot run ``backend`` on ``device`` (None: it can try)."""
+    return tool_refusal(framework, backend, android=_android(device), device=device.name)
+
+
 def _adapter(cell: Cell, device: RemoteDevice) -> Any:
     cls = ADAPTERS.get(cell.framework)
     if cls is None:
         raise NativeRunError(f"no native benchmark tool is known for {cell.framework}")
     if cell.framework == "tnn":
-        return cls(android=device.transport.kind == "adb")
+        return cls(android=_android(device))
+    if cell.framework == "mnn":
+        # MNN's backend messages go to logcat on Android; a CPU cell needs none of them.
+        return cls(android=_android(device) and cell.backend != CPU)
     return cls()
 
 
@@ -124,6 +156,7 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
         cores=cell.cores,
         precision=cell.precision,
         input_shapes={i["name"]: list(i["shape"]) for i in cell.inputs},
+        backend=cell.backend,
     )
     if adapter.needs_logcat():
         device.transport.shell(adapter.clear_logcat_command(), timeout=30)
@@ -149,14 +182,23 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
     logcat = ""
     if adapter.needs_logcat():
         logcat = device.transport.shell(adapter.logcat_command(), timeout=30).stdout
+    report = adapter.backend_report(native_cell, command.stdout, command.stderr, logcat)
     try:
         result = adapter.parse(command.stdout, command.stderr, logcat, model_path=model_path)
     except NativeParseError as exc:
+        if report.refusal is not None:
+            return _not_run(run_id, cell, ErrorKind.UNSUPPORTED, report.refusal)
         tail = (command.stderr or command.stdout).strip().splitlines()[-1:] or ["no output"]
         raise NativeRunError(
             f"{exc} (exit {command.returncode}; last line: {tail[0][:200]})"
         ) from exc
+    if report.fallback is not None:
+        return _not_run(run_id, cell, ErrorKind.FALLBACK, _fallback_reason(cell, report))
     record = record_from_native(run_id, cell, result)
+    if report.run is not None:
+        record.set_part("accelerator", report.run)
+    refuse_unreported_accelerator(record)
+    mark_software_device(record)
     if cell.precision in QUANTIZED_PRECISIONS:
         record.quant = quant_info(cell)
     if sampler is not None and settings is not None:
@@ -174,6 +216,17 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
     if iterations > 0:
         _attach_op_profile(record, cell, device, adapter, binary, native_cell, iterations)
     return record
+
+
+def _not_run(run_id: str, cell: Cell, kind: ErrorKind, reason: str) -> Record:
+    """An accelerator cell the tool did not measure there: ``unsupported``, no latency."""
+    record = new_record(run_id, cell, Status.UNSUPPORTED)
+    record.error, record.error_kind = reason, kind
+    return record
+
+
+def _fallback_reason(cell: Cell, report: BackendReport) -> str:
+    return f"asked for {cell.engine}, the tool ran on the CPU: {report.fallback}"
 
 
 def _attach_op_profile(
