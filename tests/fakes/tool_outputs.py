@@ -1,11 +1,14 @@
 """What the frameworks' own tools print on an accelerator, as they print it.
 
 Sources, line by line (docs/accelerators-tools.md repeats them):
-- benchncnn: the Adreno 640 device lines are from Tencent/ncnn benchmark/README.md (a OnePlus 7T
-  run with ``gpu_device`` 0); the llvmpipe lines are what ncnn 1.0.20261020 (the PyPI wheel)
-  prints on this machine's lavapipe at ``create_gpu_instance()``, and ``vkCreateInstance
-  failed -9`` what it prints without a Vulkan driver; the header and result lines follow
-  benchmark/benchncnn.cpp's fprintf formats.
+- benchncnn: ``NCNN_LAVAPIPE_RUN`` and ``NCNN_CPU_BUILD_RUN`` are real runs on this machine of
+  ncnn 20250428's benchmark/benchncnn.cpp, built against edgebench-native's ncnn libraries
+  with and without NCNN_VULKAN (``benchncnn 4 1 0 0 0 param=squeezenet.param
+  shape=[227,227,3]`` on lavapipe; the CPU build echoes ``gpu_device = 0`` and runs on the CPU),
+  and ``vkCreateInstance failed -9`` what the Vulkan build printed without a driver before it
+  crashed (SIGSEGV). The Adreno 640 device lines are from Tencent/ncnn benchmark/README.md (a
+  OnePlus 7T run with ``gpu_device`` 0); the 2026 llvmpipe lines are what ncnn 1.0.20261020
+  (the PyPI wheel) prints at ``create_gpu_instance()`` here.
 - benchmark_model: the NNAPI run is a Synaptics board's (TF 2.15, its NNAPI documentation), whose
   timing lines also follow the GPU lines; the GPU delegate's lines are from an Android GPU
   delegate sample's log and tensorflow/tensorflow issue #43541, the partial NNAPI delegation
@@ -36,6 +39,29 @@ NCNN_LLVMPIPE_DEVICE = """\
 """
 
 NCNN_NO_VULKAN_DRIVER = "vkCreateInstance failed -9\n"
+
+NCNN_LAVAPIPE_RUN = """\
+[0 llvmpipe (LLVM 15.0.6, 256 bits)]  queueC=0[1]  queueG=0[1]  queueT=0[1]
+[0 llvmpipe (LLVM 15.0.6, 256 bits)]  bugsbn1=0  bugbilz=0  bugcopc=0  bugihfa=0
+[0 llvmpipe (LLVM 15.0.6, 256 bits)]  fp16-p/s/u/a=1/1/1/1  int8-p/s/u/a=1/1/1/1
+[0 llvmpipe (LLVM 15.0.6, 256 bits)]  subgroup=8(8~8)  ops=1/1/1/1/1/1/0/1/0/0
+[0 llvmpipe (LLVM 15.0.6, 256 bits)]  fp16-8x8x16/16x8x8/16x8x16/16x16x16=0/0/0/0
+loop_count = 4
+num_threads = 1
+powersave = 0
+gpu_device = 0
+cooling_down = 0
+    @MODEL@  min =  107.53  max =  175.47  avg =  140.35
+"""
+
+NCNN_CPU_BUILD_RUN = """\
+loop_count = 4
+num_threads = 1
+powersave = 0
+gpu_device = 0
+cooling_down = 0
+    @MODEL@  min =    7.32  max =    7.64  avg =    7.42
+"""
 
 
 def ncnn_header(gpu_device: int) -> str:

@@ -110,15 +110,20 @@ def report(adapter, backend, text, model=MODEL + ".param", label=None, stream="s
     )
 
 
-def test_benchncnn_reads_the_device_and_its_fp16_support():
-    on_lavapipe = report(
-        BenchncnnAdapter(),
-        "vulkan",
-        out.NCNN_LLVMPIPE_DEVICE + out.ncnn_header(0) + out.NCNN_RESULT,
-    )
+@pytest.mark.parametrize(
+    "output",
+    [out.NCNN_LAVAPIPE_RUN, out.NCNN_LLVMPIPE_DEVICE + out.ncnn_header(0) + out.NCNN_RESULT],
+)
+def test_benchncnn_reads_the_device_and_its_fp16_support(output):
+    on_lavapipe = report(BenchncnnAdapter(), "vulkan", output)
     assert on_lavapipe.run is not None and on_lavapipe.fallback is None
     assert on_lavapipe.run["device"] == "llvmpipe (LLVM 15.0.6, 256 bits)"
     assert on_lavapipe.run["software"] and on_lavapipe.run["precision"] == "fp16"
+    result = BenchncnnAdapter().parse("", labelled(output, MODEL + ".param"))
+    assert result.avg_ms is not None and result.avg_ms > 0
+
+
+def test_benchncnn_reads_older_fp16_lines():
     old = "[0 Mali-G72]  queueC=0[2]  queueG=0[2]  queueT=0[2]\n[0 Mali-G72]  fp16p=0  fp16s=0  fp16a=0  int8s=0  int8a=0\n"  # noqa: E501
     on_mali = report(BenchncnnAdapter(), "vulkan", old + out.ncnn_header(0) + out.NCNN_RESULT)
     assert on_mali.run is not None and on_mali.run["device"] == "Mali-G72"
@@ -126,7 +131,7 @@ def test_benchncnn_reads_the_device_and_its_fp16_support():
 
 
 def test_benchncnn_without_a_device_line_fell_back_and_without_a_driver_refuses():
-    silent = report(BenchncnnAdapter(), "vulkan", out.ncnn_header(0) + out.NCNN_RESULT)
+    silent = report(BenchncnnAdapter(), "vulkan", out.NCNN_CPU_BUILD_RUN)
     assert silent.run is None and "no Vulkan device line for gpu_device 0" in silent.fallback
     # Device 1 asked for, only device 0 there.
     other = report(

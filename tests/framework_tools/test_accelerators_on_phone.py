@@ -68,14 +68,14 @@ def assert_not_measured(record: dict[str, Any], kind: str, words: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("device_lines", "device", "software"),
+    ("output", "device", "software"),
     [
-        (out.NCNN_ADRENO_DEVICE, "Adreno (TM) 640", False),
-        (out.NCNN_LLVMPIPE_DEVICE, "llvmpipe (LLVM 15.0.6, 256 bits)", True),
+        (out.NCNN_ADRENO_DEVICE + out.ncnn_header(0) + out.NCNN_RESULT, "Adreno (TM) 640", False),
+        (out.NCNN_LAVAPIPE_RUN, "llvmpipe (LLVM 15.0.6, 256 bits)", True),
     ],
+    ids=["adreno", "lavapipe"],
 )
-def test_benchncnn_runs_a_vulkan_cell_on_the_phones_gpu(phone_cell, device_lines, device, software):
-    output = device_lines + out.ncnn_header(0) + out.NCNN_RESULT
+def test_benchncnn_runs_a_vulkan_cell_on_the_phones_gpu(phone_cell, output, device, software):
     record = phone_cell("ncnn", "vulkan", "benchncnn", expect=["0"], stderr=output)
     accelerator = accelerator_of(record)
     assert accelerator["api"] == "Vulkan" and accelerator["device"] == device
@@ -86,7 +86,7 @@ def test_benchncnn_runs_a_vulkan_cell_on_the_phones_gpu(phone_cell, device_lines
 
 def test_a_benchncnn_without_vulkan_is_a_fallback_without_latency(phone_cell):
     # A build without NCNN_VULKAN echoes gpu_device = 0 and runs on the CPU.
-    output = out.ncnn_header(0) + out.NCNN_RESULT
+    output = out.NCNN_CPU_BUILD_RUN
     record = phone_cell("ncnn", "vulkan", "benchncnn", expect=["0"], stderr=output)
     assert_not_measured(record, "fallback", "no Vulkan device line for gpu_device 0")
 
