@@ -30,15 +30,18 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from edgebench.builds.native_runner import find_runner
+from edgebench.builds.native_runner import BuiltRunner, find_runner
 from edgebench.builds.targets import host_target
 from edgebench.framework_tools import BenchncnnAdapter, NativeCell
 from edgebench.runners import protocol
 
 REPO = Path(__file__).resolve().parent.parent
 RUNNER = REPO / "runners" / "runner.py"
+T = TypeVar("T")
 
 
 def convert(model: str) -> Path:
@@ -69,7 +72,10 @@ def p50_ms(result: dict) -> float:
     return statistics.median(result["samples_ns"]) / 1e6
 
 
-def benchncnn_avg_ms(binary: str, model: Path, core: int, iterations: int) -> float:
+def benchncnn_avg_ms(
+    binary: str, model: Path, core: int | None, iterations: int, backend: str = "cpu"
+) -> float:
+    """benchncnn's average over ``iterations`` on one thread (pinned to ``core`` when given)."""
     io = json.loads((model.parent / "io.json").read_text())
     shapes = {t["onnx_name"]: t["onnx_shape"] for t in io["inputs"]}
     adapter = BenchncnnAdapter()
@@ -79,14 +85,44 @@ def benchncnn_avg_ms(binary: str, model: Path, core: int, iterations: int) -> fl
         threads=1,
         warmup=0,
         iterations=iterations,
-        cores=[core],
+        cores=None if core is None else [core],
         precision="fp16",
         input_shapes=shapes,
+        backend=backend,
     )
-    argv = ["taskset", "-c", str(core), *adapter.command(binary, cell)]
+    pin = [] if core is None else ["taskset", "-c", str(core)]
+    argv = [*pin, *adapter.command(binary, cell)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
     parsed = adapter.parse(proc.stdout, proc.stderr, "", model_path=str(model))
     return float(parsed.avg_ms)
+
+
+def host_runner() -> BuiltRunner:
+    """This host's edgebench-native build, named on stdout; exits saying how to build one."""
+    built = find_runner(host_target())
+    if built is None:
+        raise SystemExit("no edgebench-native build for this host: run `edgebench runners build`")
+    print(f"edgebench-native: {built.path} ({built.describe()})")
+    return built
+
+
+def rotated_rounds(
+    measurers: dict[str, Callable[[], T]], rounds: int, label: str, ms: Callable[[T], float]
+) -> dict[str, list[T]]:
+    """Each measurer's figures over ``rounds`` rounds, their order rotated each round so that
+    drift hits all alike; a line per round (``ms`` of a figure: its milliseconds)."""
+    figures: dict[str, list[T]] = {name: [] for name in measurers}
+    names = list(measurers)
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            figures[name].append(measurers[name]())
+        print(
+            f"{label}round {round_index + 1}: "
+            + ", ".join(f"{n} {ms(figures[n][-1]):.2f}" for n in names),
+            flush=True,
+        )
+    return figures
 
 
 def main() -> int:
@@ -98,12 +134,8 @@ def main() -> int:
     parser.add_argument("--core", type=int, default=max(os.sched_getaffinity(0)))
     parser.add_argument("--benchncnn", help="a benchncnn binary built for this host")
     args = parser.parse_args()
-    built = find_runner(host_target())
-    if built is None:
-        print("no edgebench-native build for this host: run `edgebench runners build`")
-        return 1
+    built = host_runner()
     started = time.monotonic()
-    print(f"edgebench-native: {built.path} ({built.describe()})")
     rows = []
     pin = ["taskset", "-c", str(args.core)]
     for model_name in args.models.split(","):
@@ -129,17 +161,7 @@ def main() -> int:
             measurers["benchncnn"] = lambda m=model: benchncnn_avg_ms(
                 args.benchncnn, m, args.core, args.iterations
             )
-        figures: dict[str, list[float]] = {name: [] for name in measurers}
-        names = list(measurers)
-        for round_index in range(args.rounds):
-            shift = round_index % len(names)
-            for name in names[shift:] + names[:shift]:
-                figures[name].append(measurers[name]())
-            print(
-                f"  {model_name} round {round_index + 1}: "
-                + ", ".join(f"{n} {figures[n][-1]:.2f}" for n in names),
-                flush=True,
-            )
+        figures = rotated_rounds(measurers, args.rounds, f"  {model_name} ", float)
         medians = {name: statistics.median(values) for name, values in figures.items()}
         rows.append((model_name, medians))
     import ncnn

@@ -17,6 +17,7 @@ import pytest
 from edgebench.builds import NATIVE_DIR_ENV, BuildError, native_root
 from edgebench.builds import compilers as compilers_mod
 from edgebench.builds import targets as targets_mod
+from edgebench.builds.benchncnn import build_benchncnn
 from edgebench.builds.compilers import Compiler, find_compiler, short_version
 from edgebench.builds.libraries import (
     build_library,
@@ -484,6 +485,26 @@ def test_a_vulkan_library_links_the_glslang_libraries_it_installed(tools, tmp_pa
     assert again.link_args == [str(built.lib), "-Wl,--start-group", *group, "-Wl,--end-group"]
     arm = build_library(source, TARGETS["aarch64-linux"], find_compiler(x86), jobs=2)
     assert arm.gpu_apis == ()
+
+
+def test_benchncnn_is_compiled_against_the_runners_library_once(tools, tmp_path):
+    tree = ncnn_tree(tmp_path / "ncnn")
+    x86 = TARGETS["x86_64-linux"]
+    with pytest.raises(BuildError) as exc:
+        build_benchncnn(x86, ncnn_source=tree)
+    assert "has no benchmark/benchncnn.cpp (the sdist leaves it out): give " in one_line(exc)
+    assert "--benchncnn-source FILE, that file from ncnn's 1.0.20250428 release" in one_line(exc)
+    cpp = tmp_path / "benchncnn.cpp"
+    cpp.write_text("int main() { return 0; }\n")
+    lines: list[str] = []
+    tool = build_benchncnn(x86, cpp, ncnn_source=tree, progress=lines.append)
+    command = tool.read_bytes().decode()
+    library = build_library(find_source("ncnn", tree), x86, find_compiler(x86), features="lean")
+    assert str(cpp) in command and str(library.lib) in command
+    assert "-static-libstdc++" in command  # Vulkan: the same link as the runner's
+    assert sum(line.startswith("compiling benchncnn") for line in lines) == 1
+    assert build_benchncnn(x86, cpp, ncnn_source=tree, progress=lines.append) == tool
+    assert sum(line.startswith("compiling benchncnn") for line in lines) == 1
 
 
 def test_library_build_failure_is_one_line_and_leaves_no_done_json(tools, tmp_path):
