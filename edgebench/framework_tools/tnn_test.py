@@ -28,10 +28,12 @@ builds. Times are milliseconds; only min, max and avg are printed; the iteration
 
 Accelerators: ``-dt`` is the registry's device for an accelerator cell (``OPENCL``, ``CUDA``)
 instead of ``device_type``; ``-pr HIGH`` keeps OpenCL in fp32, ``LOW`` lets it use fp16. TNN
-has no silent fallback: a device it cannot start ends the run before a result, with
-``E/tnn: CheckResult [File test/test.cc][Line 338] create instance failed: code: 0x9001 msg:
-load opencl library failed!`` (a refusal, quoted). The result line's `` - OPENCL`` suffix (newer
-builds) says which device ran it; release builds print no device name (``LOGD`` only).
+has no silent fallback: a device it cannot start ends the run before a result (with exit
+status 0), e.g. in a build without OpenCL ``E/tnn: Init [File source/tnn/core/instance.cc][Line
+61] device is nil or unsupported for type: 4096`` and ``... create instance failed: code: 0x9000
+msg: device is nil or unsupported`` (a refusal, quoted). The result line's `` - OPENCL``
+suffix (newer builds) says which device ran it; release builds print no device name (``LOGD``
+only).
 """
 
 from __future__ import annotations
@@ -61,7 +63,9 @@ _RESULT_RE = re.compile(
 )
 _LOCATION_RE = re.compile(r"^.*?\[File [^\]]*\]\[Line \d+\]\s*", re.ASCII)
 _DEVICE_SUFFIX_RE = re.compile(r"\s+-\s+(?P<device>[A-Z][A-Z0-9_]*)\s*$", re.ASCII)
-_CHECK_FAILED_RE = re.compile(r"\b(?:init tnn|create instance) failed:", re.ASCII)
+_CHECK_FAILED_RE = re.compile(
+    r"\b(?:init tnn|create instance) failed:|device is nil or unsupported", re.ASCII
+)
 # `<name> mat_type: 32 dims: 2 1 10` (current) or `<name> 2 1 10` (older builds).
 _HEADER_TYPED_RE = re.compile(
     r"^(?P<name>.*?)\s+mat_type:\s*(?P<type>-?\d+)\s+dims:\s*(?P<dims>.*)$", re.ASCII

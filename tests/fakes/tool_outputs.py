@@ -15,10 +15,12 @@ Sources, line by line (docs/accelerators-tools.md repeats them):
   from an MT6899 phone's log, the NNAPI delegate taking no node from issue #56301; the GPU
   delegate's refusal lines from reports of TfLiteGpuDelegate failing to prepare, ending with
   benchmark_tflite_model.cc's "Failed to apply GPU delegate." and "Benchmarking failed.".
-- MNN benchmark.out: 3.6.1's header format (benchmark/benchmark.cpp) and source/core's
-  "Can't Find type=3 backend, use 0 instead", which the PyPI wheel prints on this machine.
-- TNNTest: test/timer.cc's result format and test/test.cc's CheckResult line, with TNN's status
-  code for "load opencl library failed!" (0x9001).
+- MNN benchmark.out: ``MNN_OPENCL_FALLBACK_RUN`` is a real run here of MNN 3.6.1's
+  benchmark/benchmark.cpp built against edgebench-native's CPU-only MNN library
+  (``benchmark.out models 20 5 3 1 1``); ``mnn_header`` follows its header format.
+- TNNTest: ``TNN_NO_OPENCL`` is a real run here of TNN f0cb081's test/ built against
+  edgebench-native's TNN library (no OpenCL in it) with ``-dt OPENCL``: it exits 0 without a
+  result. The OpenCL result line is the X86 build's real line with the device it names changed.
 - benchmark_app: OpenVINO 2026.4.1's Python tool on this machine (``-d GPU`` without a GPU).
 
 ``@MODEL@`` stands for the model's label; the fake tools fill it in from their arguments.
@@ -166,7 +168,16 @@ def mnn_header(forward: str, precision: int) -> str:
     )
 
 
-MNN_NO_OPENCL = "Can't Find type=3 backend, use 0 instead\n"
+MNN_OPENCL_FALLBACK_RUN = """\
+MNN benchmark
+Forward type: OpenCL thread=1 precision=1 sparsity=0 sparseBlockOC=1 testQuantizedModel=0 enableKleidiAI=0
+--------> Benchmarking... loop = 20, warmup = 5
+[-INFO-]: precision!=2, use fp32 inference.
+The device supports: i8sdot:0, fp16:0, i8mm: 0, sve2: 0, sme2: 0
+Can't Find type=3 backend, use 0 instead
+Can't Find type=3 backend, use 0 instead
+[ - ] @MODEL@                    max =    0.001 ms  min =    0.000 ms  avg =    0.000 ms
+"""  # noqa: E501
 
 TNN_OPENCL_RESULT = (
     "I/tnn: Print [File test/timer.cc][Line 59] @MODEL@ - OPENCL"
@@ -174,7 +185,7 @@ TNN_OPENCL_RESULT = (
     "  avg = 4.725    ms \n"
 )
 
-TNN_NO_OPENCL = (
-    "E/tnn: CheckResult [File test/test.cc][Line 338] create instance failed: "
-    "code: 0x9001 msg: load opencl library failed! \n"
-)
+TNN_NO_OPENCL = """\
+E/tnn: Init [File source/tnn/core/instance.cc][Line 61] device is nil or unsupported for type: 4096
+E/tnn: CheckResult [File /root/.cache/edgebench/native-runner/extracted/TNN-f0cb081-src-3049183c5e77/TNN-f0cb081/test/test.cc][Line 338] create instance failed: code: 0x9000 msg: device is nil or unsupported 
+"""  # noqa: E501, W291

@@ -99,7 +99,7 @@ def test_mnn_runs_an_opencl_cell_and_catches_its_fallback(phone_cell):
     accelerator = accelerator_of(record)
     assert accelerator["api"] == "OpenCL" and accelerator["precision"] == "fp32"
 
-    output = header + out.MNN_NO_OPENCL + out.MNN_RESULT
+    output = out.MNN_OPENCL_FALLBACK_RUN
     record = phone_cell("mnn", "opencl", "benchmark.out", expect=["3"], stdout=output)
     assert_not_measured(record, "fallback", "Can't Find type=3 backend, use 0 instead")
 
@@ -136,9 +136,9 @@ def test_tnntest_runs_an_opencl_cell_or_says_opencl_is_missing(phone_cell):
     record = phone_cell("tnn", "opencl", "TNNTest", expect=["OPENCL"], stdout=out.TNN_OPENCL_RESULT)
     assert accelerator_of(record)["api"] == "OpenCL"
 
-    missing = out.TNN_NO_OPENCL
-    record = phone_cell("tnn", "opencl", "TNNTest", expect=["OPENCL"], stderr=missing, exit_code=1)
-    assert_not_measured(record, "unsupported", "load opencl library failed")
+    missing = out.TNN_NO_OPENCL  # TNNTest exits 0 here
+    record = phone_cell("tnn", "opencl", "TNNTest", expect=["OPENCL"], stderr=missing)
+    assert_not_measured(record, "unsupported", "device is nil or unsupported")
 
 
 def test_benchmark_app_without_an_intel_gpu_is_unsupported_in_its_own_words(phone_cell, tmp_path):
