@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 import weakref
 from collections.abc import Callable, Sequence
@@ -10,12 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from edgebench.compute_backends import (
-    CPU,
-    engine_label,
-    find_backend,
-    missing_backend_reason,
-)
+from edgebench.compute_backends import CPU, engine_label
 from edgebench.converters import CONVERTERS, Artifact
 from edgebench.errors import UserError
 from edgebench.frameworks import (
@@ -24,10 +18,15 @@ from edgebench.frameworks import (
     framework_names,
     python_frameworks,
 )
-from edgebench.lab.accelerator_facts import accelerator_devices
 from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
-from edgebench.lab.runner_kinds import RunnerKind
+from edgebench.planning.backend_cells import (
+    Verdict,
+    backend_verdict,
+    existing_pairs,
+    software_device_timing,
+    software_only,
+)
 from edgebench.planning.config import TelemetryConfig, TimingConfig
 from edgebench.planning.modelref import (
     ModelRef,
@@ -41,8 +40,6 @@ from edgebench.statuses import ErrorKind, Status
 
 log = logging.getLogger(__name__)
 
-#: (status, error kind, reason) of a cell decided without measuring it.
-Verdict = tuple[str, str, str]
 #: Whether a device can run a framework: None, or the verdict of the cells that cannot.
 Availability = Callable[[Device, str], Verdict | None]
 #: What `edgebench run` measures when --frameworks is not given.
@@ -82,34 +79,6 @@ def max_iterations(timing: TimingConfig, correctness_only: bool = False) -> int:
 def target_ci_fraction(timing: TimingConfig) -> float | None:
     """--target-ci as the runner takes it: a fraction (0.01 for +-1%)."""
     return timing.target_ci_pct / 100 if timing.target_ci_pct else None
-
-
-#: The most samples a cell on a software accelerator takes: its figure ranks nothing, and
-#: lavapipe takes ~25x the CPU's time per inference.
-SOFTWARE_DEVICE_ITERATIONS = 3
-
-
-def software_device_timing(timing: TimingConfig) -> TimingConfig:
-    """A cell on a software accelerator (lavapipe, pocl): its outputs and the first inference
-    (shader compilation) are what it proves, plus a few steady samples; no minimum time."""
-    return replace(
-        timing,
-        warmup=min(timing.warmup, 1),
-        iterations=min(timing.iterations, SOFTWARE_DEVICE_ITERATIONS),
-        min_time_s=0.0,
-        sustained_s=None,
-        target_ci_pct=None,
-    )
-
-
-def software_only(device: Device, framework: str, backend: str) -> bool:
-    """Whether every device of the API ``backend`` drives on ``device`` is a software one, as
-    its facts say (the runner's report decides the record; this only sizes the cell)."""
-    entry = find_backend(framework, backend)
-    if entry is None or entry.api not in ("Vulkan", "OpenCL"):
-        return False
-    devices = accelerator_devices(device.facts(), entry.api)
-    return bool(devices) and all(d.software for d in devices)
 
 
 def correctness_timing(timing: TimingConfig) -> TimingConfig:
@@ -363,56 +332,6 @@ def _warn_shared_cores(
             )
 
 
-#: The registry column that says how each runner kind selects a backend.
-_SELECTED_BY = {
-    RunnerKind.PYTHON: ("python", "the Python runner"),
-    RunnerKind.EDGEBENCH_NATIVE: ("native", "edgebench-native"),
-    RunnerKind.FRAMEWORK_TOOLS: ("tool", "the framework's own benchmark tool"),
-}
-
-
-#: Devices already told which (framework, backend) pairs do not exist.
-_WARNED_PAIRS: weakref.WeakKeyDictionary[Device, set[str]] = weakref.WeakKeyDictionary()
-
-
-def _existing_pairs(
-    device: Device, frameworks: Sequence[str], backends: Sequence[str]
-) -> list[tuple[str, str]]:
-    """The (framework, backend) pairs that exist (edgebench/compute_backends.py), in framework
-    then backend order. A pair that does not (ncnn has no OpenCL backend) gets no cell, only
-    one warning line per device: a matrix of columns that can never hold a figure helps no one."""
-    pairs = []
-    warned = _WARNED_PAIRS.setdefault(device, set())
-    for framework, backend in itertools.product(frameworks, backends):
-        missing = missing_backend_reason(framework, backend)
-        if missing is None:
-            pairs.append((framework, backend))
-        elif missing not in warned:
-            warned.add(missing)
-            log.warning("note: %s: no cell on %s", missing, device.name)
-    return pairs
-
-
-def backend_verdict(device: Device, framework: str, backend: str) -> Verdict | None:
-    """None when the runner that measures ``framework`` on ``device`` can select ``backend``,
-    else an ``unsupported`` verdict whose reason names what would provide it."""
-    entry = find_backend(framework, backend)
-    if entry is None:
-        return None  # cpu (pairs that do not exist get no cell)
-    choice = device.runner_for(framework)
-    kind = choice.kind if choice is not None else device.runner_kind
-    column, runner = _SELECTED_BY.get(kind, ("python", "the Python runner"))
-    if getattr(entry, column) is not None:
-        return None
-    others = [name for col, name in _SELECTED_BY.values() if getattr(entry, col) is not None]
-    via = f" ({' or '.join(others)} can)" if others else ""
-    return (
-        Status.UNSUPPORTED,
-        ErrorKind.UNSUPPORTED,
-        f"{runner} cannot run {framework} on {backend}{via}; it needs {entry.provides}",
-    )
-
-
 def build_cells(
     devices: Sequence[Device],
     models: Sequence[ModelRef],
@@ -446,7 +365,7 @@ def build_cells(
         emulated = not unreachable and device.facts().emulated
         device_timing = correctness_timing(timing) if emulated else timing
         device_backends = list(backends or getattr(device, "lab_backends", None) or [CPU])
-        pairs = _existing_pairs(device, frameworks, device_backends)
+        pairs = existing_pairs(device, frameworks, device_backends)
         for model in models:
             for framework, backend in pairs:
                 convert_to, verdict = _model_route(model, framework, precision)

@@ -14,12 +14,8 @@ from edgebench.compute_backends import ACCELERATORS, BACKEND_NAMES, backends_of,
 from edgebench.lab.accelerator_facts import Accelerator
 from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.measure.records import mark_software_device, refuse_unreported_accelerator
-from edgebench.planning.cells import (
-    DEFAULT_ROUNDS,
-    SOFTWARE_DEVICE_ITERATIONS,
-    auto_rounds,
-    build_cells,
-)
+from edgebench.planning.backend_cells import SOFTWARE_DEVICE_ITERATIONS
+from edgebench.planning.cells import DEFAULT_ROUNDS, auto_rounds, build_cells
 from edgebench.planning.config import TimingConfig
 from edgebench.reporting.matrix import format_matrix, framework_order
 from edgebench.results.accelerator_part import AcceleratorRun
