@@ -91,11 +91,30 @@ def backend_verdict(device: Device, framework: str, backend: str) -> Verdict | N
     kind = choice.kind if choice is not None else device.runner_kind
     column, runner = _SELECTED_BY.get(kind, ("python", "the Python runner"))
     if getattr(entry, column) is not None:
-        return None
+        return _build_verdict(device, framework, backend, kind, entry.provides)
     others = [name for col, name in _SELECTED_BY.values() if getattr(entry, col) is not None]
     via = f" ({' or '.join(others)} can)" if others else ""
     return (
         Status.UNSUPPORTED,
         ErrorKind.UNSUPPORTED,
         f"{runner} cannot run {framework} on {backend}{via}; it needs {entry.provides}",
+    )
+
+
+def _build_verdict(
+    device: Device, framework: str, backend: str, kind: RunnerKind, provides: str
+) -> Verdict | None:
+    """An edgebench-native build says which backends it compiled in for each framework (its
+    probe's ``backends``); one without ``backend`` cannot run the cell."""
+    if kind != RunnerKind.EDGEBENCH_NATIVE:
+        return None
+    info = getattr(device.facts(), "frameworks", {}).get(framework) or {}
+    compiled = info.get("backends")
+    if compiled is None or backend in compiled:
+        return None
+    return (
+        Status.UNSUPPORTED,
+        ErrorKind.UNSUPPORTED,
+        f"this edgebench-native build has {framework} on {', '.join(compiled)} only, not "
+        f"{backend}; it needs {provides}",
     )

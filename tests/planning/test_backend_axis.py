@@ -103,6 +103,20 @@ def test_the_runner_kind_decides_whether_a_backend_can_be_selected():
     assert "the framework's own benchmark tool cannot run onnxruntime on qnn" in cell.verdict[2]
 
 
+def test_an_edgebench_native_build_runs_only_the_backends_it_compiled_in():
+    native = FakeDevice(RunnerKind.EDGEBENCH_NATIVE)
+    native.facts().frameworks = {
+        "ncnn": {"available": True, "backends": ["cpu", "vulkan"]},
+        "mnn": {"available": True, "backends": ["cpu"]},
+    }
+    ncnn_cpu, ncnn_gpu, mnn_cpu, mnn_gpu = cells_for(["ncnn", "mnn"], ["cpu", "vulkan"], native)
+    assert ncnn_cpu.verdict is ncnn_gpu.verdict is mnn_cpu.verdict is None
+    status, _, reason = mnn_gpu.verdict
+    assert status == Status.UNSUPPORTED
+    assert reason.startswith("this edgebench-native build has mnn on cpu only, not vulkan")
+    assert "MNN_VULKAN=ON" in reason
+
+
 def test_a_device_measures_its_lab_backends_unless_the_run_names_some():
     device = FakeDevice(lab_backends=("cpu", "vulkan"))
     assert [c.engine for c in cells_for(["ncnn"], [], device)] == ["ncnn", "ncnn·vulkan"]
