@@ -93,16 +93,24 @@ class Library:
     #: The other static libraries the framework installed beside its own, which it needs
     #: (ncnn with Vulkan: its bundled glslang's).
     companions: tuple[Path, ...] = ()
-    #: The accelerator APIs the library was built with (GPU_APIS).
+    #: The accelerator APIs the library was built with (GPU_APIS), and which devices they take
+    #: (GPU_DEVICES).
     gpu_apis: tuple[str, ...] = ()
+    gpu_devices: str = "hardware"
 
     @property
     def compile_defines(self) -> list[str]:
-        """``-D`` flags the runner compiles with for this library: the macros its headers need
-        and ``EB_<FW>_VERSION``, for a framework whose library cannot say its own version."""
+        """``-D`` flags the runner compiles with for this library: the macros its headers need,
+        ``EB_<FW>_VERSION``, for a framework whose library cannot say its own version, and
+        ``EB_<FW>_<API>`` for each GPU API it has (``EB_<FW>_ANY_GPU_DEVICE`` where they take
+        any device type)."""
         recipe = RECIPES[self.framework]
-        version = f'-DEB_{self.framework.upper()}_VERSION="{self.version}"'
-        return [f"-D{name}" for name in recipe.runner_defines] + [version]
+        name = self.framework.upper()
+        defines = [f"-D{define}" for define in recipe.runner_defines]
+        defines += [f"-DEB_{name}_{api.upper()}" for api in self.gpu_apis]
+        if self.gpu_apis and self.gpu_devices == "any":
+            defines.append(f"-DEB_{name}_ANY_GPU_DEVICE")
+        return [*defines, f'-DEB_{name}_VERSION="{self.version}"']
 
     @property
     def link_args(self) -> list[str]:
@@ -152,12 +160,19 @@ def ncnn_lean_flags(target: Target) -> list[str]:
     return ["-DNCNN_RUNTIME_CPU=OFF", *(f"-D{n}=ON" for n in on), *(f"-D{n}=OFF" for n in off)]
 
 
-def framework_flags(source: Source, target: Target, features: str = "all") -> list[str]:
-    """The framework's own CMake options: CPU only, static, no tools, tests or Python; with
-    ``features`` "lean", only the instruction sets of the usual devices (see CPU_FEATURES)."""
+def framework_flags(
+    source: Source, target: Target, features: str = "all", gpu_devices: str = "hardware"
+) -> list[str]:
+    """The framework's own CMake options: static, no tools, tests or Python, the GPU APIs of
+    GPU_APIS; with ``features`` "lean", only the instruction sets of the usual devices (see
+    CPU_FEATURES); ``gpu_devices`` as GPU_DEVICES says."""
     if features not in CPU_FEATURES:
         raise BuildError(
             f"unknown CPU features {features!r}: choose one of {', '.join(CPU_FEATURES)}"
+        )
+    if gpu_devices not in GPU_DEVICES:
+        raise BuildError(
+            f"unknown GPU devices {gpu_devices!r}: choose one of {', '.join(GPU_DEVICES)}"
         )
     lean = features == "lean"
     if source.framework == "ncnn":
@@ -186,6 +201,7 @@ def framework_flags(source: Source, target: Target, features: str = "all") -> li
             "-DMNN_SEP_BUILD=OFF",
             "-DMNN_USE_THREAD_POOL=ON",
             *unity_flags("MNN", "mnn_unity.cmake"),
+            *mnn_gpu_flags(target, gpu_devices),
         ]
         if target.machine == "aarch64":
             flags.append("-DMNN_ARM82=ON")
@@ -201,7 +217,17 @@ def framework_flags(source: Source, target: Target, features: str = "all") -> li
 #: ncnn's Vulkan costs its bundled glslang and the Vulkan layers (about twice the lean build),
 #: so only the host's x86_64 build has it; a runner with it links glibc dynamically
 #: (:func:`loads_drivers`).
-GPU_APIS: dict[tuple[str, str], tuple[str, ...]] = {("ncnn", "x86_64-linux"): ("vulkan",)}
+GPU_APIS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("ncnn", "x86_64-linux"): ("vulkan",),
+    ("mnn", "x86_64-linux"): ("vulkan", "opencl"),
+}
+
+#: Which devices a build's GPU runtimes take: ``hardware``, the frameworks' own rule (MNN's
+#: OpenCL takes GPU-type devices only), or ``any``, a build for tests on a machine without a GPU
+#: whose OpenCL runtimes also take a CPU-type device (pocl); a cell on one is recorded software.
+GPU_DEVICES = ("hardware", "any")
+#: The flag of an ``any`` build (``cmake/mnn_gpu.cmake``), as its recorded configure shows it.
+ANY_OPENCL_DEVICE = "-DEDGEBENCH_ANY_OPENCL_DEVICE=ON"
 
 
 def gpu_apis(framework: str, target: Target) -> tuple[str, ...]:
@@ -214,6 +240,22 @@ def ncnn_vulkan_flags(target: Target) -> list[str]:
     if "vulkan" not in gpu_apis("ncnn", target):
         return ["-DNCNN_VULKAN=OFF"]
     return ["-DNCNN_VULKAN=ON", "-DNCNN_SIMPLEVK=ON", "-DNCNN_SYSTEM_GLSLANG=OFF"]
+
+
+def mnn_gpu_flags(target: Target, gpu_devices: str) -> list[str]:
+    """MNN's Vulkan and OpenCL backends where GPU_APIS has them (nothing elsewhere: a CPU build's
+    flags, and so its key, stay as they were), compiled into libMNN.a; each loads its API's
+    library (``libvulkan.so``, ``libOpenCL.so``) with dlopen when a session asks for it. With
+    ``gpu_devices`` "any", its OpenCL runtime also takes a CPU-type device; both in
+    ``cmake/mnn_gpu.cmake``."""
+    apis = gpu_apis("mnn", target)
+    if not apis:
+        return []
+    flags = [f"-DMNN_{api.upper()}=ON" for api in apis]
+    flags.append(f"-DCMAKE_PROJECT_MNN_INCLUDE_BEFORE={CMAKE_HOOKS / 'mnn_gpu.cmake'}")
+    if "opencl" in apis and gpu_devices == "any":
+        flags.append(ANY_OPENCL_DEVICE)
+    return flags
 
 
 def tnn_flags(target: Target) -> list[str]:
@@ -263,7 +305,13 @@ def key_flag(flag: str) -> str:
     return flag
 
 
-def library_key(source: Source, target: Target, compiler: Compiler, features: str = "all") -> str:
+def library_key(
+    source: Source,
+    target: Target,
+    compiler: Compiler,
+    features: str = "all",
+    gpu_devices: str = "hardware",
+) -> str:
     """Ten hex digits that change with anything that changes the library's bytes: the source's
     own bytes (an archive's sha256), the target, the compiler and the flags."""
     parts: dict[str, object] = {
@@ -273,15 +321,21 @@ def library_key(source: Source, target: Target, compiler: Compiler, features: st
         "source": source.digest or str(source.origin),
         "target": target.name,
         "compiler": [compiler.kind, compiler.version, *compiler.cmake_args],
-        "flags": [key_flag(flag) for flag in framework_flags(source, target, features)],
+        "flags": [
+            key_flag(flag) for flag in framework_flags(source, target, features, gpu_devices)
+        ],
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:10]
 
 
 def library_folder(
-    source: Source, target: Target, compiler: Compiler, features: str = "all"
+    source: Source,
+    target: Target,
+    compiler: Compiler,
+    features: str = "all",
+    gpu_devices: str = "hardware",
 ) -> Path:
-    key = library_key(source, target, compiler, features)
+    key = library_key(source, target, compiler, features, gpu_devices)
     name = f"{source.framework}-{source.version}-{target.name}-{key}"
     return native_root() / "libs" / name
 
@@ -299,6 +353,7 @@ def read_library(folder: Path) -> Library | None:
         return None
     lib = folder / "install" / recipe.lib
     framework, target = str(done["framework"]), str(done.get("target"))
+    configure = done.get("configure") or []
     return Library(
         framework=framework,
         version=str(done.get("version")),
@@ -312,6 +367,7 @@ def read_library(folder: Path) -> Library | None:
         companions=tuple(sorted(p for p in lib.parent.glob("*.a") if p != lib)),
         # The folder's key covers the flags GPU_APIS sets, so the table says what it was built with.
         gpu_apis=gpu_apis(framework, TARGETS[target]) if target in TARGETS else (),
+        gpu_devices="any" if ANY_OPENCL_DEVICE in configure else "hardware",
     )
 
 
@@ -323,10 +379,11 @@ def build_library(
     progress: Progress | None = None,
     timeout: float = BUILD_TIMEOUT_S,
     features: str = "all",
+    gpu_devices: str = "hardware",
 ) -> Library:
     """The framework's static library for ``target``: built now unless already built."""
     say = progress or (lambda _line: None)
-    folder = library_folder(source, target, compiler, features)
+    folder = library_folder(source, target, compiler, features, gpu_devices)
     what = f"{source.framework} {source.version} for {target.name}"
     built = read_library(folder)
     if built is not None:
@@ -364,7 +421,7 @@ def build_library(
             f"-DCMAKE_INSTALL_PREFIX={install_dir}",
             "-DCMAKE_INSTALL_LIBDIR=lib",
             *compiler.cmake_args,
-            *framework_flags(source, target, features),
+            *framework_flags(source, target, features, gpu_devices),
         ]
         log.debug("%s: %s", what, " ".join(configure))
         recipe = RECIPES[source.framework]

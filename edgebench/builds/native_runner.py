@@ -128,11 +128,13 @@ def build_runner(
     progress: Progress | None = None,
     runner_folder: Path | None = None,
     features: str = "all",
+    gpu_devices: str = "hardware",
 ) -> BuiltRunner:
     """Build the runner for ``target`` with ``frameworks`` linked in (each framework's library
     first, when not built yet) and make it the target's current runner. An existing binary of
     the same key with an intact manifest is reused unless ``force``. ``runner_folder`` replaces
-    the shipped C++ sources (for tests). ``features``: the libraries' CPU_FEATURES."""
+    the shipped C++ sources (for tests). ``features``: the libraries' CPU_FEATURES;
+    ``gpu_devices``: their GPU_DEVICES."""
     target = parse_target(target) if isinstance(target, str) else target
     say = progress or (lambda _line: None)
     chosen = list(dict.fromkeys(frameworks))
@@ -151,7 +153,8 @@ def build_runner(
     compiler = find_compiler(target, ndk)
     found = [find_source(name, given.get(name)) for name in chosen]
     libraries = [
-        build_library(src, target, compiler, jobs, say, features=features) for src in found
+        build_library(src, target, compiler, jobs, say, features=features, gpu_devices=gpu_devices)
+        for src in found
     ]
     loads_drivers = any(lib.gpu_apis for lib in libraries)
     link_flags = driver_link_flags(compiler) if loads_drivers else list(compiler.link_flags)
@@ -159,8 +162,11 @@ def build_runner(
         "cxxflags": list(RUNNER_CXXFLAGS),
         "link_flags": link_flags,
         "cpu_features": features,
+        "gpu_devices": gpu_devices,
         "libraries": {
-            src.framework: [key_flag(f) for f in framework_flags(src, target, features)]
+            src.framework: [
+                key_flag(f) for f in framework_flags(src, target, features, gpu_devices)
+            ]
             for src in found
         },
     }

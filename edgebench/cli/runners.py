@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from edgebench.builds import BuildError
-from edgebench.builds.libraries import CPU_FEATURES
+from edgebench.builds.libraries import CPU_FEATURES, GPU_DEVICES
 from edgebench.builds.native_runner import build_runner, list_runners
 from edgebench.builds.sources import FRAMEWORKS, find_source
 from edgebench.builds.targets import TARGETS, host_target, parse_target
@@ -87,6 +87,15 @@ def parse_sources(values: tuple[str, ...]) -> dict[str, Path]:
     "ARMv8.2-A with fp16 and dot product (builds several times faster; for tests and CI).",
 )
 @click.option(
+    "--gpu-devices",
+    type=click.Choice(list(GPU_DEVICES)),
+    default="hardware",
+    show_default=True,
+    help="hardware: the GPU runtimes take the devices their framework allows; any: MNN's OpenCL "
+    "also takes a CPU-type device (pocl), for tests on a machine without a GPU (such cells are "
+    "recorded as software).",
+)
+@click.option(
     "--force",
     is_flag=True,
     help="Relink the runner even when an identical one is built (the frameworks' libraries "
@@ -99,6 +108,7 @@ def runners_build(
     ndk: Path | None,
     jobs: int | None,
     features: str,
+    gpu_devices: str,
     force: bool,
 ) -> None:
     """Build the native runner for each target.
@@ -118,6 +128,7 @@ def runners_build(
             force=force,
             progress=lambda line: click.echo(line, err=True),
             features=features,
+            gpu_devices=gpu_devices,
         )
         click.echo(f"{target.name}: {runner.path}  ({runner.describe()})")
 

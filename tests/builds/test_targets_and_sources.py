@@ -468,6 +468,17 @@ def test_framework_flags_pin_the_version():
     mnn = fake_source("3.1.2", "mnn")
     assert "-DMNN_ARM82=ON" in framework_flags(mnn, TARGETS["aarch64-android"])
     assert "-DMNN_ARM82=ON" not in framework_flags(mnn, TARGETS["x86_64-linux"])
+    # MNN's Vulkan and OpenCL on x86_64 (the GPU hook with them); OpenCL on any device type
+    # only when asked; an aarch64 build's flags name no GPU at all (its key stays as it was).
+    x86_gpu = framework_flags(mnn, TARGETS["x86_64-linux"])
+    assert {"-DMNN_VULKAN=ON", "-DMNN_OPENCL=ON"} <= set(x86_gpu)
+    assert any(flag.endswith("/mnn_gpu.cmake") for flag in x86_gpu)
+    assert "-DEDGEBENCH_ANY_OPENCL_DEVICE=ON" not in x86_gpu
+    any_device = framework_flags(mnn, TARGETS["x86_64-linux"], gpu_devices="any")
+    assert "-DEDGEBENCH_ANY_OPENCL_DEVICE=ON" in any_device
+    assert not [f for f in framework_flags(mnn, TARGETS["aarch64-linux"]) if "GPU" in f.upper()]
+    with pytest.raises(BuildError, match="unknown GPU devices 'all': choose one of hardware, any"):
+        framework_flags(mnn, TARGETS["x86_64-linux"], gpu_devices="all")
 
 
 def test_a_vulkan_library_links_the_glslang_libraries_it_installed(tools, tmp_path):
@@ -483,8 +494,9 @@ def test_a_vulkan_library_links_the_glslang_libraries_it_installed(tools, tmp_pa
     assert again is not None
     group = [str(built.lib.parent / n) for n in ("libSPIRV.a", "libglslang.a")]
     assert again.link_args == [str(built.lib), "-Wl,--start-group", *group, "-Wl,--end-group"]
+    assert "-DEB_NCNN_VULKAN" in again.compile_defines
     arm = build_library(source, TARGETS["aarch64-linux"], find_compiler(x86), jobs=2)
-    assert arm.gpu_apis == ()
+    assert arm.gpu_apis == () and not [d for d in arm.compile_defines if "VULKAN" in d]
 
 
 def test_benchncnn_is_compiled_against_the_runners_library_once(tools, tmp_path):

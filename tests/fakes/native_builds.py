@@ -29,7 +29,11 @@ from edgebench.builds.compilers import find_compiler
 from edgebench.builds.native_runner import BuiltRunner, find_runner
 from edgebench.builds.sources import FRAMEWORKS, find_source
 from edgebench.builds.targets import parse_target
+from edgebench.compute_backends import VULKAN_PACKAGES
+from edgebench.converters import ConversionOptions, get_converter
+from edgebench.runners import vulkan_info
 from edgebench.runners.protocol import RESULT_PREFIX
+from fakes.models import save_conv_model
 
 #: The fixture name per target, in the order the builds run.
 FIXTURES = {"native_x86": "x86_64-linux", "native_arm": "aarch64-linux"}
@@ -80,6 +84,7 @@ def build_problem(target_name: str) -> str | None:
 def _build_command(target_name: str) -> list[str]:
     argv = [sys.executable, "-m", "edgebench", "runners", "build", "--target", target_name]
     argv += ["--cpu-features", "lean"]  # a third of the build time; the tests need no more
+    argv += ["--gpu-devices", "any"]  # MNN's OpenCL on pocl, the CPU's OpenCL device
     for framework in wanted_frameworks():
         argv += ["--framework", framework]
     return argv
@@ -218,6 +223,34 @@ def run_native(
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
     assert len(lines) == 1, proc.stdout
     return json.loads(lines[0][len(RESULT_PREFIX) :])
+
+
+def converted_conv(folder: Path, fmt: str, suffix: str) -> Path:
+    """A one-conv model (1x3x32x32) converted to ``fmt`` by edgebench's converter into
+    ``folder``: milliseconds on a software GPU. Its file ending in ``suffix``; skips, saying
+    why, where the converter cannot run."""
+
+    onnx_path = save_conv_model(folder / "conv.onnx", [1, 3, 32, 32])
+    converter = get_converter(fmt)
+    reason = converter.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    out = folder / fmt
+    out.mkdir()
+    converter.convert(onnx_path, out, ConversionOptions())
+    return next(out.glob(f"*{suffix}"))
+
+
+def first_vulkan_device() -> dict:
+    """This machine's first Vulkan device as the runner probe's reader describes it; skips,
+    naming the packages, without one."""
+    try:
+        devices = vulkan_info.vulkan_devices()
+    except vulkan_info.VulkanUnavailable as exc:
+        pytest.skip(f"no Vulkan loader here ({exc}): {VULKAN_PACKAGES}")
+    if not devices:
+        pytest.skip(f"no Vulkan device here: {VULKAN_PACKAGES}")
+    return devices[0]
 
 
 def host_native_lab(folder: Path) -> Path:

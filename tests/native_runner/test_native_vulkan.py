@@ -11,30 +11,19 @@ import os
 from pathlib import Path
 
 import pytest
-from fakes.models import save_conv_model
-from fakes.native_builds import host_native_lab, run_native
+from fakes.native_builds import converted_conv, first_vulkan_device, host_native_lab, run_native
 from fakes.records import stored_records
 
 from edgebench.builds.native_runner import BuiltRunner
-from edgebench.compute_backends import VULKAN_PACKAGES
-from edgebench.converters import ConversionOptions, get_converter
 from edgebench.results.accelerator_part import AcceleratorRun
-from edgebench.runners import protocol, vulkan_info
+from edgebench.runners import protocol
 
 NO_DRIVER = {"VK_DRIVER_FILES": "/nonexistent.json", "VK_ICD_FILENAMES": "/nonexistent.json"}
 
 
 @pytest.fixture(scope="module")
 def vulkan_device() -> dict:
-    """This machine's first Vulkan device as its loader describes it (the runner probe's reader;
-    skips, naming the packages, without one)."""
-    try:
-        devices = vulkan_info.vulkan_devices()
-    except vulkan_info.VulkanUnavailable as exc:
-        pytest.skip(f"no Vulkan loader here ({exc}): {VULKAN_PACKAGES}")
-    if not devices:
-        pytest.skip(f"no Vulkan device here: {VULKAN_PACKAGES}")
-    return devices[0]
+    return first_vulkan_device()
 
 
 @pytest.fixture(scope="module")
@@ -47,17 +36,7 @@ def native_vulkan(native_x86: BuiltRunner) -> BuiltRunner:
 
 @pytest.fixture(scope="module")
 def ncnn_conv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A one-conv model converted to ncnn by edgebench's converter: milliseconds on lavapipe."""
-    folder = tmp_path_factory.mktemp("conv")
-    onnx_path = save_conv_model(folder / "conv.onnx", [1, 3, 32, 32])
-    converter = get_converter("ncnn")
-    reason = converter.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    out = folder / "ncnn"
-    out.mkdir()
-    converter.convert(onnx_path, out, ConversionOptions())
-    return next(out.glob("*.param"))
+    return converted_conv(tmp_path_factory.mktemp("conv"), "ncnn", ".param")
 
 
 def _spec(model: Path, backend: str, **changes: object) -> dict:

@@ -4,7 +4,8 @@
 // streams at once (--instances N shared, or --concurrency) uses MNN's Module API, its own way of
 // sharing weights: Module::load once, and every further stream a Module::clone, which shares the
 // loaded constants and has its own activations; each stream runs under an Executor of its own, as
-// MNN requires of concurrent modules.
+// MNN requires of concurrent modules. On Vulkan or OpenCL (backends/mnn_gpu.cpp), one stream per
+// load, on a session of that forward type.
 #include <MNN/Interpreter.hpp>
 #include <MNN/MNNDefine.h>
 #include <MNN/Tensor.hpp>
@@ -19,6 +20,7 @@
 
 #include "../backend.h"
 #include "../measure.h"
+#include "mnn_gpu.h"
 
 namespace eb {
 namespace {
@@ -190,7 +192,9 @@ public:
         config_.numThread = threads;
         config_.backendConfig = &backend_config_;
         const Json* streams = options.find("streams");
-        if (streams && streams->is_int() && streams->as_int() > 1) {
+        const bool several = streams && streams->is_int() && streams->as_int() > 1;
+        if (on_gpu()) select_gpu(precision, several);
+        if (several) {
             load_module(model);
             return;
         }
@@ -262,7 +266,30 @@ public:
         return "MNN Interpreter::runSessionWithCallBackInfo: each op timed between its before and after callbacks";
     }
 
+    Json accelerator_report() override {
+        return on_gpu() ? mnn_gpu::report(device_, compute_backend_, precision_) : Json();
+    }
+
 private:
+    bool on_gpu() const { return compute_backend_ != "cpu"; }
+
+    // A session on MNN's Vulkan or OpenCL runtime, once the device it will take is found. On a
+    // GPU, numThread is MNN's GPU mode: 4, MNN_GPU_TUNING_WIDE, its default; Precision_High
+    // keeps fp32 there (Normal may be fp16).
+    void select_gpu(const std::string& precision, bool several) {
+        if (several)
+            throw BackendError("unsupported", "edgebench-native runs MNN on " + compute_backend_ +
+                                                  " one stream per load (--instances N separate): several "
+                                                  "streams on one load use MNN's Module API, which it runs "
+                                                  "on the CPU");
+        device_ = mnn_gpu::find_device(compute_backend_);
+        precision_ = precision;
+        config_.type = mnn_gpu::forward_type(compute_backend_);
+        config_.backupType = MNN_FORWARD_CPU;
+        config_.numThread = 4;
+        if (precision == "fp32") backend_config_.precision = MNN::BackendConfig::Precision_High;
+    }
+
     void load_module(const std::string& model) {
         runtime_.reset(expr::Executor::RuntimeManager::createRuntimeManager(config_));
         expr::Module::Config config;
@@ -289,6 +316,7 @@ private:
         MNN::Session* session = interpreter_->createSession(config_);
         if (!session) throw BackendError("model_load", "MNN could not create a session for the model");
         sessions_.push_back(session);
+        if (on_gpu()) mnn_gpu::check_session(*interpreter_, session, compute_backend_);
         return session;
     }
 
@@ -300,10 +328,13 @@ private:
     std::shared_ptr<expr::Executor::RuntimeManager> runtime_;
     std::shared_ptr<expr::Module> module_;
     bool main_used_ = false;
+    mnn_gpu::Device device_;  // on a GPU backend
+    std::string precision_;
 };
 
 const RegisterBackend registered({"mnn", MNN::getVersion(), {"fp32", "fp16", "int8", "int8-weights"},
-                                  [] { return std::unique_ptr<Backend>(new MnnBackend()); }});
+                                  [] { return std::unique_ptr<Backend>(new MnnBackend()); },
+                                  mnn_gpu::accelerators()});
 
 }  // namespace
 }  // namespace eb
