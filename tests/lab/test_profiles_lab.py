@@ -345,6 +345,13 @@ def test_lab_devices_with_defaults_filled_in(tmp_path, home):
     assert_one_line(exc, "pixel", "local, snapdragon, orin")
 
 
+def test_a_lab_entry_names_the_backends_its_device_measures(tmp_path, home):
+    text = '[devices.o]\ntransport = "ssh"\nhost = "h"\nbackends = ["cpu", "vulkan", "cpu"]\n'
+    lab = load_lab(write(tmp_path, "lab.toml", text))
+    assert lab.devices["o"].backends == ("cpu", "vulkan")
+    assert load_lab(write(tmp_path, "plain.toml", LAB)).devices["orin"].backends is None
+
+
 def test_lab_overrides_profile_and_relative_paths(tmp_path, home):
     write(tmp_path, "board.toml", GOOD_PROFILE)
     lab = load_lab(
@@ -498,6 +505,16 @@ BAD_LABS = [
         ["devices.o.user", "integer"],
     ),
     ("schema", 'schema = "edgebench.lab/2"\n', ["schema", "lab/2"]),
+    (
+        "unknown backend",
+        '[devices.o]\ntransport = "ssh"\nhost = "h"\nbackends = ["cpu", "metal"]\n',
+        ["devices.o.backends", '"metal" is not a backend', "vulkan"],
+    ),
+    (
+        "backends not a list",
+        '[devices.o]\ntransport = "ssh"\nhost = "h"\nbackends = "vulkan"\n',
+        ["devices.o.backends", "must be a list of backend names"],
+    ),
     (
         "bad profile file",
         '[devices.o]\ntransport = "ssh"\nhost = "h"\nprofile = "p.toml"\n',
