@@ -28,6 +28,8 @@ from edgebench.errors import UserError
 from edgebench.paths import cache_dir
 
 NATIVE_DIR_ENV = "EDGEBENCH_NATIVE_DIR"
+#: CMake files that run inside a framework's own project() (CMAKE_PROJECT_<name>_INCLUDE).
+CMAKE_HOOKS = Path(__file__).parent / "cmake"
 
 
 class BuildError(UserError):

@@ -75,16 +75,21 @@ def short_version(line: str) -> str:
 
 def ask_compiler(cxx: Path, argument: str) -> subprocess.CompletedProcess[str]:
     """``cxx argument``, run for what it prints; BuildError when it does not run."""
+    return ask_tool([str(cxx), argument])
+
+
+def ask_tool(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """A toolchain program run for what it prints; BuildError when it does not run."""
     try:
         return process_group.run(
-            [str(cxx), argument],
+            argv,
             capture_output=True,
             text=True,
             timeout=VERSION_TIMEOUT_S,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BuildError(f"{cxx} does not run: {exc}") from None
+        raise BuildError(f"{argv[0]} does not run: {exc}") from None
 
 
 def compiler_version(cxx: Path) -> str:

@@ -26,8 +26,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from edgebench.builds import BuildError, native_root
+from edgebench.builds import CMAKE_HOOKS, BuildError, native_root
 from edgebench.builds.compilers import Compiler
+from edgebench.builds.gpu_builds import (
+    ANY_OPENCL_DEVICE,
+    GPU_DEVICES,
+    gpu_apis,
+    mnn_gpu_flags,
+    ncnn_vulkan_flags,
+    rename_opencl_api,
+    tnn_gpu_flags,
+)
 from edgebench.builds.logged import first_error, run_logged
 from edgebench.builds.sources import Source, ncnn_version_number
 from edgebench.builds.targets import TARGETS, Target
@@ -74,9 +83,6 @@ RECIPES = {
         source_includes=("source",),
     ),
 }
-
-#: CMake files that run inside a framework's own project() (CMAKE_PROJECT_<name>_INCLUDE).
-CMAKE_HOOKS = Path(__file__).parent / "cmake"
 
 
 @dataclass(frozen=True)
@@ -209,53 +215,8 @@ def framework_flags(
                 flags += ["-DMNN_KLEIDIAI=OFF", "-DMNN_SME2=OFF"]
         return flags
     if source.framework == "tnn":
-        return tnn_flags(target)
+        return tnn_flags(target) + tnn_gpu_flags(target, gpu_devices)
     raise BuildError(f"no build recipe for {source.framework}: choose one of {', '.join(RECIPES)}")
-
-
-#: The accelerator APIs a framework's library is built with, per target (the CPU is always in).
-#: ncnn's Vulkan costs its bundled glslang and the Vulkan layers (about twice the lean build),
-#: so only the host's x86_64 build has it; a runner with it links glibc dynamically
-#: (:func:`loads_drivers`).
-GPU_APIS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("ncnn", "x86_64-linux"): ("vulkan",),
-    ("mnn", "x86_64-linux"): ("vulkan", "opencl"),
-}
-
-#: Which devices a build's GPU runtimes take: ``hardware``, the frameworks' own rule (MNN's
-#: OpenCL takes GPU-type devices only), or ``any``, a build for tests on a machine without a GPU
-#: whose OpenCL runtimes also take a CPU-type device (pocl); a cell on one is recorded software.
-GPU_DEVICES = ("hardware", "any")
-#: The flag of an ``any`` build (``cmake/mnn_gpu.cmake``), as its recorded configure shows it.
-ANY_OPENCL_DEVICE = "-DEDGEBENCH_ANY_OPENCL_DEVICE=ON"
-
-
-def gpu_apis(framework: str, target: Target) -> tuple[str, ...]:
-    return GPU_APIS.get((framework, target.name), ())
-
-
-def ncnn_vulkan_flags(target: Target) -> list[str]:
-    """ncnn's Vulkan compute with NCNN_SIMPLEVK: ncnn loads libvulkan.so.1 itself at run time,
-    so the binary starts (and runs CPU cells) on a machine without a Vulkan loader."""
-    if "vulkan" not in gpu_apis("ncnn", target):
-        return ["-DNCNN_VULKAN=OFF"]
-    return ["-DNCNN_VULKAN=ON", "-DNCNN_SIMPLEVK=ON", "-DNCNN_SYSTEM_GLSLANG=OFF"]
-
-
-def mnn_gpu_flags(target: Target, gpu_devices: str) -> list[str]:
-    """MNN's Vulkan and OpenCL backends where GPU_APIS has them (nothing elsewhere: a CPU build's
-    flags, and so its key, stay as they were), compiled into libMNN.a; each loads its API's
-    library (``libvulkan.so``, ``libOpenCL.so``) with dlopen when a session asks for it. With
-    ``gpu_devices`` "any", its OpenCL runtime also takes a CPU-type device; both in
-    ``cmake/mnn_gpu.cmake``."""
-    apis = gpu_apis("mnn", target)
-    if not apis:
-        return []
-    flags = [f"-DMNN_{api.upper()}=ON" for api in apis]
-    flags.append(f"-DCMAKE_PROJECT_MNN_INCLUDE_BEFORE={CMAKE_HOOKS / 'mnn_gpu.cmake'}")
-    if "opencl" in apis and gpu_devices == "any":
-        flags.append(ANY_OPENCL_DEVICE)
-    return flags
 
 
 def tnn_flags(target: Target) -> list[str]:
@@ -432,6 +393,8 @@ def build_library(
             _run_step(what, "build", build, log_path, timeout)
             if recipe.target_without_install:
                 _install_by_hand(source, recipe, build_dir, install_dir)
+            if source.framework == "tnn" and "opencl" in gpu_apis("tnn", target):
+                rename_opencl_api(install_dir / recipe.lib, compiler, log_path)
         except KeyboardInterrupt:
             # cmake and the compilers are stopped by now; without done.json nothing uses the
             # tree, and keeping it lets the next build resume instead of starting over.

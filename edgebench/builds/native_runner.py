@@ -158,8 +158,10 @@ def build_runner(
     ]
     loads_drivers = any(lib.gpu_apis for lib in libraries)
     link_flags = driver_link_flags(compiler) if loads_drivers else list(compiler.link_flags)
+    # The runner's own driver lookups (gpu_devices.cpp) exist only where glibc is shared.
+    cxxflags = [*RUNNER_CXXFLAGS, *(["-DEB_LOADS_DRIVERS"] if loads_drivers else [])]
     flags = {
-        "cxxflags": list(RUNNER_CXXFLAGS),
+        "cxxflags": cxxflags,
         "link_flags": link_flags,
         "cpu_features": features,
         "gpu_devices": gpu_devices,
@@ -180,7 +182,9 @@ def build_runner(
             includes = [
                 src.root / name for src in found for name in RECIPES[src.framework].source_includes
             ]
-            argv = _compile(compiler, folder, cpp_files, libraries, includes, link_flags, out_dir)
+            argv = _compile(
+                compiler, folder, cpp_files, libraries, includes, cxxflags, link_flags, out_dir
+            )
             runner_seconds = round(time.monotonic() - started, 1)
             binary = out_dir / BINARY
             manifest = {
@@ -222,6 +226,7 @@ def _compile(
     cpp_files: list[Path],
     libraries: list[Library],
     source_includes: list[Path],
+    cxxflags: list[str],
     link_flags: list[str],
     out: Path,
 ) -> list[str]:
@@ -232,7 +237,7 @@ def _compile(
         log.warning("removing %s, left half-written by an interrupted build", stale)
         stale.unlink(missing_ok=True)
     tmp = out / f".{BINARY}.{os.getpid()}.tmp"
-    argv = [str(compiler.cxx), *RUNNER_CXXFLAGS, f"-I{folder}"]
+    argv = [str(compiler.cxx), *cxxflags, f"-I{folder}"]
     # The frameworks' headers as system headers: their warnings (TNN's MSVC pragmas, on every
     # line) would bury the runner's own.
     argv += [f"-isystem{lib.include_dir}" for lib in libraries]

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from edgebench.builds import BuildError
-from edgebench.builds.libraries import CPU_FEATURES, GPU_DEVICES
+from edgebench.builds.gpu_builds import GPU_DEVICES
+from edgebench.builds.libraries import CPU_FEATURES
 from edgebench.builds.native_runner import build_runner, list_runners
 from edgebench.builds.sources import FRAMEWORKS, find_source
 from edgebench.builds.targets import TARGETS, host_target, parse_target

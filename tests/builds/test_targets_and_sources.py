@@ -477,6 +477,11 @@ def test_framework_flags_pin_the_version():
     any_device = framework_flags(mnn, TARGETS["x86_64-linux"], gpu_devices="any")
     assert "-DEDGEBENCH_ANY_OPENCL_DEVICE=ON" in any_device
     assert not [f for f in framework_flags(mnn, TARGETS["aarch64-linux"]) if "GPU" in f.upper()]
+    tnn = fake_source("0.3.0.0", "tnn")
+    tnn_x86 = framework_flags(tnn, TARGETS["x86_64-linux"], gpu_devices="any")
+    assert "-DTNN_OPENCL_ENABLE=ON" in tnn_x86 and "-DEDGEBENCH_ANY_OPENCL_DEVICE=ON" in tnn_x86
+    assert any(flag.endswith("/tnn_gpu.cmake") for flag in tnn_x86)
+    assert not [f for f in framework_flags(tnn, TARGETS["aarch64-linux"]) if "OPENCL" in f]
     with pytest.raises(BuildError, match="unknown GPU devices 'all': choose one of hardware, any"):
         framework_flags(mnn, TARGETS["x86_64-linux"], gpu_devices="all")
 

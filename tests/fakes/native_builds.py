@@ -29,7 +29,7 @@ from edgebench.builds.compilers import find_compiler
 from edgebench.builds.native_runner import BuiltRunner, find_runner
 from edgebench.builds.sources import FRAMEWORKS, find_source
 from edgebench.builds.targets import parse_target
-from edgebench.compute_backends import VULKAN_PACKAGES
+from edgebench.compute_backends import OPENCL_PACKAGES, VULKAN_PACKAGES
 from edgebench.converters import ConversionOptions, get_converter
 from edgebench.runners import vulkan_info
 from edgebench.runners.protocol import RESULT_PREFIX
@@ -250,6 +250,18 @@ def first_vulkan_device() -> dict:
         pytest.skip(f"no Vulkan loader here ({exc}): {VULKAN_PACKAGES}")
     if not devices:
         pytest.skip(f"no Vulkan device here: {VULKAN_PACKAGES}")
+    return devices[0]
+
+
+def first_opencl_device_name() -> str:
+    """The first OpenCL device clinfo lists; skips, naming the packages, without one."""
+    try:
+        listed = subprocess.run(["clinfo", "-l"], capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        pytest.skip("clinfo is not installed (apt-get install clinfo)")
+    devices = [ln.split(":", 1)[1].strip() for ln in listed.stdout.splitlines() if "Device #" in ln]
+    if not devices:
+        pytest.skip(f"no OpenCL device here: {OPENCL_PACKAGES}")
     return devices[0]
 
 

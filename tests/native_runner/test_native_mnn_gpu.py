@@ -7,33 +7,25 @@ device is reported and marked software; without a driver the cell names the pack
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 from fakes.models import save_conv_model
-from fakes.native_builds import converted_conv, first_vulkan_device, host_native_lab, run_native
+from fakes.native_builds import (
+    converted_conv,
+    first_opencl_device_name,
+    first_vulkan_device,
+    host_native_lab,
+    run_native,
+)
 from fakes.records import stored_records
 
 from edgebench.builds.native_runner import BuiltRunner
-from edgebench.compute_backends import OPENCL_PACKAGES
 from edgebench.runners import protocol
 
 NO_VULKAN = {"VK_DRIVER_FILES": "/nonexistent.json", "VK_ICD_FILENAMES": "/nonexistent.json"}
 NO_OPENCL = {"OCL_ICD_VENDORS": "/nonexistent", "OCL_ICD_FILENAMES": ""}
-
-
-def opencl_device_name() -> str:
-    """The first OpenCL device clinfo lists (skips, naming the packages, without one)."""
-    try:
-        listed = subprocess.run(["clinfo", "-l"], capture_output=True, text=True, timeout=60)
-    except FileNotFoundError:
-        pytest.skip("clinfo is not installed (apt-get install clinfo)")
-    devices = [ln.split(":", 1)[1].strip() for ln in listed.stdout.splitlines() if "Device #" in ln]
-    if not devices:
-        pytest.skip(f"no OpenCL device here: {OPENCL_PACKAGES}")
-    return devices[0]
 
 
 def vulkan_device_name() -> str:
@@ -73,7 +65,7 @@ def _spec(model: Path, backend: str, **changes: object) -> dict:
 def test_mnn_gpu_cell_reports_the_device_and_matches_the_cpu(
     native_gpu_mnn: BuiltRunner, mnn_conv: Path, tmp_path: Path, backend: str
 ) -> None:
-    device = vulkan_device_name() if backend == "vulkan" else opencl_device_name()
+    device = vulkan_device_name() if backend == "vulkan" else first_opencl_device_name()
     gpu = run_native(
         native_gpu_mnn.path, _spec(mnn_conv, backend, save_outputs=str(tmp_path / "gpu.npz"))
     )
@@ -117,7 +109,7 @@ def test_mnn_on_gpus_through_edgebench_run(
 ) -> None:
     """On the one-conv model: MNN's OpenCL load tunes its kernels on pocl, 80 s for MobileNetV2."""
     vulkan_device_name()
-    opencl_device_name()
+    first_opencl_device_name()
     model = save_conv_model(tmp_path / "conv.onnx", [1, 3, 32, 32])
     result = run_cli(
         [

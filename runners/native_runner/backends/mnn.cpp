@@ -328,7 +328,7 @@ private:
     std::shared_ptr<expr::Executor::RuntimeManager> runtime_;
     std::shared_ptr<expr::Module> module_;
     bool main_used_ = false;
-    mnn_gpu::Device device_;  // on a GPU backend
+    GpuDevice device_;  // on a GPU backend
     std::string precision_;
 };
 

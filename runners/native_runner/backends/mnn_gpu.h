@@ -1,5 +1,5 @@
 // MNN on Vulkan or OpenCL, for backends/mnn.cpp: the device MNN's runtime will take (found first
-// through the API's own loader, since MNN's Vulkan runtime dereferences a missing device), the
+// through the API's own loader, gpu_devices.h: MNN's Vulkan runtime dereferences a missing one), the
 // check that the session really runs there, and the report of what ran. A build without MNN's
 // GPU backends (no EB_MNN_VULKAN or EB_MNN_OPENCL) has no accelerators, and the cell refuses
 // them before anything here is called.
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../gpu_devices.h"
 #include "../json.h"
 
 namespace eb {
@@ -17,14 +18,9 @@ namespace mnn_gpu {
 
 std::vector<std::string> accelerators();
 
-struct Device {
-    std::string name, type, api_version, driver;
-    bool software = false;
-};
-
 // The device MNN's runtime for `backend` takes (the API's first one it accepts); throws
 // unsupported, naming what provides one, when there is none.
-Device find_device(const std::string& backend);
+GpuDevice find_device(const std::string& backend);
 
 // MNN's forward type for `backend` (MNN_FORWARD_VULKAN, MNN_FORWARD_OPENCL).
 MNNForwardType forward_type(const std::string& backend);
@@ -33,7 +29,7 @@ MNNForwardType forward_type(const std::string& backend);
 // the backend cannot start; the session's forward type tells (a fallback error).
 void check_session(MNN::Interpreter& interpreter, MNN::Session* session, const std::string& backend);
 
-Json report(const Device& device, const std::string& backend, const std::string& precision);
+Json report(const GpuDevice& device, const std::string& backend, const std::string& precision);
 
 }  // namespace mnn_gpu
 }  // namespace eb

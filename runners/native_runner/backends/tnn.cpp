@@ -6,7 +6,9 @@
 // way to serve several networks from one model: the instances share the interpreted weights,
 // each keeps its device's packed copy and its own blobs). Feeds and outputs are NCHW float Mats
 // on the CPU that TNN converts to and from its blob layout (NC4HW4 and fp16 on ARM). The model's
-// input and output names are the ONNX names: edgebench's writer keeps them, so no io.json.
+// input and output names are the ONNX names: edgebench's writer keeps them, so no io.json. On
+// OpenCL (the x86_64 build), the instance runs on TNN's OPENCL device and the Mats stay on the
+// CPU: TNN uploads and downloads them.
 #include <tnn/core/common.h>
 #include <tnn/core/instance.h>
 #include <tnn/core/mat.h>
@@ -20,6 +22,7 @@
 #include <sstream>
 
 #include "../backend.h"
+#include "../gpu_devices.h"
 
 #ifndef EB_TNN_VERSION
 #define EB_TNN_VERSION "unknown"
@@ -200,11 +203,40 @@ public:
             throw BackendError("unsupported", "this CPU has no fp16 arithmetic (ARMv8.2 asimdhp), so TNN would run "
                                               "fp16 layers in fp32; measure fp32 here");
         // ARM: NORMAL runs every layer TNN has an fp16 kernel for in fp16 (LOW would be bfloat16);
-        // HIGH keeps fp32 everywhere.
+        // HIGH keeps fp32 everywhere (on OpenCL too).
         config_.device_type = kDevice;
         config_.precision = precision == "fp16" ? TNN_NS::PRECISION_NORMAL : TNN_NS::PRECISION_HIGH;
+        if (on_opencl()) {
+#ifdef EB_TNN_ANY_GPU_DEVICE
+            device_ = first_opencl_device(true, false);  // TNN looks at every platform
+#else
+            device_ = first_opencl_device(false, false);
+#endif
+            // Every TNN OpenCL program enables half precision (its base.inc); on a device without
+            // it they do not build, and TNN then crashes in its own clean-up.
+            if (device_.extensions.find("cl_khr_fp16") == std::string::npos)
+                throw BackendError("unsupported", "TNN's OpenCL programs need half precision (cl_khr_fp16), which " +
+                                                      device_.name + " lacks: they do not build there");
+            config_.device_type = TNN_NS::DEVICE_OPENCL;
+        }
         threads_ = threads;
         main_ = new_instance();
+    }
+
+    Json accelerator_report() override {
+        if (!on_opencl()) return Json();
+        Json report = accelerator_object("OpenCL");
+        report.set("device", device_.name);
+        report.set("device_type", device_.type);
+        report.set("software", device_.software);
+        report.set("driver", device_.driver);
+        report.set("api_version", device_.api_version);
+        report.set("precision", config_.precision == TNN_NS::PRECISION_HIGH ? Json("fp32") : Json());
+        report.set("device_memory_unavailable", "TNN does not say what an instance holds on the device");
+        report.set("stages_note",
+                   "Instance::Forward enqueues the layers and GetOutputMat waits for them before the download: "
+                   "compute and copy_out split where the queue ends, not where the device's compute does");
+        return report;
     }
 
     std::vector<TensorInfo> model_inputs() override { return io_.inputs; }
@@ -243,6 +275,10 @@ private:
         TNN_NS::InputShapesMap shapes;
         for (const auto& input : io_.inputs) shapes[input.name] = dims_of(input.shape);
         std::shared_ptr<TNN_NS::Instance> instance = net_.CreateInst(config_, status, shapes);
+        if ((status != TNN_NS::TNN_OK || !instance) && on_opencl())
+            throw BackendError("unsupported", "TNN could not run the model on its OPENCL device (" + device_.name +
+                                                  "; TNN loads libOpenCL.so, which ocl-icd-opencl-dev provides): " +
+                                                  status.description());
         if (status != TNN_NS::TNN_OK || !instance) {
             const std::string said = status.description();
             // TNN's words when a layer type has no kernel (no layout) on the device.
@@ -253,9 +289,13 @@ private:
             throw BackendError("model_load",
                                std::string("TNN could not create an instance on its ") + kDeviceName + " device: " + said);
         }
-        check(instance->SetCpuNumThreads(threads_), "model_load", "TNN could not use " + std::to_string(threads_) + " threads");
+        if (!on_opencl())
+            check(instance->SetCpuNumThreads(threads_), "model_load",
+                  "TNN could not use " + std::to_string(threads_) + " threads");
         return instance;
     }
+
+    bool on_opencl() const { return compute_backend_ == "opencl"; }
 
     TNN_NS::TNN net_;
     TNN_NS::NetworkConfig config_;
@@ -263,6 +303,7 @@ private:
     int threads_ = 1;
     std::shared_ptr<TNN_NS::Instance> main_;
     bool main_used_ = false;
+    GpuDevice device_;  // on OpenCL
 };
 
 #if defined(__aarch64__)
@@ -271,8 +312,14 @@ const std::vector<std::string> kPrecisions = {"fp32", "fp16"};
 const std::vector<std::string> kPrecisions = {"fp32"};
 #endif
 
+#ifdef EB_TNN_OPENCL
+const std::vector<std::string> kAccelerators = {"opencl"};
+#else
+const std::vector<std::string> kAccelerators = {};
+#endif
+
 const RegisterBackend registered({"tnn", EB_TNN_VERSION, kPrecisions,
-                                  [] { return std::unique_ptr<Backend>(new TnnBackend()); }});
+                                  [] { return std::unique_ptr<Backend>(new TnnBackend()); }, kAccelerators});
 
 }  // namespace
 }  // namespace eb
