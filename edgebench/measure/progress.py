@@ -14,7 +14,7 @@ from edgebench.statuses import Status
 
 
 def describe_cell(cell: Cell) -> str:
-    parts = [cell.device.name, cell.model.name, cell.framework, cell.precision]
+    parts = [cell.device.name, cell.model.name, cell.engine, cell.precision]
     parts += [f"{cell.threads}t", f"cores {cell.cores_selection}"]
     if cell.instances > 1:
         parts.append(f"{cell.instances} instances, {cell.instance_mode}")
