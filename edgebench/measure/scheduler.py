@@ -139,6 +139,13 @@ def _round_cell(cell: Cell, rounds: int, round_index: int) -> Cell:
     return replace(cell, timing=timing)
 
 
+def single_visit(cell: Cell, record: Record) -> bool:
+    """A cell on a software accelerator is visited once: known from the device's facts when
+    planned, or from the record when the runner reports it (a device whose probe lists no
+    accelerators): its figure ranks nothing, so more rounds would only cost time."""
+    return cell.software_device or record.software_device
+
+
 def merge_rounds(parts: Sequence[Record]) -> Record:
     """One record from a cell's interleaved rounds: samples pooled, statistics recomputed.
 
@@ -267,7 +274,7 @@ class _DeviceWorker:
                 done = parts[position]
                 if done and (
                     cell.verdict is not None
-                    or cell.software_device
+                    or single_visit(cell, done[-1])
                     or done[-1].status not in MEASURED
                 ):
                     continue  # decided without measuring, or nothing to gain from another visit
@@ -278,7 +285,7 @@ class _DeviceWorker:
                 done.append(self._visit(cell, round_index, first=not done))
                 if self.stop is not None and self.stop.aborted:
                     return  # killed by the second Ctrl-C: not a measurement
-                if last_round or cell.software_device or done[-1].status not in MEASURED:
+                if last_round or single_visit(cell, done[-1]) or done[-1].status not in MEASURED:
                     self._store(position, cell, merge_rounds(done))
 
     def _keep_finished_rounds(self, parts: dict[int, list[Record]]) -> None:

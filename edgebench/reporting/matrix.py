@@ -40,7 +40,7 @@ from edgebench.results.record_warnings import (
     worst_of,
 )
 from edgebench.results.records import Record
-from edgebench.statuses import MEASURED, Status
+from edgebench.statuses import MEASURED, ErrorKind, Status
 
 GroupKey = tuple[str, str, int, str, int, str]
 
@@ -50,6 +50,8 @@ SKIP_LABELS = {
     "toolchain_missing": "no toolchain",
     "other_format": "-",
 }
+#: What an accelerator cell that ran on the CPU shows: never a figure.
+FALLBACK_LABEL = "CPU fallback"
 STATUS_LABELS = {
     Status.SKIPPED: "skipped",
     Status.FAILED: "FAILED",
@@ -127,9 +129,12 @@ def group_title(key: GroupKey) -> str:
 
 
 def status_word(r: Record) -> str:
-    """What a report cell says for a record: its status, or for a skip the short reason."""
+    """What a report cell says for a record: its status, for a skip the short reason, and
+    ``CPU fallback`` for an accelerator cell that ran on the CPU."""
     if r.status == Status.SKIPPED:
         return SKIP_LABELS.get(r.error_kind or "", "skipped")
+    if r.error_kind == ErrorKind.FALLBACK:
+        return FALLBACK_LABEL
     return r.status
 
 
@@ -167,6 +172,8 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
                     row.append("")
                 elif record.status == Status.SKIPPED:
                     row.append(status_word(record))
+                elif record.error_kind == ErrorKind.FALLBACK:
+                    row.append(FALLBACK_LABEL)
                 elif record.status != Status.OK:
                     row.append(STATUS_LABELS.get(record.status, record.status))
                 else:

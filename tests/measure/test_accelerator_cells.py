@@ -108,6 +108,7 @@ def test_ncnn_on_software_vulkan_is_checked_recorded_and_never_starred(run_cli, 
     assert header.split() == ["device", "mnn", "mnn·vulkan", "mnn·opencl", "ncnn", "ncnn·vulkan"]
     gpu_cell = row.split()[-2:]  # the figure, then its mark: never a star or a tie
     assert gpu_cell[1] == "(software)" and gpu_cell[0].replace(".", "").isdigit()
+    assert row.count("CPU fallback") == 2  # mnn·vulkan and mnn·opencl: never a figure
     assert "software: local · vulkan ran on a software device" in table.stdout
 
 
