@@ -257,8 +257,8 @@ def first_opencl_device_name() -> str:
     """The first OpenCL device clinfo lists; skips, naming the packages, without one."""
     try:
         listed = subprocess.run(["clinfo", "-l"], capture_output=True, text=True, timeout=60)
-    except FileNotFoundError:
-        pytest.skip("clinfo is not installed (apt-get install clinfo)")
+    except OSError as exc:  # missing, or not a program this user can run
+        pytest.skip(f"clinfo cannot run ({exc.strerror}): apt-get install clinfo")
     devices = [ln.split(":", 1)[1].strip() for ln in listed.stdout.splitlines() if "Device #" in ln]
     if not devices:
         pytest.skip(f"no OpenCL device here: {OPENCL_PACKAGES}")
