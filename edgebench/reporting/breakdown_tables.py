@@ -31,6 +31,7 @@ from edgebench.analysis.breakdowns import (
     stage_summaries,
 )
 from edgebench.frameworks import display_order
+from edgebench.reporting.matrix import emulated_mark
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.breakdown_parts import OpProfile, Stages
 from edgebench.results.records import Record
@@ -77,9 +78,7 @@ def ms_share(ms: float | None, share: float | None) -> str:
 
 
 def framework_text(r: Record) -> str:
-    if not r.emulated:
-        return r.engine
-    return r.engine + (" (software)" if r.software_device else " (emulated)")
+    return r.engine + (emulated_mark(r) if r.emulated else "")
 
 
 def settings_of(records: Sequence[Record]) -> list[str]:
