@@ -19,11 +19,17 @@ from dataclasses import dataclass
 CPU = "cpu"
 
 #: Every backend name, in display order (the ``--backends`` choices).
-BACKEND_NAMES = ("cpu", "vulkan", "opencl", "gpu", "cuda", "nnapi", "qnn", "npu")
+BACKEND_NAMES = ("cpu", "vulkan", "opencl", "gpu", "cuda", "tensorrt", "nnapi", "qnn", "npu")
+
+#: Frameworks that have no CPU backend, with the backend a cell takes when a run names none
+#: (TensorRT builds engines for NVIDIA GPUs only). Every other framework defaults to ``cpu``.
+DEFAULT_BACKENDS = {"tensorrt": "cuda"}
 
 #: The packages that give a Debian device a Vulkan or OpenCL device, software or real.
 VULKAN_PACKAGES = "mesa-vulkan-drivers libvulkan1 (software: lavapipe), or the GPU vendor's driver"
 OPENCL_PACKAGES = "ocl-icd-libopencl1 pocl-opencl-icd (software: pocl), or the GPU vendor's ICD"
+#: What every CUDA backend needs beside its framework.
+NVIDIA_DRIVER = "an NVIDIA GPU with its driver (libcuda.so.1; on Jetson, JetPack)"
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,10 @@ class ComputeBackend:
     #: ``OPENCL``); where it goes on the command line is the tool adapter's business
     #: (edgebench/framework_tools). None: the tool cannot select it.
     tool_arg: str | None = None
+    #: The artifact format an fp16 cell on this backend runs (``onnx-fp16``: an ONNX model
+    #: with fp16 weights and casts, since TensorRT 11 takes precision only from the graph);
+    #: None: the framework computes fp16 from the fp32 artifact, or not at all.
+    fp16_format: str | None = None
 
     @property
     def label(self) -> str:
@@ -50,8 +60,14 @@ class ComputeBackend:
 
 
 def engine_label(framework: str, backend: str) -> str:
-    """The column a (framework, backend) pair takes: the framework alone on the CPU."""
-    return framework if backend == CPU else f"{framework}·{backend}"
+    """The column a (framework, backend) pair takes: the framework alone on its default
+    backend (the CPU; TensorRT's CUDA)."""
+    return framework if backend == default_backend(framework) else f"{framework}·{backend}"
+
+
+def default_backend(framework: str) -> str:
+    """The backend ``framework`` runs on when a run names none: ``cpu`` but for GPU-only ones."""
+    return DEFAULT_BACKENDS.get(framework, CPU)
 
 
 #: The accelerator backends, per framework in display order (``cpu`` is implicit for all).
@@ -73,6 +89,28 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         native=None,
         tool=None,
         provides="onnxruntime-qnn and a Qualcomm Hexagon NPU",
+    ),
+    ComputeBackend(
+        "onnxruntime",
+        "cuda",
+        "CUDA",
+        python="providers=['CUDAExecutionProvider'] (the onnxruntime-gpu package)",
+        native=None,
+        tool=None,
+        provides=f"onnxruntime-gpu (in place of onnxruntime) and {NVIDIA_DRIVER}",
+        fp16_format="onnx-fp16",
+    ),
+    ComputeBackend(
+        "onnxruntime",
+        "tensorrt",
+        "TensorRT",
+        python="providers=['TensorrtExecutionProvider'] (onnxruntime-gpu, TensorRT's libraries)",
+        native=None,
+        tool=None,
+        provides=(
+            f"onnxruntime-gpu (in place of onnxruntime), TensorRT's libraries and {NVIDIA_DRIVER}"
+        ),
+        fp16_format="onnx-fp16",
     ),
     ComputeBackend(
         "mnn",
@@ -174,6 +212,17 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
         provides="a TNN build with TNN_CUDA_ENABLE=ON and an NVIDIA GPU with TensorRT",
         tool_arg="CUDA",
     ),
+    ComputeBackend(
+        "tensorrt",
+        "cuda",
+        "CUDA",
+        python="an engine built by the tensorrt package, run through libcudart (ctypes)",
+        native=None,
+        tool="trtexec --onnx",
+        provides=f"the tensorrt package (TensorRT 10 on JetPack 6) and {NVIDIA_DRIVER}",
+        tool_arg="",
+        fp16_format="onnx-fp16",
+    ),
 )
 
 
@@ -183,15 +232,20 @@ def find_backend(framework: str, name: str) -> ComputeBackend | None:
 
 
 def backends_of(framework: str) -> list[str]:
-    """The backends ``framework`` offers: ``cpu`` first, then its accelerators."""
-    return [CPU, *(b.name for b in ACCELERATORS if b.framework == framework)]
+    """The backends ``framework`` offers: ``cpu`` first (where it has one), then its
+    accelerators."""
+    cpu = [] if framework in DEFAULT_BACKENDS else [CPU]
+    return [*cpu, *(b.name for b in ACCELERATORS if b.framework == framework)]
 
 
 def missing_backend_reason(framework: str, name: str) -> str | None:
     """Why ``framework`` has no backend ``name`` at all (None: it has)."""
-    if name == CPU or find_backend(framework, name) is not None:
+    offered = backends_of(framework)
+    if name in offered:
         return None
-    others = [b for b in backends_of(framework) if b != CPU]
+    if CPU not in offered:
+        return f"{framework} has no {name} backend (it runs on {', '.join(offered)} only)"
+    others = [b for b in offered if b != CPU]
     offers = f"its accelerators: {', '.join(others)}" if others else "it runs on the CPU only"
     return f"{framework} has no {name} backend ({offers})"
 

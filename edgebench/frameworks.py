@@ -75,6 +75,8 @@ FRAMEWORKS: tuple[Framework, ...] = (
         "openvino", backend="openvino_backend", artifact_format="openvino", converter="openvino"
     ),
     Framework("tnn", backend="tnn_backend", artifact_format="tnn", converter="tnn"),
+    # Builds its engine from the ONNX file on the device (engines are per GPU and version).
+    Framework("tensorrt", backend="tensorrt_backend", int8_format="onnx-qdq"),
 )
 
 

@@ -35,6 +35,16 @@ class AcceleratorRun(RecordPart):
     #: What the stage split means on this backend (``extract() includes the upload and the
     #: download``), when it differs from the CPU's.
     stages_note: str | None = None
+    #: Building the engine (TensorRT, ONNX Runtime's TensorRT provider): how long it took in
+    #: this cell, and ``hit`` (loaded from the device's engine cache), ``miss`` (built and
+    #: stored) or ``off`` (built, not stored).
+    engine_build_ms: float | None = None
+    engine_cache: str | None = None
+    #: Whether the inference was captured into a CUDA graph and replayed (None: not a CUDA cell).
+    cuda_graph: bool | None = None
+    #: Nodes per place they ran (ONNX Runtime's execution providers, TensorRT's GPU/DLA), as
+    #: the framework reports it: a node left on the CPU shows here.
+    placement: dict[str, int] | None = None
 
     def describe(self) -> str:
         parts = [self.api]

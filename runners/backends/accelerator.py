@@ -34,6 +34,10 @@ ACCELERATOR_KEYS = (
     "device_memory_mb",
     "device_memory_unavailable",
     "stages_note",
+    "engine_build_ms",
+    "engine_cache",
+    "cuda_graph",
+    "placement",
 )
 
 

@@ -1,4 +1,4 @@
-"""ONNX Runtime: the CPU execution provider, or NNAPI's or QNN's ahead of it."""
+"""ONNX Runtime: the CPU execution provider, or NNAPI's, QNN's, CUDA's or TensorRT's ahead of it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .base import Backend, BackendError, InputSpec, Stream, check_precision, fir
 FRAMEWORK = "onnxruntime"
 REQUIRES = ("onnxruntime",)
 #: Execution providers of other onnxruntime builds than the PyPI wheel's.
-ACCELERATORS = ("nnapi", "qnn")
+ACCELERATORS = ("nnapi", "qnn", "cuda", "tensorrt")
 #: Per accelerator: its execution provider, its API and what provides it.
 _PROVIDERS = {
     "nnapi": (
@@ -19,6 +19,16 @@ _PROVIDERS = {
         "an onnxruntime build with the NNAPI execution provider (Android)",
     ),
     "qnn": ("QNNExecutionProvider", "QNN", "onnxruntime-qnn and a Qualcomm Hexagon NPU"),
+    "cuda": (
+        "CUDAExecutionProvider",
+        "CUDA",
+        "onnxruntime-gpu in place of onnxruntime, and an NVIDIA GPU with its driver",
+    ),
+    "tensorrt": (
+        "TensorrtExecutionProvider",
+        "TensorRT",
+        "onnxruntime-gpu in place of onnxruntime, TensorRT's libraries, and an NVIDIA GPU",
+    ),
 }
 
 _ORT_DTYPES = {

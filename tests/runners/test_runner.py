@@ -162,7 +162,15 @@ def test_probe_lists_every_known_framework():
     )
     payload = __import__("json").loads(proc.stdout.strip().split(" ", 1)[1])
     assert payload["schema"] == "edgebench.probe/1"
-    assert set(payload["frameworks"]) == {"onnxruntime", "mnn", "ncnn", "tflite", "openvino", "tnn"}
+    assert set(payload["frameworks"]) == {
+        "onnxruntime",
+        "mnn",
+        "ncnn",
+        "tflite",
+        "openvino",
+        "tnn",
+        "tensorrt",
+    }
     assert payload["frameworks"]["onnxruntime"]["available"] is True
     assert payload["frameworks"]["tnn"]["reason"] == "unsupported"
 
