@@ -1,5 +1,6 @@
-"""What accelerators a device offers: Vulkan and OpenCL devices, OpenVINO's devices, and which
-of them are software (a GPU API served by the CPU).
+"""What accelerators a device offers: Vulkan and OpenCL devices, OpenVINO's devices, NVIDIA's
+CUDA GPUs (NVML, or a Jetson's sysfs), and which of them are software (a GPU API served by the
+CPU).
 
 Standard library only, Python 3.8+, no host imports: it runs on phones and boards. The
 runner's ``--probe`` calls ``start_probe()`` and ``finish_probe()``, which run this file as
@@ -10,7 +11,8 @@ one JSON line per API.
 Each API's line is ``{"api", "devices": [...], "problem": None | {"kind", "message"}}``; a
 device is ``{"api", "name", "type", "software", "driver", "api_version", "index", ...}`` with
 the API's own extras (Vulkan: driver_name, driver_version, vendor_id, memory_budget; OpenCL:
-platform, platform_vendor, platform_version, platform_index, vendor, version, memory_mb).
+platform, platform_vendor, platform_version, platform_index, vendor, version, memory_mb;
+CUDA: compute_capability, memory_mb, uuid, and ``api_version`` the CUDA driver's version).
 Problem kinds: ``no_loader`` (the API's library is missing), ``no_device`` (it is there and
 finds none), ``failed`` (an error, a crash or no answer in time).
 
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,12 +34,17 @@ from subprocess import Popen
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 if __package__:
-    from . import opencl_info, vulkan_info
+    from . import nvidia_info, opencl_info, vulkan_info
+    from .jetson import TegraGpu, read_release
+    from .nvidia_info import NvidiaUnavailable
 else:  # on the device, beside runner.py, or run as the probe's child
+    import nvidia_info
     import opencl_info
     import vulkan_info
+    from jetson import TegraGpu, read_release
+    from nvidia_info import NvidiaUnavailable
 
-APIS = ("Vulkan", "OpenCL", "OpenVINO")
+APIS = ("Vulkan", "OpenCL", "OpenVINO", "CUDA")
 #: Bound on the child probe: lavapipe and pocl answer in well under a second.
 PROBE_TIMEOUT_S = 20.0
 OPENVINO_TYPES = {"CPU": "cpu", "GPU": "gpu", "NPU": "npu"}
@@ -98,12 +107,54 @@ def _openvino() -> List[Dict[str, Any]]:
     return devices
 
 
+def _cuda() -> List[Dict[str, Any]]:
+    """NVML's GPUs; on a Jetson (no NVML before JetPack 7) its Tegra GPU from sysfs."""
+    try:
+        found = nvidia_info.nvml_devices()
+    except NvidiaUnavailable as exc:
+        root = os.environ.get("EDGEBENCH_SYSFS_ROOT") or "/"
+        tegra = TegraGpu(root)
+        if exc.kind == "no_loader" and tegra.found:
+            return [_tegra_device(tegra, root)]
+        if exc.kind == "no_loader" and shutil.which("nvidia-smi") is None:
+            raise NvidiaUnavailable(
+                "no_loader",
+                "no NVIDIA GPU: nvidia-smi not found, nor libnvidia-ml.so.1 (the NVIDIA driver)",
+            ) from exc
+        raise
+    devices = []
+    for device in found["devices"]:
+        entry = {"api": "CUDA", "driver": found["driver"], "api_version": found["cuda_driver"]}
+        entry.update(device)
+        entry["software"] = None
+        devices.append(entry)
+    return devices
+
+
+def _tegra_device(tegra: TegraGpu, root: str) -> Dict[str, Any]:
+    facts = tegra.facts()
+    release, _ = read_release(root)
+    cuda_driver, _ = nvidia_info.cuda_driver_version()
+    return {
+        "api": "CUDA",
+        "name": facts["name"] or "Tegra GPU",
+        "type": "integrated",
+        "software": None,
+        "driver": "L4T %s" % release if release else None,
+        "api_version": cuda_driver,
+        "compute_capability": facts["compute_capability"],
+        "sm_clock_max_mhz": facts["sm_clock_max_mhz"],
+        "index": 0,
+    }
+
+
 PROBES: Dict[str, Callable[[], List[Dict[str, Any]]]] = {
     "Vulkan": _vulkan,
     "OpenCL": _opencl,
     "OpenVINO": _openvino,
+    "CUDA": _cuda,
 }
-UNAVAILABLE = (vulkan_info.VulkanUnavailable, opencl_info.OpenCLUnavailable)
+UNAVAILABLE = (vulkan_info.VulkanUnavailable, opencl_info.OpenCLUnavailable, NvidiaUnavailable)
 
 
 def probe_api(api: str) -> Dict[str, Any]:

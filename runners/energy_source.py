@@ -46,6 +46,9 @@ class EnergySource:
     def read(self) -> Reading:
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Stop what the source started (a child process, a library session); idempotent."""
+
     def probe(self) -> Reading:
         """One read that must give a finite power or energy, else TelemetryUnavailable."""
         try:

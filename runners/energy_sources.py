@@ -7,6 +7,8 @@ from ``SOURCE_KINDS``.
 - ``android_odpm``: Pixel on-device power monitor, accumulated energy per rail (a counter).
 - ``ina3221``: Jetson power monitor, instantaneous power of the input rail (or the sum of rails).
 - ``rapl``: x86 package energy counter, which wraps at ``max_energy_range_uj``.
+- ``tegrastats``: a Jetson's ``tegrastats`` child process, the input rail's power (or the sum).
+- ``nvml``: an NVIDIA GPU's board energy counter (or power draw), the GPU only.
 - ``none``: no energy; frequencies and temperatures are still sampled.
 - ``auto``: the first of ``AUTO_ORDER`` that gives a valid reading, else none.
 
@@ -21,16 +23,20 @@ if __package__:
     from .energy_source import EnergySource, NoneSource, Reading, TelemetryUnavailable
     from .fuel_gauge import AndroidFuelGauge
     from .ina3221 import Ina3221
+    from .nvml_power import NvmlPower
     from .odpm import AndroidOdpm
     from .rapl import Rapl
     from .sysfs import one_line
+    from .tegrastats import Tegrastats
 else:  # on the device, beside runner.py
     from energy_source import EnergySource, NoneSource, Reading, TelemetryUnavailable
     from fuel_gauge import AndroidFuelGauge
     from ina3221 import Ina3221
+    from nvml_power import NvmlPower
     from odpm import AndroidOdpm
     from rapl import Rapl
     from sysfs import one_line
+    from tegrastats import Tegrastats
 
 #: (root, rails, current_unit, voltage_unit) -> an unprobed source, per kind that measures.
 _OPENERS: Dict[str, Callable[..., EnergySource]] = {
@@ -40,9 +46,13 @@ _OPENERS: Dict[str, Callable[..., EnergySource]] = {
     ),
     "ina3221": lambda root, _r, _i, _v: Ina3221(root),
     "rapl": lambda root, _r, _i, _v: Rapl(root),
+    "tegrastats": lambda _root, _r, _i, _v: Tegrastats(),
+    "nvml": lambda _root, _r, _i, _v: NvmlPower(),
 }
-#: What ``auto`` tries, in order: the most direct measurement first.
-AUTO_ORDER = ("android_odpm", "android_fuel_gauge", "ina3221", "rapl")
+#: What ``auto`` tries, in order: the most direct measurement first (on a Jetson the INA3221's
+#: sysfs before tegrastats, which reads the same monitors through a child process; the whole
+#: machine's RAPL before NVML's GPU board alone).
+AUTO_ORDER = ("android_odpm", "android_fuel_gauge", "ina3221", "tegrastats", "rapl", "nvml")
 #: Every energy source a spec, a setting or a device profile may name.
 SOURCE_KINDS = ("auto", *AUTO_ORDER, "none")
 
@@ -79,7 +89,11 @@ def make_source(
             "unknown energy source %r (known: %s)" % (kind, ", ".join(SOURCE_KINDS))
         )
     source = opener(root, rails, current_unit, voltage_unit)
-    source.probe()
+    try:
+        source.probe()
+    except BaseException:
+        source.close()
+        raise
     return source
 
 
@@ -94,6 +108,9 @@ class _AutoChosen(EnergySource):
 
     def read(self) -> Reading:
         return self.inner.read()
+
+    def close(self) -> None:
+        self.inner.close()
 
     def describe(self) -> Dict[str, Any]:
         info = self.inner.describe()

@@ -82,7 +82,10 @@ class CellTelemetry:
         self.before = read_state(self.root, self.cores, self.zones)
 
     def __exit__(self, *exc_info: Any) -> None:
-        self._stack.close()
+        try:
+            self._stack.close()
+        finally:
+            self.source.close()  # a tegrastats child stops here
 
     def window_hooks(self) -> List[ContextManager[Any]]:
         """The timed-region hooks, outermost first."""

@@ -1,11 +1,12 @@
-"""What accelerators a device has: the Vulkan, OpenCL and OpenVINO devices its runner's probe
-enumerated, or on an Android phone the GPU libraries, SurfaceFlinger's GLES line and the
+"""What accelerators a device has: the Vulkan, OpenCL, OpenVINO and CUDA devices its runner's
+probe enumerated, or on an Android phone the GPU libraries, SurfaceFlinger's GLES line and the
 Vulkan HAL property; and, per API, why there is none.
 
 ``collect_accelerators`` reads the probe, ``collect_android_accelerators`` the phone's shell
 answer to ``ANDROID_ACCELERATOR_COMMAND``; ``accelerator_devices`` is what planning asks
 ("which Vulkan devices has this device"), from facts or a stored record's ``device_info``
-(older records have none).
+(older records have none). Wherever the facts hold no CUDA device, ``accelerator_problems``
+holds a ``CUDA`` line saying why (planning's verdict for CUDA and TensorRT cells).
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ ANDROID_LIBRARY_DIRS = (
     "system/lib",
 )
 ANDROID_LIBRARIES = {"OpenCL": "libOpenCL.so", "Vulkan": "libvulkan.so"}
+CUDA = "CUDA"
+#: A probe that answered for the other APIs but not CUDA (a runner older than the CUDA probe).
+CUDA_NOT_ASKED = "no NVIDIA GPU known: the runner's probe did not ask for CUDA"
+ANDROID_NO_CUDA = "no NVIDIA GPU: Android phones have no CUDA driver"
 LIBRARIES_MARK = "--- libraries"
 SURFACEFLINGER_MARK = "--- SurfaceFlinger"
 #: One round trip: the GPU libraries present (paths from the root: the root is found as the
@@ -108,6 +113,8 @@ def collect_accelerators(probe: Probe) -> dict[str, Any]:
     problems = {}
     for api, problem in (answer.get("problems") or {}).items():
         problems[str(api)] = problem_line(str(api), problem)
+    if CUDA not in problems and not any(d.api == CUDA for d in devices):
+        problems[CUDA] = CUDA_NOT_ASKED
     return {"accelerators": devices, "accelerator_problems": problems}
 
 
@@ -142,6 +149,7 @@ def collect_android_accelerators(answer: str, vulkan_hal: str) -> dict[str, Any]
         )  # fmt: skip
     if gpu is None:
         problems["OpenGL ES"] = "SurfaceFlinger printed no GLES line (dumpsys SurfaceFlinger)"
+    problems[CUDA] = ANDROID_NO_CUDA
     return {"accelerators": devices, "accelerator_problems": problems}
 
 

@@ -44,10 +44,15 @@ POCL = {
     "index": 0,
 }
 NO_LOADER = {"kind": "no_loader", "message": "no OpenCL loader (libOpenCL.so.1: not found)"}
+NO_NVIDIA = {"kind": "no_loader", "message": "no NVIDIA GPU: nvidia-smi not found"}
+NO_CUDA_LINE = "cuda: none (no NVIDIA GPU: nvidia-smi not found)"
 
 
 def probed(devices: list[dict], problems: dict | None = None) -> DeviceFacts:
-    answer = {"accelerators": {"devices": devices, "problems": problems or {}}}
+    """The facts of a probe that, as on this machine, found no NVIDIA GPU."""
+    answer = {
+        "accelerators": {"devices": devices, "problems": {**(problems or {}), "CUDA": NO_NVIDIA}}
+    }
     return DeviceFacts(**collect_accelerators(Probe(answer)))
 
 
@@ -58,16 +63,19 @@ def test_devices_prints_one_short_line_per_device_and_per_missing_api():
         "Vulkan 1.3.230 — software (lavapipe)",
         "opencl: none (no OpenCL loader (libOpenCL.so.1: not found): install "
         "ocl-icd-libopencl1 pocl-opencl-icd (software: pocl), or the GPU vendor's ICD)",
+        NO_CUDA_LINE,
     ]
     assert describe_accelerators(probed([POCL])) == [
-        "opencl: Portable Computing Language / pthread-haswell, cpu, OpenCL 3.0 — software (pocl)"
+        "opencl: Portable Computing Language / pthread-haswell, cpu, OpenCL 3.0 — software (pocl)",
+        NO_CUDA_LINE,
     ]
 
 
 def test_a_failed_probe_is_said_as_such_and_no_probe_as_not_probed():
     failed = {"kind": "failed", "message": "probe failed: the driver crashed (SIGSEGV)"}
     assert describe_accelerators(probed([], {"Vulkan": failed})) == [
-        "vulkan: none (probe failed: the driver crashed (SIGSEGV))"
+        "vulkan: none (probe failed: the driver crashed (SIGSEGV))",
+        NO_CUDA_LINE,
     ]
     unprobed = DeviceFacts(**collect_accelerators(Probe(error="no runner")))
     assert describe_accelerators(unprobed) == [

@@ -68,8 +68,9 @@ def test_a_phone_reports_its_gpu_libraries_and_vulkan_hal(gpu_phone):
 def test_a_phone_without_gpu_facts_says_so(emulated_phone):
     facts = tools_phone(emulated_phone).facts()
     assert facts.accelerators == []
-    assert set(facts.accelerator_problems) == {"OpenCL", "Vulkan", "OpenGL ES"}
+    assert set(facts.accelerator_problems) == {"OpenCL", "Vulkan", "OpenGL ES", "CUDA"}
     assert "dumpsys SurfaceFlinger" in facts.accelerator_problems["OpenGL ES"]
+    assert facts.accelerator_problems["CUDA"].startswith("no NVIDIA GPU: Android phones")
 
 
 def test_devices_prints_each_phones_gpu(run_cli, adb_server, tmp_path):
