@@ -21,6 +21,7 @@ CONVERTERS: dict[str, tuple[str, str]] = {
     "openvino": ("openvino_converter", "OpenVinoConverter"),
     "tnn": ("tnn_converter", "TnnConverter"),
     "onnx-qdq": ("onnx_qdq_converter", "OnnxQdqConverter"),
+    "onnx-fp16": ("onnx_fp16_converter", "OnnxFp16Converter"),
 }
 # format -> {converter choice -> (module, class)}: the formats with more than one converter.
 # The first choice is the default (``CONVERTERS``); the cache keys on the converter's version.

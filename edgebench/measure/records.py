@@ -124,6 +124,8 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
     record.cpu_ms_per_inf = _ns_to_ms(result.get("cpu_ns_per_inference"))
     if isinstance(result.get("accelerator"), dict):
         record.set_part("accelerator", result["accelerator"])
+    if isinstance(result.get("nvidia"), dict):
+        record.set_part("nvidia", result["nvidia"])
     refuse_unreported_accelerator(record)
     mark_software_device(record)
     record.warnings = stats_warnings(stats)

@@ -25,6 +25,7 @@ from edgebench.results.json_values import (
     read_part,
     wrong_type,
 )
+from edgebench.results.nvidia_part import NvidiaState
 from edgebench.results.output_check_part import OutputCheck
 from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.quant_parts import Accuracy, Quant
@@ -58,6 +59,7 @@ PARTS: dict[str, type] = {
     "telemetry": TelemetryTrace,
     "output_check": OutputCheck,
     "accelerator": AcceleratorRun,
+    "nvidia": NvidiaState,
 }
 
 
@@ -148,6 +150,9 @@ class Record:
     #: Process CPU time (user + system) per inference over the timed window, every backend:
     #: what a GPU backend leaves of the CPU for the rest of the app.
     cpu_ms_per_inf: float | None = None
+    #: Cells on CUDA backends and cells on a device with NVIDIA facts: the GPU, driver,
+    #: libraries, clocks and load, and on a Jetson the power mode.
+    nvidia: NvidiaState | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
