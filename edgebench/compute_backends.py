@@ -59,10 +59,16 @@ class ComputeBackend:
         return engine_label(self.framework, self.name)
 
 
-def engine_label(framework: str, backend: str) -> str:
+#: What a CUDA Graphs variant adds to its engine's label.
+CUDA_GRAPHS_MARK = "+graphs"
+
+
+def engine_label(framework: str, backend: str, cuda_graph: bool = False) -> str:
     """The column a (framework, backend) pair takes: the framework alone on its default
-    backend (the CPU; TensorRT's CUDA)."""
-    return framework if backend == default_backend(framework) else f"{framework}·{backend}"
+    backend (the CPU; TensorRT's CUDA); ``+graphs`` for its CUDA Graphs variant, which a
+    team can ship as a configuration of its own."""
+    label = framework if backend == default_backend(framework) else f"{framework}·{backend}"
+    return label + (CUDA_GRAPHS_MARK if cuda_graph else "")
 
 
 def default_backend(framework: str) -> str:
@@ -226,6 +232,25 @@ ACCELERATORS: tuple[ComputeBackend, ...] = (
 )
 
 
+#: The APIs whose cells can capture an inference into a CUDA graph and replay it.
+CUDA_GRAPH_APIS = ("CUDA", "TensorRT")
+
+
+def captures_cuda_graphs(framework: str, backend: str) -> bool:
+    """Whether cells of (framework, backend) have a CUDA Graphs variant (--cuda-graphs). MNN's
+    and TNN's CUDA backends do not expose graph capture."""
+    entry = find_backend(framework, backend)
+    return (
+        entry is not None
+        and entry.api in CUDA_GRAPH_APIS
+        and framework
+        in (
+            "tensorrt",
+            "onnxruntime",
+        )
+    )
+
+
 def find_backend(framework: str, name: str) -> ComputeBackend | None:
     """The accelerator entry for (framework, name); None for ``cpu`` and unknown pairs."""
     return next((b for b in ACCELERATORS if b.framework == framework and b.name == name), None)
@@ -250,8 +275,11 @@ def missing_backend_reason(framework: str, name: str) -> str | None:
     return f"{framework} has no {name} backend ({offers})"
 
 
-def engine_order(engines: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """(framework, backend) pairs once each, every framework's backends in registry order."""
+def engine_order(
+    engines: Iterable[tuple[str, str, bool]],
+) -> list[tuple[str, str, bool]]:
+    """(framework, backend, cuda_graph) once each, every framework's backends in registry
+    order, each backend before its CUDA Graphs variant."""
     seen = list(dict.fromkeys(engines))
     rank = {name: i for i, name in enumerate(BACKEND_NAMES)}
-    return sorted(seen, key=lambda fb: rank.get(fb[1], len(rank)))
+    return sorted(seen, key=lambda e: (rank.get(e[1], len(rank)), e[2]))

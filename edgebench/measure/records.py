@@ -70,6 +70,7 @@ def new_record(run_id: str, cell: Cell, status: str) -> Record:
         status=status,
         concurrency=cell.concurrency,
         backend=cell.backend,
+        cuda_graph=cell.cuda_graph,
         model_path=str(cell.model.path) if cell.model.path else None,
         model_sha256=cell.model.sha256,
         inputs=cell.inputs or None,

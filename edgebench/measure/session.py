@@ -167,6 +167,7 @@ def _run_session(
             ),
             telemetry=config.telemetry,
             backends=config.sweep.backends,
+            frameworks_chosen=bool(config.sweep.frameworks),
         )
     ]
     cells = expand(base_cells, breakdown_of(config), cache_dir())

@@ -10,7 +10,12 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import replace
 
-from edgebench.compute_backends import find_backend, missing_backend_reason
+from edgebench.compute_backends import (
+    CPU,
+    default_backend,
+    find_backend,
+    missing_backend_reason,
+)
 from edgebench.lab.accelerator_facts import accelerator_devices
 from edgebench.lab.device import Device
 from edgebench.lab.runner_kinds import RunnerKind
@@ -21,6 +26,11 @@ log = logging.getLogger(__name__)
 
 #: (status, error kind, reason) of a cell decided without measuring it.
 Verdict = tuple[str, str, str]
+
+
+#: Per backend API, the API whose devices the probe enumerates for it (TensorRT runs on CUDA
+#: devices).
+PROBED_APIS = {"CUDA": "CUDA", "TensorRT": "CUDA"}
 
 
 #: The most samples a cell on a software accelerator takes: its figure ranks nothing, and
@@ -79,6 +89,53 @@ def existing_pairs(
             warned.add(missing)
             log.warning("note: %s: no cell on %s", missing, device.name)
     return pairs
+
+
+def defaulted_pairs(
+    device: Device, frameworks: Sequence[str], frameworks_chosen: bool
+) -> list[tuple[str, str]]:
+    """Each framework on its default backend, for a run that names no backends. A framework
+    without a CPU backend (TensorRT) that the run did not name either is left out, with no
+    line, on a device whose facts show none of its accelerator: the default matrix of a
+    machine without an NVIDIA GPU has no TensorRT column that can never hold a figure."""
+    pairs = []
+    for framework in frameworks:
+        backend = default_backend(framework)
+        if (
+            backend != CPU
+            and not frameworks_chosen
+            and not _has_api_device(device, framework, backend)
+        ):
+            continue
+        pairs.append((framework, backend))
+    return pairs
+
+
+def _has_api_device(device: Device, framework: str, backend: str) -> bool:
+    entry = find_backend(framework, backend)
+    if entry is None or device.unreachable:
+        return False
+    return bool(accelerator_devices(device.facts(), PROBED_APIS.get(entry.api, entry.api)))
+
+
+def device_api_verdict(device: Device, framework: str, backend: str) -> Verdict | None:
+    """``unsupported`` with the probe's line (``no NVIDIA GPU: nvidia-smi not found``) when
+    the device has no device of the API the backend drives; None otherwise or when unknown."""
+    entry = find_backend(framework, backend)
+    if entry is None or entry.api not in PROBED_APIS or device.unreachable:
+        return None
+    api = PROBED_APIS[entry.api]
+    facts = device.facts()
+    if accelerator_devices(facts, api):
+        return None
+    problem = getattr(facts, "accelerator_problems", {}).get(api)
+    if problem is None:
+        return None
+    return (
+        Status.UNSUPPORTED,
+        ErrorKind.UNSUPPORTED,
+        f"{problem}; {framework} on {backend} needs {entry.provides}",
+    )
 
 
 def backend_verdict(device: Device, framework: str, backend: str) -> Verdict | None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from edgebench.compute_backends import CPU, engine_label
+from edgebench.compute_backends import CPU, engine_label, find_backend
 from edgebench.converters import CONVERTERS, Artifact
 from edgebench.errors import UserError
 from edgebench.frameworks import (
@@ -23,6 +23,8 @@ from edgebench.lab.device import Device
 from edgebench.planning.backend_cells import (
     Verdict,
     backend_verdict,
+    defaulted_pairs,
+    device_api_verdict,
     existing_pairs,
     software_device_timing,
     software_only,
@@ -132,6 +134,11 @@ class Cell:
     shape_from: list[dict[str, Any]] | None = None
     #: Dynamic cells: the sweep's first shape, the one a converter may need as an example.
     shape_base: list[dict[str, Any]] | None = None
+    #: Dynamic-shape cells: per input, the smallest and largest shape of the sweep, so an
+    #: engine built for this cell (TensorRT) covers every shape the sweep resizes to.
+    shape_range: dict[str, tuple[list[int], list[int]]] | None = None
+    #: The CUDA Graphs variant (--cuda-graphs): the inference captured once and replayed.
+    cuda_graph: bool = False
     #: The compute backend: ``cpu`` or an accelerator (edgebench/compute_backends.py).
     backend: str = CPU
     #: The backend's devices here are all software ones (``software_device_timing``): one
@@ -141,7 +148,7 @@ class Cell:
     @property
     def engine(self) -> str:
         """The matrix column: ``ncnn``, or ``ncnn·vulkan`` on an accelerator."""
-        return engine_label(self.framework, self.backend)
+        return engine_label(self.framework, self.backend, self.cuda_graph)
 
     @property
     def cell_id(self) -> str:
@@ -158,6 +165,7 @@ class Cell:
             + ([f"i{self.instances}-{self.instance_mode}"] if self.instances > 1 else [])
             + ([f"shape-{self.shape_label}-{self.shape_mode}"] if self.shape_mode else [])
             + ([f"b{self.backend}"] if self.backend != CPU else [])
+            + (["graph"] if self.cuda_graph else [])
         )
 
     @property
@@ -202,7 +210,21 @@ class Cell:
             instances=self.instances,
             instance_mode=self.instance_mode,
             shape_change_from=self.shape_from,
+            options=self.runner_options(),
         ).to_json()
+
+    def runner_options(self) -> dict[str, Any]:
+        """The backend options the cell sets (runners/spec.py ``options``)."""
+        options: dict[str, Any] = {}
+        if self.cuda_graph:
+            options["cuda_graph"] = True
+        if self.shape_range:
+            current = {i["name"]: list(i["shape"]) for i in self.inputs}
+            options["shape_profile"] = {
+                name: {"min": low, "opt": current.get(name, high), "max": high}
+                for name, (low, high) in self.shape_range.items()
+            }
+        return options
 
     def telemetry_spec(self) -> TelemetrySpec | None:
         """The telemetry settings as the runner takes them, with the device profile's energy
@@ -255,7 +277,7 @@ def resolve_inputs(
 
 
 def _model_route(
-    model: ModelRef, framework: str, precision: str
+    model: ModelRef, framework: str, precision: str, backend: str = CPU
 ) -> tuple[str | None, Verdict | None]:
     """(format to convert to, or a verdict) for running ``model`` with ``framework``."""
     entry = find_framework(framework)
@@ -263,6 +285,9 @@ def _model_route(
     if model.format == "onnx":
         if entry is not None and precision == "int8" and entry.int8_format:
             fmt = entry.int8_format
+        accelerator = find_backend(framework, backend)
+        if precision == "fp16" and accelerator is not None and accelerator.fp16_format:
+            fmt = accelerator.fp16_format
         # No artifact format: the framework runs the ONNX file itself (fmt None, no verdict).
         if entry is None or (fmt is not None and fmt not in CONVERTERS):
             return None, (
@@ -346,9 +371,12 @@ def build_cells(
     availability: Availability,
     telemetry: TelemetryConfig | None = None,
     backends: Sequence[str] = (),
+    frameworks_chosen: bool = True,
 ) -> list[Cell]:
     """Every combination, in device > model > framework > backend > threads > cores order.
-    ``backends`` empty: each device's lab list, else ``cpu``."""
+    ``backends`` empty: each device's lab list, else each framework's default backend (the
+    CPU; TensorRT's CUDA). With ``frameworks_chosen`` false (the run named none), a framework
+    that has no CPU backend gets cells only on devices that have its accelerator."""
     cells = []
     for device in devices:
         unreachable = device.unreachable
@@ -364,17 +392,22 @@ def build_cells(
             _warn_shared_cores(device, threads, core_sets)
         emulated = not unreachable and device.facts().emulated
         device_timing = correctness_timing(timing) if emulated else timing
-        device_backends = list(backends or getattr(device, "lab_backends", None) or [CPU])
-        pairs = existing_pairs(device, frameworks, device_backends)
+        device_backends = list(backends or getattr(device, "lab_backends", None) or [])
+        if device_backends:
+            pairs = existing_pairs(device, frameworks, device_backends)
+        else:
+            pairs = defaulted_pairs(device, frameworks, frameworks_chosen)
         for model in models:
             for framework, backend in pairs:
-                convert_to, verdict = _model_route(model, framework, precision)
+                convert_to, verdict = _model_route(model, framework, precision, backend)
                 if model.error:
                     verdict = (Status.FAILED, ErrorKind.MODEL_LOAD, model.error)
                 if unreachable:
                     convert_to, verdict = None, (Status.FAILED, ErrorKind.TRANSPORT, unreachable)
                 verdict = (
                     verdict
+                    # No GPU at all says more than a framework not installed for it.
+                    or device_api_verdict(device, framework, backend)
                     or availability(device, framework)
                     or backend_verdict(device, framework, backend)
                 )

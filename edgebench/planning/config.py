@@ -121,6 +121,12 @@ class BreakdownConfig:
     no_stages: bool = setting(
         False, flag, "Time whole inferences only, not copy-in, compute and copy-out apart."
     )
+    cuda_graphs: bool = setting(
+        False,
+        flag,
+        "Add a CUDA Graphs variant of every CUDA cell (TensorRT, ONNX Runtime on cuda or "
+        "tensorrt): the inference captured once and replayed.",
+    )
 
 
 @dataclass

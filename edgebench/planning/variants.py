@@ -17,6 +17,7 @@ from typing import Any
 
 import onnx
 
+from edgebench.compute_backends import captures_cuda_graphs
 from edgebench.converters import ConversionError, get_converter
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.errors import UserError
@@ -42,6 +43,7 @@ class Breakdown:
     shape_modes: Sequence[str] = ("fixed", "dynamic")
     profile_ops: int = 0
     stages: bool = True
+    cuda_graphs: bool = False
 
 
 def expand(cells: Sequence[Cell], breakdown: Breakdown, cache: Path) -> list[Cell]:
@@ -53,6 +55,8 @@ def expand(cells: Sequence[Cell], breakdown: Breakdown, cache: Path) -> list[Cel
         base.stages = breakdown.stages
         base.profile_ops = breakdown.profile_ops
         out.append(base)
+        if breakdown.cuda_graphs and captures_cuda_graphs(base.framework, base.backend):
+            out.append(replace(base, cuda_graph=True, profile_ops=0))
         for count in breakdown.instances:
             if count == 1:
                 continue
@@ -88,11 +92,26 @@ def expand(cells: Sequence[Cell], breakdown: Breakdown, cache: Path) -> list[Cel
                         shape_mode=mode,
                         shape_from=previous if mode == "dynamic" and previous != inputs else None,
                         shape_base=points[0] if mode == "dynamic" else None,
+                        shape_range=shape_range(points) if mode == "dynamic" else None,
                         profile_ops=0,
                         verdict=verdict,
                     )
                 )
     return out
+
+
+def shape_range(points: Sequence[list[dict[str, Any]]]) -> dict[str, tuple[list[int], list[int]]]:
+    """Per input, the elementwise smallest and largest shape over a sweep's points."""
+    ranges: dict[str, tuple[list[int], list[int]]] = {}
+    for inputs in points:
+        for spec in inputs:
+            shape = [int(d) for d in spec["shape"]]
+            low, high = ranges.get(spec["name"], (shape, shape))
+            ranges[spec["name"]] = (
+                [min(a, b) for a, b in zip(low, shape, strict=True)],
+                [max(a, b) for a, b in zip(high, shape, strict=True)],
+            )
+    return ranges
 
 
 def _refused(reason: str) -> Verdict:
@@ -244,6 +263,7 @@ def breakdown_of(config: RunConfig) -> Breakdown:
         shape_modes=sweep.shape_mode,
         profile_ops=b.profile_iterations if "ops" in b.profile else 0,
         stages=not b.no_stages,
+        cuda_graphs=b.cuda_graphs,
     )
 
 

@@ -80,8 +80,13 @@ def framework_order(records: Sequence[Record]) -> list[str]:
     """The matrix columns (``Record.engine``): known frameworks in their registry order, then
     any others as they first appear; each framework's CPU column, then its accelerators."""
     frameworks = display_order(r.framework for r in records)
-    pairs = engine_order((r.framework, r.backend) for r in records)
-    return [engine_label(fw, backend) for fw in frameworks for f, backend in pairs if f == fw]
+    engines = engine_order((r.framework, r.backend, r.cuda_graph) for r in records)
+    return [
+        engine_label(fw, backend, graph)
+        for fw in frameworks
+        for f, backend, graph in engines
+        if f == fw
+    ]
 
 
 def legend_for(group: Sequence[Record]) -> str:

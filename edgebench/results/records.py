@@ -84,6 +84,8 @@ class Record:
     concurrency: int = 1
     #: The compute backend the cell asked for: ``cpu``, or an accelerator (``vulkan``, ...).
     backend: str = CPU
+    #: The CUDA Graphs variant of a CUDA cell (--cuda-graphs).
+    cuda_graph: bool = False
     model_path: str | None = None
     model_sha256: str | None = None
     framework_version: str | None = None
@@ -172,8 +174,9 @@ class Record:
 
     @property
     def engine(self) -> str:
-        """The matrix column: ``ncnn`` on the CPU, ``ncnn·vulkan`` on an accelerator."""
-        return engine_label(self.framework, self.backend)
+        """The matrix column: ``ncnn`` on the CPU, ``ncnn·vulkan`` on an accelerator,
+        ``tensorrt+graphs`` for a CUDA Graphs variant."""
+        return engine_label(self.framework, self.backend, self.cuda_graph)
 
     def set_part(self, name: str, value: dict[str, Any]) -> None:
         """Read the part ``name`` from its JSON object (a runner's, say) onto the record, or

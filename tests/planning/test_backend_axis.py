@@ -45,7 +45,7 @@ class FakeDevice:
         return SimpleNamespace(kind=self.runner_kind)
 
 
-def cells_for(frameworks, backends, device=None, timing=None):
+def cells_for(frameworks, backends, device=None, timing=None, precision="fp32", chosen=True):
     model = SimpleNamespace(name="net", error=None, format="onnx", path=Path("/m/net.onnx"))
     return build_cells(
         [device or FakeDevice()],
@@ -55,10 +55,11 @@ def cells_for(frameworks, backends, device=None, timing=None):
         threads=[1],
         cores=["all"],
         concurrency=1,
-        precision="fp32",
+        precision=precision,
         timing=timing or TimingConfig(),
         availability=lambda device, framework: None,
         backends=backends,
+        frameworks_chosen=chosen,
     )
 
 

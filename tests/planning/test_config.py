@@ -32,6 +32,7 @@ PLAN_VALUES = {
     ("breakdown", "profile"): '["ops"]',
     ("breakdown", "profile_iterations"): "2",
     ("breakdown", "no_stages"): "true",
+    ("breakdown", "cuda_graphs"): "true",
     ("timing", "warmup"): "3",
     ("timing", "iterations"): "7",
     ("timing", "min_time"): "0.05",

@@ -41,7 +41,12 @@ PREVIOUS_VERSION = Path(__file__).parent.parent / "data" / "records" / "previous
 
 
 #: Fields records gained after the previous version, with the value an old record reads as.
-ADDED_SINCE = {"backend": "cpu", "accelerator": None, "cpu_ms_per_inf": None}
+ADDED_SINCE = {
+    "backend": "cpu",
+    "accelerator": None,
+    "cpu_ms_per_inf": None,
+    "cuda_graph": False,
+}
 
 
 def _line(record: Record) -> str:
