@@ -59,6 +59,10 @@ def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> Instances
     if load_growth is not None and one is not None and running is not None:
         alone = one - load_growth * (count - 1)
         per_instance = round((running - alone) / (count - 1), 3)
+    on_device = raw.get("device_memory_after_load_mb")
+    device_growth = None
+    if count > 1 and on_device and on_device[0] is not None and on_device[-1] is not None:
+        device_growth = round((on_device[-1] - on_device[0]) / (count - 1), 3)
     return Instances(
         count=count,
         mode=raw.get("mode"),
@@ -71,6 +75,8 @@ def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> Instances
         load_mb_per_instance=load_growth,
         ran=raw.get("ran"),
         at_once=raw.get("at_once"),
+        device_memory_after_load_mb=on_device or None,
+        device_load_mb_per_instance=device_growth,
     )
 
 

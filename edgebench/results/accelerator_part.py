@@ -56,4 +56,14 @@ class AcceleratorRun(RecordPart):
             parts.append(self.precision)
         if self.delegated_ops is not None and self.total_ops is not None:
             parts.append(f"{self.delegated_ops}/{self.total_ops} ops delegated")
+        if self.placement:
+            parts.append(" ".join(f"{where} {n}" for where, n in self.placement.items()))
+        if self.engine_build_ms is not None:
+            cache = {"hit": ", from the engine cache", "miss": ", now cached"}
+            parts.append(
+                f"engine built in {self.engine_build_ms / 1000:.1f} s"
+                + cache.get(self.engine_cache or "", "")
+            )
+        if self.cuda_graph:
+            parts.append("CUDA Graph")
         return ", ".join(parts)

@@ -160,7 +160,11 @@ _MEASURED_INSTANCE_KEYS = (
     "load_mb_per_instance",
     "ran",
     "at_once",
+    "device_memory_after_load_mb",
+    "device_load_mb_per_instance",
 )
+
+_DEVICE_MEMORY_KEYS = ("device_memory_after_load_mb", "device_load_mb_per_instance")
 
 
 @dataclass
@@ -186,6 +190,10 @@ class Instances(RecordPart):
     load_mb_per_instance: float | None = None
     ran: int | None = None
     at_once: int | None = None
+    #: On an accelerator whose runner reads it (TensorRT): the device memory in use after
+    #: each instance was ready, and what each instance after the first added to it.
+    device_memory_after_load_mb: list[float | None] | None = None
+    device_load_mb_per_instance: float | None = None
 
     @classmethod
     def from_dict(cls, data: Any, name: str = "instances") -> Instances:
@@ -202,12 +210,17 @@ class Instances(RecordPart):
             load_mb_per_instance=obj.get("load_mb_per_instance", float),
             ran=obj.get("ran", int),
             at_once=obj.get("at_once", int),
+            device_memory_after_load_mb=obj.get("device_memory_after_load_mb", list[float | None]),
+            device_load_mb_per_instance=obj.get("device_load_mb_per_instance", float),
         )
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"count": self.count, "mode": self.mode}
         if self.measured:
             data.update({key: getattr(self, key) for key in _MEASURED_INSTANCE_KEYS})
+            for key in _DEVICE_MEMORY_KEYS:  # only where measured: CPU records keep their keys
+                if data[key] is None:
+                    del data[key]
         return data
 
 
