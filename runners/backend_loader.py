@@ -34,18 +34,27 @@ def load_backend(framework: str, compute_backend: str = CPU) -> Backend:
                 "%s: %s" % item for item in sorted(broken.items())
             )
         raise BackendError("bad_spec", message)
+    if compute_backend == CPU and declared.no_cpu:
+        raise BackendError(
+            "unsupported",
+            "%s %s (backend %s); it has no cpu backend"
+            % (framework, declared.no_cpu, ", ".join(declared.accelerators)),
+        )
     if compute_backend != CPU and compute_backend not in declared.accelerators:
-        raise refusal(framework, compute_backend, declared.accelerators)
+        raise refusal(framework, compute_backend, declared.accelerators, not declared.no_cpu)
     backend = instantiate(declared)
     backend.compute_backend = compute_backend
     return backend
 
 
 def instantiate(declared: Declaration) -> Backend:
-    """The backend a module declares, once one of the modules it requires imports."""
+    """The backend a module declares, once the device has what it runs on (its DEVICE_CHECK)
+    and one of the modules it requires imports."""
     framework = declared.framework
     if declared.native_only or declared.backend is None:
         raise BackendError("unsupported", declared.native_only or "%s has no backend" % framework)
+    if declared.device_check is not None:
+        declared.device_check()
     errors = []
     for candidate in declared.requires:
         try:

@@ -20,6 +20,7 @@ else:  # on the device, beside runner.py
     from backends import Backend, BackendError
 
 MODES = ("separate", "shared")
+MIB = 1024 * 1024
 
 
 @dataclass
@@ -30,7 +31,8 @@ class OpenedStreams:
     extra: List[Backend]
     #: With more than one instance: count, mode and ``rss_after_load_kb``, the resident memory
     #: after each instance was ready (loaded and its stream made), so the growth per instance
-    #: is there. None with one instance.
+    #: is there; on an accelerator whose backend says, ``device_memory_after_load_mb`` too
+    #: (the device's memory in use at the same points). None with one instance.
     instances: Optional[Dict[str, Any]] = None
 
 
@@ -58,6 +60,7 @@ def open_streams(
         )
     streams = [backend.make_stream(feeds)]
     after = [rss_kb()]
+    on_device = [backend.device_memory_used_bytes()]
     others: List[Backend] = []
     for _ in range(1, count):
         owner = backend
@@ -66,5 +69,10 @@ def open_streams(
             others.append(owner)
         streams.append(owner.make_stream(feeds))
         after.append(rss_kb())
-    instances = {"count": count, "mode": mode, "rss_after_load_kb": after}
+        on_device.append(owner.device_memory_used_bytes())
+    instances: Dict[str, Any] = {"count": count, "mode": mode, "rss_after_load_kb": after}
+    if any(used is not None for used in on_device):
+        instances["device_memory_after_load_mb"] = [
+            None if used is None else round(used / MIB, 3) for used in on_device
+        ]
     return OpenedStreams(streams, others, instances)

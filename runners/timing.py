@@ -129,7 +129,10 @@ def measure_sequential(
 
     ``stage_samples``, when given (``run`` is then a ``Stream``), receives each iteration's
     copy-in, compute and copy-out times: the clock is read between the stages, so the three
-    add up to exactly the iteration's sample, which still covers the whole inference.
+    add up to exactly the iteration's sample, which still covers the whole inference. A
+    ``Stream`` with ``device_stage_ns`` (an accelerator that queues its stages) gives them
+    instead, as the device timed them, read after the iteration's clock stops; the sample
+    stays the host's clock over the whole call.
 
     With ``target_ci`` (e.g. 0.01 for +-1%) it goes on until the 95% CI of the median is that
     tight, or ``max_time_ns``/``max_iterations`` stop it. The timer brackets the inference call
@@ -147,6 +150,7 @@ def measure_sequential(
         add_in = stage_samples.setdefault("copy_in", []).append
         add_compute = stage_samples.setdefault("compute", []).append
         add_out = stage_samples.setdefault("copy_out", []).append
+        device_stages = getattr(run, "device_stage_ns", None)
     while len(samples) < max_iterations:
         if stage_samples is None:
             t0 = clock()
@@ -160,9 +164,15 @@ def measure_sequential(
             tb = clock()
             outputs = copy_out()
             t1 = clock()
-            add_in(ta - t0)
-            add_compute(tb - ta)
-            add_out(t1 - tb)
+            if device_stages is None:
+                add_in(ta - t0)
+                add_compute(tb - ta)
+                add_out(t1 - tb)
+            else:
+                on_device = device_stages()
+                add_in(on_device[0])
+                add_compute(on_device[1])
+                add_out(on_device[2])
         append(t1 - t0)
         elapsed = t1 - start
         enough = len(samples) >= iterations and elapsed >= min_time_ns

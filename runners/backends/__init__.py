@@ -10,6 +10,11 @@ framework, so adding a framework is adding one file (plus its entry in the host'
     ACCELERATORS = ("opencl", "vulkan", "cuda")  # optional: the accelerator backends its
                              # Python binding can select (cpu is implicit; default none)
     BACKEND = MnnBackend     # the Backend subclass (base.py) that runs it
+    NO_CPU = "runs on NVIDIA GPUs only"  # optional: the framework has no cpu backend, and why
+                             # (its default backend is then its first accelerator)
+    DEVICE_CHECK = require_gpu  # optional: a callable run before the framework is imported,
+                             # raising BackendError when the device lacks what it runs on (so
+                             # a machine without the hardware is told that, not to install it)
 
 A framework without a Python runtime declares ``NATIVE_ONLY = "<why>"`` instead of ``BACKEND``:
 the runner then reports it as unsupported with that reason (its cells run through the
@@ -42,6 +47,8 @@ class Declaration(NamedTuple):
     accelerators: Tuple[str, ...]
     native_only: Optional[str]
     backend: Optional[Callable[[], Backend]]
+    no_cpu: Optional[str] = None
+    device_check: Optional[Callable[[], None]] = None
 
 
 def backend_modules() -> List[str]:
@@ -63,6 +70,8 @@ def declaration(module_name: str) -> Declaration:
         accelerators=tuple(getattr(module, "ACCELERATORS", ())),
         native_only=getattr(module, "NATIVE_ONLY", None),
         backend=getattr(module, "BACKEND", None),
+        no_cpu=getattr(module, "NO_CPU", None),
+        device_check=getattr(module, "DEVICE_CHECK", None),
     )
 
 

@@ -53,9 +53,11 @@ def accelerator_report(api: str, **known: Any) -> Dict[str, Any]:
     return report
 
 
-def refusal(framework: str, backend: str, selectable: Sequence[str]) -> BackendError:
+def refusal(
+    framework: str, backend: str, selectable: Sequence[str], has_cpu: bool = True
+) -> BackendError:
     """The error for a backend the framework's Python binding cannot select."""
-    offers = ", ".join([CPU, *selectable]) if selectable else "only cpu"
+    offers = ", ".join([CPU, *selectable] if has_cpu else selectable) if selectable else "only cpu"
     return BackendError(
         "unsupported",
         "the Python runner cannot run %s on %s: its %s binding selects %s (edgebench-native "

@@ -5,7 +5,7 @@ Runs on the device: Python 3.8+, stdlib + numpy + the framework only.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
 
 
 class BackendError(Exception):
@@ -39,6 +39,9 @@ class Stream:
 
     Calling it runs the three stages in order and returns the outputs (a list of numpy arrays
     in the model's ONNX layout). ``boundaries`` says, per stage, what the framework does in it.
+    ``device_stage_ns``, where given, returns the last call's (copy_in, compute, copy_out) as
+    the device timed them (CUDA events): an accelerator whose stages are queued work, so the
+    host's clock between the calls would time the queueing, not the work.
     """
 
     def __init__(
@@ -47,11 +50,13 @@ class Stream:
         compute: Callable[[], None],
         copy_out: Callable[[], List[Any]],
         boundaries: Dict[str, str],
+        device_stage_ns: Optional[Callable[[], Tuple[int, int, int]]] = None,
     ) -> None:
         self.copy_in = copy_in
         self.compute = compute
         self.copy_out = copy_out
         self.boundaries = boundaries
+        self.device_stage_ns = device_stage_ns
 
     def __call__(self) -> List[Any]:
         self.copy_in()
@@ -105,6 +110,11 @@ class Backend:
     def accelerator_report(self) -> Optional[Dict[str, Any]]:
         """After the first inference on an accelerator: what actually ran, as
         ``accelerator.accelerator_report`` builds it (None on the CPU)."""
+        return None
+
+    def device_memory_used_bytes(self) -> Optional[int]:
+        """The accelerator's memory in use now, where its driver says (None: unknown; every
+        CPU backend). --instances reads it after each instance is ready."""
         return None
 
     def reuse_streams(self) -> None:

@@ -88,7 +88,14 @@ def test_hints_and_defaults():
     assert install_hint("tflite") == "pip install 'edgebench[tflite]'"
     assert "TNNTest" in install_hint("tnn")
     assert frameworks.find_framework("tflite").modules == ("ai_edge_litert", "tflite_runtime")
-    assert frameworks.python_frameworks() == ["onnxruntime", "mnn", "ncnn", "tflite", "openvino"]
+    assert frameworks.python_frameworks() == [
+        "onnxruntime",
+        "mnn",
+        "ncnn",
+        "tflite",
+        "openvino",
+        "tensorrt",
+    ]
     assert frameworks.framework_for_format("ncnn").name == "ncnn"
     assert frameworks.framework_for_format("onnx") is None
 
