@@ -2,9 +2,11 @@
 memory the process held, the GPU's clock and load over the timed window, and on a Jetson its
 power mode and whether the clocks were locked.
 
-``NvidiaWatch.for_cell`` is None where there is nothing to say (a CPU cell on a device with
-neither NVML nor a Jetson's files). NVML is opened at the window's start, after the memory
-figures of the load, and the sampling thread is bounded in samples and stopped at its end.
+A cell on a CUDA backend gets a ``NvidiaWatch`` (``for_cell``) whose thread samples the
+window; NVML is opened at the window's start, after the memory figures of the load, and the
+thread is bounded in samples and stopped at the window's end. ``cell_report`` gives the key
+once the cell's memory peak is read: the watch's, or for another cell on a device with NVIDIA
+facts (NVML loads, or a Jetson) the facts without samples; None elsewhere.
 
 Runs on the device: Python 3.8+, standard library only, imports nothing from the host package.
 """
@@ -60,11 +62,10 @@ class NvidiaWatch:
 
     @classmethod
     def for_cell(cls, backend: str, root: str) -> Optional[NvidiaWatch]:
-        if backend in CUDA_BACKENDS or nvidia_here(root):
-            return cls(root, os.getpid())
-        return None
+        """A watch that samples the window of a cell on a CUDA backend; None for another."""
+        return cls(root, os.getpid()) if backend in CUDA_BACKENDS else None
 
-    def _open(self) -> None:
+    def open_nvml(self) -> None:
         try:
             self.nvml = Nvml()
         except NvidiaUnavailable as exc:
@@ -98,7 +99,7 @@ class NvidiaWatch:
     @contextmanager
     def window(self) -> Iterator[None]:
         """Samples every ``SAMPLE_PERIOD_S`` from the window's start to its end."""
-        self._open()
+        self.open_nvml()
         stop = threading.Event()
         thread = threading.Thread(target=self._loop, args=(stop,), daemon=True)
         thread.start()
@@ -174,3 +175,11 @@ def _pick(
         if value is None:
             unavailable[key] = versions["unavailable"].get(key, "unknown")
     return picked
+
+
+def cell_report(watch: Optional[NvidiaWatch], root: str) -> Optional[Dict[str, Any]]:
+    """The result's ``nvidia`` key (call it after the cell's memory figures are read)."""
+    if watch is None and nvidia_here(root):
+        watch = NvidiaWatch(root, os.getpid())
+        watch.open_nvml()
+    return watch.report() if watch is not None else None

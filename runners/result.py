@@ -54,6 +54,7 @@ def new_result(spec: Any) -> Dict[str, Any]:
         "inputs": None,
         "input_generator": INPUT_GENERATOR,
         "outputs": None,
+        "nvidia": None,
     }
 
 

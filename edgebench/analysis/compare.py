@@ -5,7 +5,9 @@ per-iteration samples and large enough to matter (``min_effect``), and the boots
 interval of the ratio excludes 1. Noise alone almost never trips all three.
 
 A cell measured on an emulated CPU (``Record.emulated``) on either side is not comparable: its
-latency says nothing about any chip, so it is never a regression or an improvement.
+latency says nothing about any chip, so it is never a regression or an improvement. Nor is a
+Jetson cell measured in another power mode (nvpmodel) or with its clocks locked on one side
+only; a different NVIDIA driver is noted in the verdict's reason.
 
 Verdicts only: the tests live in analysis.statistics, the metrics in analysis.metrics, and the
 text table and JUnit XML of the verdicts in reporting.text and reporting.junit.
@@ -28,6 +30,10 @@ VERDICTS = ("regressed", "improved", "unchanged", "new", "missing", "not_compara
 EMULATED_CPU = "emulated CPU"
 #: How a not-comparable reason starts when two quantized cells used different calibration sets.
 DIFFERENT_CALIBRATION = "different calibration sets"
+#: How a not-comparable reason starts when the sides ran in different Jetson power modes.
+DIFFERENT_POWER_MODES = "different power modes"
+#: ... or with the clocks locked (jetson_clocks) on one side only.
+DIFFERENT_CLOCK_LOCKS = "different clock locks"
 
 
 @dataclass
@@ -71,7 +77,45 @@ def _calibration_sha(record: Record) -> str | None:
     return calibration.sha256 if calibration is not None else None
 
 
+def power_state_difference(b: Record, n: Record) -> str | None:
+    """Why two cells' NVIDIA power states make them incomparable, or None (unknown on either
+    side, as in records older than the facts, is not a difference)."""
+    base, new = b.nvidia, n.nvidia
+    if base is None or new is None:
+        return None
+    if base.power_mode and new.power_mode and base.power_mode != new.power_mode:
+        return (
+            f"{DIFFERENT_POWER_MODES}: base {base.power_mode}, new {new.power_mode}; "
+            "run both in one nvpmodel mode to compare them"
+        )
+    locks = (base.clocks_locked, new.clocks_locked)
+    if None not in locks and locks[0] != locks[1]:
+        said = ["locked" if lock else "not locked" for lock in locks]
+        return (
+            f"{DIFFERENT_CLOCK_LOCKS}: clocks {said[0]} in base, {said[1]} in new; "
+            "run both with or both without jetson_clocks to compare them"
+        )
+    return None
+
+
+def driver_note(b: Record, n: Record) -> str:
+    """A note for the reason when the two sides ran on different NVIDIA drivers."""
+    base = b.nvidia.driver if b.nvidia is not None else None
+    new = n.nvidia.driver if n.nvidia is not None else None
+    if base and new and base != new:
+        return f"; warning: NVIDIA driver {base} in base, {new} in new"
+    return ""
+
+
 def _compare_cell(
+    b: Record, n: Record, *, min_effect: float, alpha: float, metric: Metric
+) -> CellVerdict:
+    verdict = _judge_cell(b, n, min_effect=min_effect, alpha=alpha, metric=metric)
+    verdict.reason += driver_note(b, n)
+    return verdict
+
+
+def _judge_cell(
     b: Record, n: Record, *, min_effect: float, alpha: float, metric: Metric
 ) -> CellVerdict:
     verdict = CellVerdict(
@@ -96,6 +140,10 @@ def _compare_cell(
     if b.emulated or n.emulated:
         sides = " and ".join(side for side, r in (("base", b), ("new", n)) if r.emulated)
         verdict.reason = f"{EMULATED_CPU} ({sides}): latency is for correctness only"
+        return verdict
+    power_state = power_state_difference(b, n)
+    if power_state is not None:
+        verdict.reason = power_state
         return verdict
     base_set, new_set = _calibration_sha(b), _calibration_sha(n)
     if base_set != new_set:

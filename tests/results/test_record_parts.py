@@ -18,6 +18,7 @@ from edgebench.quantization import accuracy as quantization
 from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.results.breakdown_parts import Instances, OpProfile, ShapeVariant, Stages
 from edgebench.results.energy_part import EnergyResult
+from edgebench.results.nvidia_part import NvidiaState
 from edgebench.results.output_check_part import OutputCheck
 from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.quant_parts import Accuracy, Quant
@@ -46,6 +47,7 @@ ADDED_SINCE = {
     "accelerator": None,
     "cpu_ms_per_inf": None,
     "cuda_graph": False,
+    "nvidia": None,
 }
 
 
@@ -241,6 +243,7 @@ def test_merge_parts_takes_each_part_from_its_own_merge() -> None:
             telemetry=TelemetryTrace(t_perf_ns=[seed]),
             output_check=OutputCheck("ort", 0.01, seed == 1, 0.0, 0.0, 1.0, 1.0),
             accelerator=AcceleratorRun("Vulkan", device=f"gpu {seed}"),
+            nvidia=NvidiaState(gpu=f"gpu {seed}"),
         )
 
     rounds = [round_record(1, [1_000_000], 2), round_record(2, [3_000_000], 3)]
@@ -252,6 +255,7 @@ def test_merge_parts_takes_each_part_from_its_own_merge() -> None:
     assert set(PARTS) - {"stages"} == {
         *("instances", "shape", "op_profile", "quant", "accuracy", "energy"),
         *("sustained", "artifact", "native", "telemetry", "output_check", "accelerator"),
+        "nvidia",
     }
     for name in set(PARTS) - {"stages"}:
         assert getattr(merged, name) is getattr(rounds[0], name), name
