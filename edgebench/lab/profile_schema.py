@@ -57,11 +57,14 @@ _TOP_KEYS = (
     "clusters",
     "energy",
     "thermal",
+    "gpu",
 )
 _REQUIRED_TOP = ("schema", "name", "transport", "runner", "clusters", "energy")
 _CLUSTER_KEYS = ("name", "cpus", "max_freq_mhz", "core")
 _ENERGY_KEYS = ("source",)
 _THERMAL_KEYS = ("zones", "max_temp_c")
+_GPU_KEYS = ("name", "compute_capability", "devfreq", "load")
+_CAPABILITY_RE = re.compile(r"[0-9]{1,2}\.[0-9]")
 
 _EXAMPLES = {
     "schema": f'schema = "{SCHEMA}"',
@@ -72,6 +75,18 @@ _EXAMPLES = {
     "energy": '[energy] with source = "none" or another energy source',
     "cpus": 'cpus = "4-7"',
 }
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    """A board's NVIDIA GPU (``[gpu]``): what the runner should find (docs/nvidia-facts.md)."""
+
+    name: str
+    #: CUDA compute capability, ``8.7`` for Orin.
+    compute_capability: str | None = None
+    #: Jetson: the GPU's devfreq folder and its load file (0.1 % units), as on the device.
+    devfreq: str | None = None
+    load: str | None = None
 
 
 @dataclass(frozen=True)
@@ -284,7 +299,9 @@ class _Validator:
         clusters = self.clusters(data["clusters"])
         energy_source = self.energy(data["energy"])
         zones, max_temp = self.thermal(data.get("thermal", {}))
+        gpu = self.gpu(data["gpu"]) if "gpu" in data else None
         return {
+            "gpu": gpu,
             "name": name,
             "description": one_line(description),
             "transport": transport,
@@ -394,3 +411,28 @@ class _Validator:
                 "thermal.max_temp_c", f"must be degrees Celsius from 1 to 150, not {show(temp)}"
             )
         return zones, float(temp)
+
+    def gpu(self, value: Any) -> GpuProfile:
+        if not isinstance(value, dict):
+            raise self.fail("gpu", f"must be a table ([gpu]), not {type_name(value)}")
+        self.keys(value, _GPU_KEYS, "gpu.")
+        if "name" not in value:
+            raise self.fail("gpu.name", 'is missing (add name = "Orin (nvgpu)")')
+        name = self.string(value["name"], "gpu.name", '"Orin (nvgpu)"')
+        capability = value.get("compute_capability")
+        if capability is not None and (
+            not isinstance(capability, str) or not _CAPABILITY_RE.fullmatch(capability)
+        ):
+            raise self.fail(
+                "gpu.compute_capability",
+                f'must be "major.minor" (e.g. "8.7"), not {show(capability)}',
+            )
+        paths = {}
+        for key in ("devfreq", "load"):
+            path = value.get(key)
+            if path is not None and (not isinstance(path, str) or not path.startswith("/sys/")):
+                raise self.fail(
+                    f"gpu.{key}", f"must be an absolute path under /sys/, not {show(path)}"
+                )
+            paths[key] = path
+        return GpuProfile(name, capability, paths["devfreq"], paths["load"])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from edgebench.errors import UserError
 from edgebench.lab.cores import detect_clusters, format_cpu_list
-from edgebench.lab.profile_schema import Cluster, validate_profile
+from edgebench.lab.profile_schema import Cluster, GpuProfile, validate_profile
 from edgebench.lab.toml_input import one_line, read_toml, show
 
 PACKAGE = "edgebench.device_profiles"
@@ -42,6 +42,8 @@ class DeviceProfile:
     energy_source: str
     thermal_zones: tuple[str, ...]  # fnmatch patterns for thermal_zone*/type
     max_temp_c: float
+    #: A board's NVIDIA GPU ([gpu]), None where the profile names none.
+    gpu: GpuProfile | None = None
     source_path: Path | None = None
     builtin: bool = False
 
