@@ -154,7 +154,9 @@ class EngineStream:
                 graph = self.cuda.end_capture(self.stream)
             except Exception as exc:
                 raise BackendError(
-                    "unsupported", "this engine cannot be captured into a CUDA graph: %s" % exc
+                    "unsupported",
+                    "this engine cannot be captured into a CUDA graph: %s (%s)"
+                    % (self._why(), exc),
                 ) from exc
         if not enqueued or not graph:
             if graph:
