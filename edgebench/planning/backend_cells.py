@@ -131,11 +131,8 @@ def device_api_verdict(device: Device, framework: str, backend: str) -> Verdict 
     problem = getattr(facts, "accelerator_problems", {}).get(api)
     if problem is None:
         return None
-    return (
-        Status.UNSUPPORTED,
-        ErrorKind.UNSUPPORTED,
-        f"{problem}; {framework} on {backend} needs {entry.provides}",
-    )
+    # The probe's line names what is missing; what else the backend needs comes after that.
+    return (Status.UNSUPPORTED, ErrorKind.UNSUPPORTED, problem)
 
 
 def backend_verdict(device: Device, framework: str, backend: str) -> Verdict | None:
