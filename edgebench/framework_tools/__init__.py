@@ -1,5 +1,5 @@
 """The framework tools: adapters for the frameworks' own benchmark binaries (benchmark_model,
-benchncnn, MNN's benchmark.out, TNNTest, benchmark_app), the runner kind "framework-tools".
+benchncnn, MNN's benchmark.out, TNNTest, benchmark_app, trtexec), the runner kind "framework-tools".
 
 Each adapter builds the shell command a device runs for a :class:`NativeCell` and parses the
 tool's output into a :class:`NativeResult` (see docs/framework-tools.md). They run on the host;
@@ -22,6 +22,7 @@ from .mnn_benchmark import MnnBenchmarkAdapter
 from .openvino_benchmark_app import OpenvinoBenchmarkAppAdapter
 from .tflite_benchmark import TfliteBenchmarkAdapter
 from .tnn_test import TnnTestAdapter, parse_tnn_output_file
+from .trtexec import TrtexecAdapter
 
 #: Framework name -> adapter class (construct with keyword options, all optional).
 ADAPTERS: dict[str, type[NativeAdapter]] = {
@@ -30,6 +31,7 @@ ADAPTERS: dict[str, type[NativeAdapter]] = {
     "mnn": MnnBenchmarkAdapter,
     "tnn": TnnTestAdapter,
     "openvino": OpenvinoBenchmarkAppAdapter,
+    "tensorrt": TrtexecAdapter,
 }
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "OpenvinoBenchmarkAppAdapter",
     "TfliteBenchmarkAdapter",
     "TnnTestAdapter",
+    "TrtexecAdapter",
     "clean_line",
     "clean_lines",
     "ncnn_shape",

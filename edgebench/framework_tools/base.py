@@ -74,6 +74,7 @@ class NativeCell:
     ``profile_ops`` asks the tools that can for their per-operator table (a separate run: it
     slows the timed inferences down). ``backend`` is the compute backend
     (edgebench/compute_backends.py): each adapter turns it into its tool's switch.
+    ``cuda_graph`` asks a tool that can (trtexec) to replay the inference as a CUDA graph.
     """
 
     model_path: str
@@ -87,6 +88,8 @@ class NativeCell:
     output_file: str | None = None
     profile_ops: bool = False
     backend: str = CPU
+    #: The CUDA Graphs variant: the tool captures the inference once and replays it.
+    cuda_graph: bool = False
 
     def __post_init__(self) -> None:
         for name in ("threads", "warmup", "iterations"):

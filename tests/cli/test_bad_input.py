@@ -442,6 +442,14 @@ NATIVE_SAMPLES = {
     "[ INFO ] Latency:\n[ INFO ]    Median:     6.05 ms\n[ INFO ]    Average:    6.31 ms\n"
     "[ INFO ]    Min:        5.42 ms\n[ INFO ]    Max:        9.02 ms\n"
     "[ INFO ] Throughput:   158.43 FPS\n",
+    "tensorrt": "&&&& RUNNING TensorRT.trtexec [TensorRT v100900] [b34] # trtexec\n"
+    "[04/07/2025-23:59:33] [I] TensorRT version: 10.9.0\n"
+    "[04/07/2025-23:59:46] [I] Engine built in 10.7204 sec.\n"
+    "[04/07/2025-23:59:50] [I] Timing trace has 2077 queries over 3.0039 s\n"
+    "[04/07/2025-23:59:50] [I] === Performance summary ===\n"
+    "[04/07/2025-23:59:50] [I] Throughput: 691.435 qps\n"
+    "[04/07/2025-23:59:50] [I] Latency: min = 1.4209 ms, max = 3.047 ms, mean = 1.48372 ms, "
+    "median = 1.43823 ms, percentile(90%) = 1.45624 ms, percentile(99%) = 2.61597 ms\n",
 }
 _HOSTILE_TOKENS = st.sampled_from(
     ["nan", "-nan", "inf", "-inf", "1e400", "-0", "", "99999999999999999999999", "1e-400",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes import trtexec_outputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -193,7 +194,7 @@ def test_cell_validation():
 
 
 def test_registry():
-    assert set(ADAPTERS) == {"tflite", "ncnn", "mnn", "tnn", "openvino"}
+    assert set(ADAPTERS) == {"tflite", "ncnn", "mnn", "tnn", "openvino", "tensorrt"}
     for framework, cls in ADAPTERS.items():
         adapter = cls()
         assert isinstance(adapter, NativeAdapter)
@@ -686,6 +687,7 @@ MODEL_FILES = {
     "mnn": EVIL_MODEL + ".mnn",
     "tnn": EVIL_MODEL + ".tnnproto",
     "openvino": EVIL_MODEL + ".xml",
+    "tensorrt": EVIL_MODEL + ".onnx",
 }
 FAKE_OUTPUT = {
     "tflite": (TFLITE_OUT, False),
@@ -693,6 +695,7 @@ FAKE_OUTPUT = {
     "mnn": (MNN_OUT, False),
     "tnn": (TNN_LINE + "\n", False),
     "openvino": (OV_OUT, False),
+    "tensorrt": (trtexec_outputs.TRT10_BUILD_RUN, False),
 }
 
 
@@ -789,6 +792,15 @@ KEYWORDS = {
         "build",
         "took",
     ),
+    "tensorrt": (
+        "latency",
+        "time",
+        "throughput",
+        "summary",
+        "engine",
+        "device",
+        "tensorrt",
+    ),
 }
 VALID = {
     "tflite": TFLITE_OUT,
@@ -796,6 +808,7 @@ VALID = {
     "mnn": MNN_OUT,
     "tnn": TNN_LINE + "\n",
     "openvino": OV_OUT,
+    "tensorrt": trtexec_outputs.TRT10_BUILD_RUN,
 }
 EXPECTED = {
     "tflite": {"count": 50, "min_ms": 77.385, "avg_ms": 79.732, "memory_mb": 40.8281},
@@ -803,6 +816,7 @@ EXPECTED = {
     "mnn": {"count": 20, "min_ms": 1.973, "max_ms": 2.871, "avg_ms": 2.289},
     "tnn": {"min_ms": 3.718, "max_ms": 5.653, "avg_ms": 4.725},
     "openvino": {"count": 50, "median_ms": 6.05, "max_ms": 9.02, "throughput_ips": 158.43},
+    "tensorrt": {"count": 2077, "median_ms": 1.43823, "max_ms": 3.047, "throughput_ips": 691.435},
 }
 
 _junk_line = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60).filter(
@@ -861,6 +875,11 @@ LINE_TEMPLATES = {
     ),
     "openvino": (
         lambda v: f"[ INFO ] Count: 3 iterations\n[ INFO ]    Median:  {v} ms\n",
+        "median_ms",
+        lambda x: x,
+    ),
+    "tensorrt": (
+        lambda v: f"=== Performance summary ===\nLatency: min = 1 ms, median = {v} ms\n",
         "median_ms",
         lambda x: x,
     ),

@@ -53,6 +53,8 @@ NO_OP_PROFILE = {
     "(per-op totals come from its separate timeProfile.out tool)",
     "tnn": "TNNTest prints only whole-model min/max/avg "
     "(per-layer times need a TNN build with TNN_PROFILER_ENABLE)",
+    "tensorrt": "trtexec's summary gives whole-model min/max/avg and percentiles "
+    "(its per-layer table, --dumpProfile --separateProfileRun, is not read)",
 }
 
 
