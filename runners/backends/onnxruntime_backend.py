@@ -1,9 +1,15 @@
-"""ONNX Runtime: the CPU execution provider, or NNAPI's, QNN's, CUDA's or TensorRT's ahead of it."""
+"""ONNX Runtime: the CPU execution provider, or NNAPI's, QNN's, CUDA's or TensorRT's ahead of it
+(the GPU providers' options, placement and streams: ort_gpu.py)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+import time
 from typing import Any, Dict, List, Optional
 
+from . import ort_gpu
 from .accelerator import CPU, accelerator_report, fallback
 from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
 
@@ -52,8 +58,10 @@ BOUNDARIES = {
 
 class OnnxRuntimeBackend(Backend):
     name = FRAMEWORK
-    # int8: a QDQ model (edgebench converts to one), run by ORT's int8 kernels.
+    # int8: a QDQ model (edgebench converts to one), run by ORT's int8 kernels. fp16 only on
+    # the GPU providers (the fp16 ONNX artifact): ORT's CPU kernels are fp32.
     precisions = ("fp32", "int8")
+    gpu_precisions = ("fp32", "fp16", "int8")
 
     def __init__(self) -> None:
         import onnxruntime as ort
@@ -63,11 +71,15 @@ class OnnxRuntimeBackend(Backend):
         if hasattr(ort, "disable_telemetry_events"):
             ort.disable_telemetry_events()
         self._session = None
+        self._gpu: Dict[str, Any] = {}
 
     def version(self) -> str:
         return str(self._ort.__version__)
 
     def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
+        gpu = self.compute_backend in ort_gpu.GPU_PROVIDERS
+        if gpu:
+            self.precisions = self.gpu_precisions
         check_precision(self, precision)
         ort = self._ort
         so = ort.SessionOptions()
@@ -76,9 +88,12 @@ class OnnxRuntimeBackend(Backend):
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.log_severity_level = 3
-        providers = ["CPUExecutionProvider"]
-        if self.compute_backend != CPU:
+        providers: List[Any] = ["CPUExecutionProvider"]
+        if gpu:
+            providers = self._gpu_providers(so, precision, options)
+        elif self.compute_backend != CPU:
             providers.insert(0, self._provider())
+        started = time.perf_counter()
         try:
             self._session = ort.InferenceSession(model_path, sess_options=so, providers=providers)
         except Exception as exc:  # ORT raises its own exception types per failure
@@ -87,12 +102,35 @@ class OnnxRuntimeBackend(Backend):
             raise BackendError(
                 kind, "onnxruntime could not load the model: %s" % first_line(text), text
             ) from exc
-        if self.compute_backend != CPU and providers[0] not in self._session.get_providers():
+        self._gpu["session_ms"] = (time.perf_counter() - started) * 1e3
+        asked = providers[0][0] if gpu else providers[0]
+        if self.compute_backend != CPU and asked not in self._session.get_providers():
             raise fallback(
                 FRAMEWORK,
                 self.compute_backend,
                 "the session's providers are %s" % ", ".join(self._session.get_providers()),
             )
+
+    def _gpu_providers(self, so: Any, precision: str, options: Dict[str, Any]) -> List[Any]:
+        """The CUDA or TensorRT provider chain, with the session profiled until the first
+        inference (its node events say where each node ran: accelerator_report)."""
+        ort = self._ort
+        ort_gpu.preload_libraries(ort)
+        available = list(ort.get_available_providers())
+        if ort_gpu.GPU_PROVIDERS[self.compute_backend][0] not in available:
+            raise ort_gpu.missing_provider(self.compute_backend, available)
+        cache = ort_gpu.cache_dir(options)
+        if self.compute_backend == "tensorrt":
+            os.makedirs(cache, exist_ok=True)
+        self._gpu = {
+            "cache": cache,
+            "engines_before": ort_gpu.engine_files(cache),
+            "cuda_graph": bool(options.get("cuda_graph", False)),
+            "profile_dir": tempfile.mkdtemp(prefix="edgebench-ort-"),
+        }
+        so.enable_profiling = True
+        so.profile_file_prefix = self._gpu["profile_dir"] + "/placement"
+        return ort_gpu.provider_options(self.compute_backend, precision, options, cache)
 
     def _provider(self) -> str:
         """The accelerator's execution provider, when this onnxruntime build has it."""
@@ -109,10 +147,36 @@ class OnnxRuntimeBackend(Backend):
     def accelerator_report(self) -> Optional[Dict[str, Any]]:
         if self.compute_backend == CPU:
             return None
-        return accelerator_report(
-            _PROVIDERS[self.compute_backend][1],
-            device_memory_unavailable="onnxruntime's Python API reports no device memory",
-        )
+        api = _PROVIDERS[self.compute_backend][1]
+        if self.compute_backend not in ort_gpu.GPU_PROVIDERS:
+            return accelerator_report(
+                api, device_memory_unavailable="onnxruntime's Python API reports no device memory"
+            )
+        return accelerator_report(api, **self._gpu_report())
+
+    def _gpu_report(self) -> Dict[str, Any]:
+        """Where the first inference's nodes ran (a fallback when none left the CPU), the
+        TensorRT engine's build or cache, and the CUDA graph."""
+        profile = self._session.end_profiling()
+        try:
+            placement = ort_gpu.placement_from_profile(profile) if profile else {}
+        finally:
+            shutil.rmtree(self._gpu["profile_dir"], ignore_errors=True)
+        delegated, total = ort_gpu.check_placement(self.compute_backend, placement)
+        known: Dict[str, Any] = {
+            "placement": placement,
+            "delegated_ops": delegated,
+            "total_ops": total,
+            "cuda_graph": self._gpu["cuda_graph"],
+            "stages_note": "copy_in is H2D, copy_out D2H; compute runs with outputs on the GPU",
+        }
+        if self.compute_backend == "tensorrt":
+            before = self._gpu["engines_before"]
+            built = set(ort_gpu.engine_files(self._gpu["cache"])) - set(before)
+            known["engine_cache"] = "miss" if built or not before else "hit"
+            # The provider builds its engine when the session is created.
+            known["engine_build_ms"] = self._gpu["session_ms"]
+        return known
 
     def model_inputs(self) -> List[InputSpec]:
         specs = []
@@ -129,6 +193,8 @@ class OnnxRuntimeBackend(Backend):
         # wrapped, not copied), the graph, and copying the outputs into new numpy arrays.
         # One session serves every stream: ORT sessions run concurrently and share weights.
         session = self._session
+        if self.compute_backend in ort_gpu.GPU_PROVIDERS:
+            return ort_gpu.gpu_stream(self._ort, session, feeds, self._gpu["cuda_graph"])
         binding = session.io_binding()
         names = self.output_names()
 
