@@ -18,10 +18,12 @@ from typing import Any
 from edgebench.compute_backends import CPU
 from edgebench.framework_tools import ADAPTERS, NativeCell, NativeParseError
 from edgebench.framework_tools.accelerator import BackendReport, tool_refusal
+from edgebench.framework_tools.trtexec import TrtexecAdapter
 from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.measure.breakdowns import attach_op_profile
+from edgebench.measure.methods import trtexec_cell
 from edgebench.measure.methods.base import (
     Visit,
     model_files,
@@ -77,6 +79,8 @@ class FrameworkTools:
         if refusal is not None:
             return (Status.UNSUPPORTED, ErrorKind.UNSUPPORTED, refusal)
         folder = getattr(device, "native_bin", None)
+        if tool is TrtexecAdapter:
+            return None  # installed on the device: looked for there when the cell runs
         if folder is None or not (Path(folder) / tool.binary).is_file():
             where = folder or "(no native_bin in the lab entry)"
             return (
@@ -100,6 +104,8 @@ class FrameworkTools:
         model_path = device.stage_model(model_files(cell))
         try:
             record = _run(cell, device, model_path, visit.run_id)
+        except trtexec_cell.TrtexecNotFound as exc:
+            return _not_run(visit.run_id, cell, ErrorKind.UNSUPPORTED, str(exc))
         except NativeRunError as exc:
             return failed_record(visit.run_id, cell, ErrorKind.NATIVE_TOOL, str(exc))
         note_whole_inference(record, cell, "a native benchmark tool")
@@ -148,7 +154,13 @@ def deploy_binary(device: RemoteDevice, binary: str) -> str:
 
 def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Record:
     adapter = _adapter(cell, device)
-    binary = deploy_binary(device, adapter.binary)
+    local = Path(device.native_bin or "") / adapter.binary
+    if isinstance(adapter, TrtexecAdapter) and not (device.native_bin and local.is_file()):
+        binary = trtexec_cell.locate(device, adapter)
+    else:
+        binary = deploy_binary(device, adapter.binary)
+    if isinstance(adapter, TrtexecAdapter):
+        adapter = trtexec_cell.prepare(device, adapter, binary, cell, model_files(cell)[0])
     native_cell = NativeCell(
         model_path=model_path,
         model_dir=posixpath.dirname(model_path),
@@ -159,6 +171,7 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
         precision=cell.precision,
         input_shapes={i["name"]: list(i["shape"]) for i in cell.inputs},
         backend=cell.backend,
+        cuda_graph=bool(getattr(cell, "cuda_graph", False)),
     )
     if adapter.needs_logcat():
         device.transport.shell(adapter.clear_logcat_command(), timeout=30)
@@ -191,9 +204,12 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
         if report.refusal is not None:
             return _not_run(run_id, cell, ErrorKind.UNSUPPORTED, report.refusal)
         tail = (command.stderr or command.stdout).strip().splitlines()[-1:] or ["no output"]
+        said = getattr(adapter, "failure_reason", lambda *_: None)(command.stdout, command.stderr)
         raise NativeRunError(
-            f"{exc} (exit {command.returncode}; last line: {tail[0][:200]})"
+            f"{exc} (exit {command.returncode}; {said or 'last line: ' + tail[0][:200]})"
         ) from exc
+    if isinstance(adapter, TrtexecAdapter):
+        trtexec_cell.add_times(device, adapter, result)
     if report.fallback is not None:
         return _not_run(run_id, cell, ErrorKind.FALLBACK, _fallback_reason(cell, report))
     record = record_from_native(run_id, cell, result)
