@@ -144,6 +144,10 @@ class NativeResult:
     memory_mb: float | None = None
     stats_available: tuple[str, ...] = ()
     raw_lines: list[str] = field(default_factory=list)
+    #: Per inference, copy-in / compute / copy-out (ms), where the tool times them apart, and
+    #: what each covers.
+    stage_samples_ms: dict[str, list[float]] | None = None
+    stage_boundaries: dict[str, str] | None = None
 
     _STAT_FIELDS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("count", "count"),

@@ -81,6 +81,12 @@ NOT_FOUND = (
 #: The summary's metrics, as the record's stage names where they are one.
 METRICS = ("Latency", "Enqueue Time", "H2D Latency", "GPU Compute Time", "D2H Latency")
 STAGE_KEYS = {"copy_in": "h2dMs", "compute": "computeMs", "copy_out": "d2hMs"}
+#: What each stage of an exportTimes entry covers (the record's ``stages.boundaries``).
+STAGE_BOUNDARIES = {
+    "copy_in": "trtexec's H2D Latency: the host-to-device copies of one query (CUDA events)",
+    "compute": "trtexec's GPU Compute Time: the engine's enqueue on the GPU (CUDA events)",
+    "copy_out": "trtexec's D2H Latency: the device-to-host copies of one query (CUDA events)",
+}
 
 _PREFIX_RE = re.compile(
     r"^(?:\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\]\s*)?(?:\[(?P<sev>[IWEVF])\]\s*)?(?:\[TRT\]\s*)?",
@@ -199,11 +205,13 @@ class TrtexecResult(NativeResult):
     stages_ms: dict[str, float] = field(default_factory=dict)
 
     def add_times(self, times: TrtexecTimes) -> TrtexecResult:
-        """The exportTimes samples become the result's samples and stage medians."""
+        """The exportTimes samples become the result's samples and stage samples."""
         if times.latency_ms:
             self.samples_ms = list(times.latency_ms)
             self.count = len(times.latency_ms)
         self.stages_ms = times.stage_medians()
+        self.stage_samples_ms = {k: list(v) for k, v in times.stages_ms.items() if v} or None
+        self.stage_boundaries = dict(STAGE_BOUNDARIES) if self.stage_samples_ms else None
         return self.finish()
 
 

@@ -14,7 +14,7 @@ from edgebench.compute_backends import CPU
 from edgebench.framework_tools import NativeResult
 from edgebench.measure.breakdowns import attach_breakdowns, shape_field
 from edgebench.planning.cells import Cell
-from edgebench.results.breakdown_parts import Instances
+from edgebench.results.breakdown_parts import Instances, Stages
 from edgebench.results.energy_part import unavailable_flag
 from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.record_warnings import (
@@ -174,7 +174,9 @@ def mark_software_device(record: Record) -> None:
 
 
 def record_from_native(run_id: str, cell: Cell, result: NativeResult) -> Record:
-    """Only what the tool printed: no percentile is computed from min/max/avg."""
+    """Only what the tool printed: no percentile is computed from min/max/avg. A tool that
+    gives every inference's time (trtexec's --exportTimes) gets the statistics of a Python
+    runner's record from those raw samples, and its stage split beside them."""
     record = new_record(run_id, cell, Status.OK)
     latency = {
         "min": result.min_ms,
@@ -184,6 +186,16 @@ def record_from_native(run_id: str, cell: Cell, result: NativeResult) -> Record:
     }
     record.latency_ms = {k: v for k, v in latency.items() if v is not None} or None
     record.n_samples = result.count or 0
+    samples = [round(ms * 1e6) for ms in result.samples_ms or []]
+    stats = latency_stats(samples) if samples else None
+    if stats is not None:
+        record.samples_ns, record.n_samples = samples, len(samples)
+        record.latency_ms = stats.as_record()
+    if result.stage_samples_ms:
+        record.stages = Stages.from_samples(
+            {k: [round(ms * 1e6) for ms in v] for k, v in result.stage_samples_ms.items()},
+            result.stage_boundaries or {},
+        )
     record.throughput_ips = result.throughput_ips or (
         1000.0 / result.avg_ms if result.avg_ms else None
     )
@@ -198,7 +210,7 @@ def record_from_native(run_id: str, cell: Cell, result: NativeResult) -> Record:
         raw_lines=result.raw_lines[-20:],
     )
     record.framework_version = result.tool_version
-    if result.median_ms is None:
+    if result.median_ms is None and stats is None:
         record.warnings.append(
             NO_PERCENTILES.make(tool=result.tool, printed=list(result.stats_available))
         )

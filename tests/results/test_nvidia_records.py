@@ -4,6 +4,8 @@ instance adds."""
 
 from __future__ import annotations
 
+import pytest
+
 from edgebench.measure.breakdowns import instances_field
 from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.results.records import Record
@@ -64,3 +66,28 @@ def test_instances_on_a_gpu_record_the_device_memory_each_one_adds():
     cpu = instances_field({k: v for k, v in raw.items() if not k.startswith("device")}, 512)
     assert "device_memory_after_load_mb" not in cpu.to_dict()
     assert type(part).from_dict(part.to_dict()) == part
+
+
+def test_a_trtexec_record_takes_its_statistics_and_stages_from_the_raw_samples():
+    from fakes.trtexec_outputs import TRT10_BUILD_RUN, export_times
+    from planning.test_backend_axis import FakeDevice, cells_for
+
+    from edgebench.framework_tools.trtexec import TrtexecAdapter, parse_export_times
+    from edgebench.lab.facts import DeviceFacts
+    from edgebench.measure.records import record_from_native
+
+    device = FakeDevice()
+    device._facts = DeviceFacts(cpus=[0, 1])
+    (cell,) = cells_for(["tensorrt"], ["cuda"], device)
+    cell.model.sha256 = None
+    parsed = TrtexecAdapter().parse_lines(TRT10_BUILD_RUN.splitlines(), "model.onnx")
+    tool_median = parsed.median_ms
+    queries = [(0.1, 1.0 + i / 100, 0.05) for i in range(41)]
+    parsed.add_times(parse_export_times(export_times(queries)))
+    record = record_from_native("r", cell, parsed)
+    assert record.n_samples == 41 and len(record.samples_ns) == 41
+    assert record.latency_ms["p50"] == pytest.approx(0.1 + 1.2 + 0.05)
+    assert record.latency_ms["p50"] != tool_median  # the samples decide, not the summary
+    assert record.stages.p50_ms == pytest.approx({"copy_in": 0.1, "compute": 1.2, "copy_out": 0.05})
+    assert "H2D" in record.stages.boundaries["copy_in"]
+    assert not any(w.kind == "no_percentiles" for w in record.warnings)
