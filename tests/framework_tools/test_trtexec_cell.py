@@ -1,7 +1,6 @@
 """A trtexec cell end to end on a lab device over the real sshd on 127.0.0.1: trtexec found in
-native_bin, its version asked, the
-engine built once into the device's cache and loaded the second time, the --exportTimes file
-read back as the record's raw samples and stage split.
+native_bin, its version asked, the engine built once into the device's cache and loaded the
+second time, the --exportTimes file read back as the record's raw samples and stage split.
 
 The trtexec here is a fake that prints TensorRT 10.9's real output (tests/fakes/
 trtexec_outputs.py) and writes an exportTimes file in trtexec's format; it refuses a command
