@@ -20,7 +20,8 @@ from edgebench.device_shell import RECORD_PID_THEN_EXEC, taskset_mask
 
 from .accelerator import BackendReport
 
-PRECISIONS = ("fp32", "fp16")
+#: The precisions a NativeCell can hold; an adapter runs those of its ``precisions``.
+PRECISIONS = ("fp32", "fp16", "int8")
 
 #: A number as C/C++ tools print it: ``12``, ``12.5``, ``.5``, ``3.51239e+06``, ``1E-3``,
 #: and the ``nan`` / ``-nan`` / ``inf`` that iostreams print for empty statistics.
@@ -273,6 +274,8 @@ class NativeAdapter:
     logcat_tag: ClassVar[str | None] = None
     #: False when the tool has no switch for the cell's precision (see the adapter's docs).
     controls_precision: ClassVar[bool] = True
+    #: The cell precisions the adapter runs (trtexec adds int8: the QDQ model).
+    precisions: ClassVar[tuple[str, ...]] = ("fp32", "fp16")
 
     env: Mapping[str, str] | None = None
 

@@ -219,6 +219,7 @@ class TrtexecResult(NativeResult):
 class TrtexecAdapter(NativeAdapter):
     framework = "tensorrt"
     binary = "trtexec"
+    precisions = ("fp32", "fp16", "int8")
     result_line = "'=== Performance summary ===' with its 'Latency: min = ...' line"
     #: Installed on the device (JetPack, TensorRT's tar package), not deployed from native_bin.
     device_locations: ClassVar[tuple[str, ...]] = DEVICE_LOCATIONS

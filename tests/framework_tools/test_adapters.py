@@ -186,7 +186,7 @@ def test_cell_validation():
     with pytest.raises(ValueError):
         cell(threads=0)
     with pytest.raises(ValueError):
-        cell(precision="int8")
+        cell(precision="int8-weights")
     with pytest.raises(ValueError):
         cell(cores=[])
     with pytest.raises(ValueError):

@@ -36,8 +36,8 @@ with open({log!r}, "a") as log:
     log.write(json.dumps(args) + "\\n")
 if "--iterations" not in flags or flags.get("--avgRuns") != "1":
     sys.exit("fake trtexec: a cell needs --iterations and --avgRuns=1")
-if "--onnx" in flags and "--noTF32" not in flags:
-    sys.exit("fake trtexec: an fp32 build needs --noTF32")
+if "--onnx" in flags and not set(["--noTF32", "--int8"]).intersection(flags):
+    sys.exit("fake trtexec: a build needs --noTF32 (fp32) or --int8 (the QDQ model)")
 if "--saveEngine" in flags:
     open(flags["--saveEngine"], "w").write("engine")
 count = int(flags["--iterations"])
@@ -114,3 +114,26 @@ def test_trtexec_without_a_driver_makes_the_cell_unsupported_in_its_own_words(
     assert record["status"] == "unsupported", record
     assert "CUDA driver version is insufficient" in record["error"]
     assert "\n" not in record["error"] and record["latency_ms"] is None
+
+
+def test_an_int8_cell_runs_the_qdq_model_through_trtexec_and_other_tools_refuse_int8(
+    run_cli, tools_lab, conv_model
+):
+    from planning.test_backend_axis import cells_for
+
+    from edgebench.measure.methods.framework_tools import precision_refusal
+
+    lab, log = tools_lab
+    where = ["--lab", str(lab), "--devices", "orin", "--models", str(conv_model)]
+    choice = ["--frameworks", "tensorrt", "--precision", "int8", "--format", "jsonl"]
+    result = run_cli(["run", *where, *choice, *QUICK])
+    (record,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert record["status"] == "ok", record["error"]
+    assert record["artifact"]["format"] == "onnx-qdq"
+    (call,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert "--int8" in call and "--noTF32" not in call
+    (mnn,) = cells_for(["mnn"], ["cpu"], precision="int8")
+    assert precision_refusal(mnn) == (
+        "benchmark.out runs fp32, fp16 cells, not int8; measure int8 with the Python runner or "
+        "edgebench-native (the lab's runner)"
+    )

@@ -94,8 +94,10 @@ class FrameworkTools:
     def visit(self, cell: Cell, visit: Visit) -> Record:
         device = cell.device
         assert isinstance(device, RemoteDevice), "framework tools run on ADB or SSH devices"
-        refusal = whole_inference_refusal(cell, "a native benchmark tool") or backend_refusal(
-            device, cell.framework, cell.backend
+        refusal = (
+            whole_inference_refusal(cell, "a native benchmark tool")
+            or backend_refusal(device, cell.framework, cell.backend)
+            or precision_refusal(cell)
         )
         if refusal:
             record = new_record(visit.run_id, cell, Status.UNSUPPORTED)
@@ -117,6 +119,17 @@ class FrameworkTools:
 def _android(device: Device) -> bool:
     transport = getattr(device, "transport", None)
     return getattr(transport, "kind", None) == "adb"
+
+
+def precision_refusal(cell: Cell) -> str | None:
+    """Why the framework's own tool cannot run the cell's precision (None: it can)."""
+    tool = ADAPTERS.get(cell.framework)
+    if tool is None or cell.precision in tool.precisions:
+        return None
+    return (
+        f"{tool.binary} runs {', '.join(tool.precisions)} cells, not {cell.precision}; measure "
+        f"{cell.precision} with the Python runner or edgebench-native (the lab's runner)"
+    )
 
 
 def backend_refusal(device: Device, framework: str, backend: str) -> str | None:
