@@ -131,8 +131,11 @@ def wrap_command(
     end = f'echo "window_end $(date +%s%N)" >> {quote_argv([marks])}; {marker_off}'
     if tool_marks_window:
         start = end = ""
+    # The clean-up runs to its end before the loop starts in the background: were it part of
+    # the background job, a slow rm could delete the window marks, or the stop file after the
+    # tool had finished, and the loop would then run to MAX_SAMPLES.
     return (
-        f"mkdir -p {quote_argv([work])} && rm -f {quote_argv([trace, marks, stop])} && "
+        f"mkdir -p {quote_argv([work])} && rm -f {quote_argv([trace, marks, stop])} || exit 1; "
         f"( {loop} ) > {quote_argv([trace])} 2>/dev/null & loop=$!; "
         f"sleep {baseline_s:g}; "
         f"{start}( {tool_command} ); rc=$?; {end}"
