@@ -15,16 +15,14 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+if __package__:
+    from .cuda_runtime import library_candidates as cudart_candidates
+else:  # on the device, beside runner.py
+    from cuda_runtime import library_candidates as cudart_candidates
+
 NVML_ENV = "EDGEBENCH_NVML_LIBRARY"
 NVML_NAMES = ("libnvidia-ml.so.1", "libnvidia-ml.so")
 NO_NVML = "no NVIDIA GPU: libnvidia-ml.so.1 not found (the NVIDIA driver)"
-CUDART_NAMES = (
-    "libcudart.so",
-    "libcudart.so.13",
-    "libcudart.so.12",
-    "libcudart.so.11.0",
-    "/usr/local/cuda/lib64/libcudart.so",
-)
 CUDNN_NAMES = ("libcudnn.so.9", "libcudnn.so.8", "libcudnn.so")
 NVINFER_NAMES = ("libnvinfer.so.10", "libnvinfer.so.8", "libnvinfer.so")
 CUDA_DRIVER_NAMES = ("libcuda.so.1", "libcuda.so")
@@ -237,7 +235,8 @@ def _version_call(names: Sequence[str], symbol: str, returns_int: bool) -> Tuple
     """A library's version function's answer, or None and why."""
     library, _ = open_first(names)
     if library is None:
-        return None, "%s: not found" % ", ".join(names)
+        more = " and %d more places" % (len(names) - 3) if len(names) > 3 else ""
+        return None, "%s%s: not found" % (", ".join(names[:3]), more)
     function = getattr(library, symbol, None)
     if function is None:
         return None, "%s has no %s" % (names[0], symbol)
@@ -251,7 +250,8 @@ def _version_call(names: Sequence[str], symbol: str, returns_int: bool) -> Tuple
 
 def cuda_runtime_version() -> Tuple[Optional[str], str]:
     """libcudart's ``cudaRuntimeGetVersion`` (12040 -> ``12.4``); it answers with no driver."""
-    value, why = _version_call(CUDART_NAMES, "cudaRuntimeGetVersion", True)
+    # Where the TensorRT backend finds libcudart (the pip wheels' folders first).
+    value, why = _version_call(cudart_candidates(), "cudaRuntimeGetVersion", True)
     return ("%d.%d" % (value // 1000, value % 1000 // 10), "") if value else (None, why)
 
 
