@@ -210,6 +210,8 @@ def _details(r: Record, anchor: str, expand: bool = False) -> str:
         ("first inference", fmt_number(r.first_inference_ms, "ms")),
         ("framework version", r.framework_version or "-"),
     ]
+    if r.nvidia is not None:
+        stats.insert(0, ("NVIDIA", r.nvidia.describe()))
     if r.accelerator is not None:
         stats.insert(0, ("accelerator", r.accelerator.describe()))
     if r.emulated:

@@ -320,6 +320,8 @@ def format_details(records: Sequence[Record]) -> str:
             notes.append(f"  {cell}: {r.sustained.describe()}")
         if r.accelerator is not None and r.status in MEASURED:
             notes.append(f"  {cell}: {describe_accelerator_run(r)}")
+        if r.nvidia is not None and r.status in MEASURED:
+            notes.append(f"  {cell}: {r.nvidia.describe()}")
         why = r.energy.unavailable if r.energy else None
         gap = unavailable_flag(why) if why else None
         if gap:

@@ -48,10 +48,25 @@ class NvidiaState(RecordPart):
     unavailable: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
+        """One line: the GPU, the versions a result depends on, what the window saw."""
         parts = [self.gpu or "NVIDIA GPU"]
-        if self.driver:
-            parts.append(f"driver {self.driver}")
+        if self.compute_capability:
+            parts[0] += f" (sm {self.compute_capability})"
+        versions = (
+            ("driver", self.driver),
+            ("CUDA", self.cuda_runtime or self.cuda_driver),
+            ("cuDNN", self.cudnn),
+            ("TensorRT", self.tensorrt),
+            ("JetPack", self.jetpack),
+        )
+        parts += [f"{name} {value}" for name, value in versions if value]
         if self.power_mode:
             locked = {True: ", clocks locked", False: ", clocks free"}.get(self.clocks_locked, "")
             parts.append(f"power mode {self.power_mode}{locked}")
+        if self.gpu_memory_mb is not None:
+            parts.append(f"process GPU memory {self.gpu_memory_mb:.0f} MB")
+        if self.load_pct and self.load_pct.get("mean") is not None:
+            parts.append(f"GPU load {self.load_pct['mean']:.0f}%")
+        if self.sm_clock_mhz and self.sm_clock_mhz.get("mean") is not None:
+            parts.append(f"clock {self.sm_clock_mhz['mean']:.0f} MHz")
         return ", ".join(parts)

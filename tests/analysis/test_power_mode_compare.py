@@ -51,7 +51,10 @@ def jetson_record(seed: int, median_ms: float = 10.0, **nvidia) -> Record:
 def test_the_part_round_trips_and_old_records_load():
     record = jetson_record(1)
     assert isinstance(record.nvidia, NvidiaState)
-    assert record.nvidia.describe() == "Orin (nvgpu), power mode MAXN, clocks locked"
+    assert record.nvidia.describe() == (
+        "Orin (nvgpu) (sm 8.7), CUDA 12.6, cuDNN 9.3.0, TensorRT 10.3.0, JetPack 6.2.1+b38, "
+        "power mode MAXN, clocks locked, GPU load 80%, clock 625 MHz"
+    )
     again = Record.from_dict(json.loads(json.dumps(record.to_dict())))
     assert again.nvidia == record.nvidia
     assert again.to_dict()["nvidia"] == record.to_dict()["nvidia"]
@@ -96,3 +99,16 @@ def test_records_without_the_part_compare_as_before():
     base = sampled_record("orin", "tensorrt", 10.0, 10, backend="cuda")
     (verdict,) = compare_runs([base], [jetson_record(11, power_mode="15W")])
     assert verdict.verdict == "unchanged"
+
+
+def test_the_matrix_shows_the_gpu_and_power_mode_beside_a_tensorrt_figure():
+    from edgebench.reporting.matrix import format_details, format_matrix
+
+    graphs = jetson_record(2, median_ms=8.0)
+    graphs.cuda_graph = True
+    text = format_matrix([jetson_record(1), graphs])
+    header = next(line for line in text.splitlines() if line.startswith("device"))
+    assert header.split() == ["device", "tensorrt", "tensorrt+graphs"]
+    details = format_details([jetson_record(1), graphs]).splitlines()
+    note = next(line for line in details if "power mode MAXN" in line)
+    assert "TensorRT 10.3.0" in note and "clocks locked" in note
