@@ -8,7 +8,7 @@ Json accelerator_object(const std::string& api) {
     // The keys of edgebench/results/accelerator_part.py's AcceleratorRun, in its order.
     for (const char* key : {"api", "device", "device_type", "software", "driver", "api_version", "precision",
                             "delegated_ops", "total_ops", "device_memory_mb", "device_memory_unavailable",
-                            "stages_note"})
+                            "stages_note", "engine_build_ms", "engine_cache", "cuda_graph", "placement"})
         report.set(key, Json());
     report.set("api", api);
     report.set("software", false);

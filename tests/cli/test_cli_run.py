@@ -144,7 +144,7 @@ def test_dynamic_model_needs_a_shape_and_runs_with_one(run_cli, tmp_path):
     ("args", "message"),
     [
         (["--devices", "pixel9"], "device 'pixel9' is not defined"),
-        (["--frameworks", "tensorrt"], "unknown framework tensorrt"),
+        (["--frameworks", "tensorflow"], "unknown framework tensorflow"),
         (["--cores", "4096"], "cpu 4096 is not available on device local"),
         (["--threads", "0"], "--threads: must be whole numbers >= 1"),
         (["--shape", "1,3,x"], "is not a shape"),

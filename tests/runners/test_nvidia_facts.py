@@ -4,15 +4,13 @@ and the cell's ``nvidia`` key with its window samples."""
 
 from __future__ import annotations
 
-import ctypes.util
-import os
 import re
 import shutil
 
 import pytest
 from fakes.jetson_board import jetson_tools, jetson_tree, path_with
 
-from edgebench.runners import nvidia_info
+from edgebench.runners import cuda_runtime, nvidia_info
 from edgebench.runners.accelerators import probe_api
 from edgebench.runners.energy_source import TelemetryUnavailable
 from edgebench.runners.energy_sources import make_source
@@ -70,9 +68,9 @@ def test_library_versions_say_why_each_is_missing():
 
 
 def test_cuda_runtime_answers_with_no_driver():
-    if ctypes.util.find_library("cudart") is None and not os.path.exists(
-        "/usr/local/cuda/lib64/libcudart.so"
-    ):
+    try:
+        cuda_runtime.load_library()
+    except cuda_runtime.CudaUnavailable:
         pytest.skip("needs the CUDA toolkit's libcudart (install the CUDA toolkit)")
     version, why = nvidia_info.cuda_runtime_version()
     assert version is not None, why
