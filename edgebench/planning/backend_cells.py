@@ -111,27 +111,33 @@ def defaulted_pairs(
     return pairs
 
 
-def _has_api_device(device: Device, framework: str, backend: str) -> bool:
+def _probed_api(framework: str, backend: str) -> str | None:
+    """The API whose devices the probe lists for the backend (TensorRT's is CUDA); None for a
+    backend whose API the probe does not vouch for (CPU, or unknown pairs)."""
     entry = find_backend(framework, backend)
-    if entry is None or device.unreachable:
+    return PROBED_APIS.get(entry.api) if entry is not None else None
+
+
+def _has_api_device(device: Device, framework: str, backend: str) -> bool:
+    api = _probed_api(framework, backend)
+    if api is None or device.unreachable:
         return False
-    return bool(accelerator_devices(device.facts(), PROBED_APIS.get(entry.api, entry.api)))
+    return bool(accelerator_devices(device.facts(), api))
 
 
 def device_api_verdict(device: Device, framework: str, backend: str) -> Verdict | None:
     """``unsupported`` with the probe's line (``no NVIDIA GPU: nvidia-smi not found``) when
     the device has no device of the API the backend drives; None otherwise or when unknown."""
-    entry = find_backend(framework, backend)
-    if entry is None or entry.api not in PROBED_APIS or device.unreachable:
+    api = _probed_api(framework, backend)
+    if api is None or device.unreachable:
         return None
-    api = PROBED_APIS[entry.api]
     facts = device.facts()
     if accelerator_devices(facts, api):
         return None
     problem = getattr(facts, "accelerator_problems", {}).get(api)
     if problem is None:
         return None
-    # The probe's line names what is missing; what else the backend needs comes after that.
+    # The probe's line names what is missing: the GPU comes before anything else it needs.
     return (Status.UNSUPPORTED, ErrorKind.UNSUPPORTED, problem)
 
 

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Tuple
 
 from .accelerator import fallback
 from .base import BackendError, Stream
+from .trt_engine_cache import cache_root
 
 FRAMEWORK = "onnxruntime"
 CPU_PROVIDER = "CPUExecutionProvider"
@@ -54,15 +55,9 @@ def missing_provider(backend: str, available: List[str]) -> BackendError:
 
 
 def cache_dir(options: Dict[str, Any]) -> str:
-    """The folder of the TensorRT provider's engine and timing caches: the cell's
-    ``engine_cache_dir``, else ``$EDGEBENCH_TRT_CACHE``, else ``~/.cache/edgebench/tensorrt``;
-    onnxruntime's engines go to its ``onnxruntime`` sub-folder."""
-    root = (
-        options.get("engine_cache_dir")
-        or os.environ.get("EDGEBENCH_TRT_CACHE")
-        or os.path.join(os.path.expanduser("~"), ".cache", "edgebench", "tensorrt")
-    )
-    return os.path.join(str(root), "onnxruntime")
+    """The folder of the TensorRT provider's engine and timing caches: the ``onnxruntime``
+    sub-folder of the TensorRT backend's cache root."""
+    return os.path.join(str(cache_root(options)), "onnxruntime")
 
 
 def _shape_list(profile: Dict[str, Dict[str, List[int]]], which: str) -> str:

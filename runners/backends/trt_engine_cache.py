@@ -59,13 +59,19 @@ class CachedEngine:
     build_ms: Optional[float]
 
 
-def cache_folder(options: Dict[str, Any]) -> Optional[Path]:
-    """The cache folder: ``options["engine_cache_dir"]``, else $EDGEBENCH_TRT_CACHE, else
-    ~/.cache/edgebench/tensorrt; None when ``options["engine_cache"]`` is False."""
-    if options.get("engine_cache") is False:
-        return None
+def cache_root(options: Dict[str, Any]) -> Path:
+    """Where the device keeps TensorRT engines (this backend's and ONNX Runtime's TensorRT
+    provider's): ``options["engine_cache_dir"]``, else $EDGEBENCH_TRT_CACHE, else
+    ~/.cache/edgebench/tensorrt."""
     chosen = options.get("engine_cache_dir") or os.environ.get(ENV_FOLDER) or DEFAULT_FOLDER
     return Path(str(chosen)).expanduser()
+
+
+def cache_folder(options: Dict[str, Any]) -> Optional[Path]:
+    """The cache folder (``cache_root``); None when ``options["engine_cache"]`` is False."""
+    if options.get("engine_cache") is False:
+        return None
+    return cache_root(options)
 
 
 def file_sha256(path: str) -> str:
