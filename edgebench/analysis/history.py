@@ -131,7 +131,7 @@ def _shape_label(record: Record) -> str:
     return "+".join("x".join(str(d) for d in s) for s in shapes if isinstance(s, list))
 
 
-def _variant(record: Record) -> tuple[str, ...]:
+def variant_of(record: Record) -> tuple[str, ...]:
     """What a cell measures beyond device, model and framework. Threads and cores are tuning
     (the best of them is the run's figure); precision, streams, instances and input shape
     change what is measured, so each gets a trend of its own."""
@@ -177,7 +177,7 @@ def history(
         series: dict[tuple[str, ...], list[Record]] = {}
         for r in records:
             if r.device == device and r.model == model and r.engine == framework:
-                series.setdefault(_variant(r), []).append(r)
+                series.setdefault(variant_of(r), []).append(r)
         created = meta.get("created_at")
         for key, cells in series.items():
             ok = tracked.ok_values(cells)
