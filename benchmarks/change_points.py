@@ -8,6 +8,8 @@ Synthetic histories of 100 nights, each night's median a base of 10 ms times (1 
   step 3/5/10%  a step up at night 60: detection (a change point within 3 nights of 60), the
                 median error of its night, and how often its 95% interval holds the true step
   drift         +0.2% a night from night 50 (10% over 50 nights): detected anywhere after 45
+  noisy block   nights 30-37 8% slower but measured with ten times the usual within-run
+                spread (a busy device): false alarms, unweighted and weighted by the spread
 Each row is over --histories seeded histories. It reports; it does not judge (exit status 0).
 
 Usage: python benchmarks/change_points.py [--histories 200]
@@ -22,7 +24,7 @@ import time
 
 import numpy as np
 
-from edgebench.analysis.change_points import change_points
+from edgebench.analysis.change_points import change_points, night_weights
 
 NIGHTS = 100
 STEP_AT = 60
@@ -37,7 +39,21 @@ def history(kind: str, rng: np.random.Generator) -> np.ndarray:
         level[STEP_AT:] = 1.0 + int(kind.split()[1].rstrip("%")) / 100
     elif kind == "drift":
         level[50:] = 1.0 + 0.002 * np.arange(1, NIGHTS - 49)
+    elif kind == "noisy block":
+        level[30:38] = 1.08
     return 10.0 * level * (1.0 + noise)
+
+
+def weights(kind: str) -> np.ndarray | None:
+    """The nights' weights from their within-run spreads: the noisy block's is 10x."""
+    if not kind.endswith("weighted") or kind.endswith("unweighted"):
+        return None
+    spreads = [0.08 if 30 <= night < 38 else 0.008 for night in range(NIGHTS)]
+    return night_weights(spreads)
+
+
+def rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
 
 
 def main() -> int:
@@ -46,14 +62,16 @@ def main() -> int:
     args = parser.parse_args()
     print(f"{args.histories} histories of {NIGHTS} nights each, noise cv 2%")
     print(
-        f"{'history':10s} {'found':>6s} {'per 100 nights':>15s} {'detected':>9s} "
+        f"{'history':22s} {'found':>6s} {'per 100 nights':>15s} {'detected':>9s} "
         f"{'night error':>12s} {'CI holds':>9s} {'s/history':>10s}"
     )
-    for kind in ("quiet", "spiky", "step 3%", "step 5%", "step 10%", "drift"):
+    kinds = ("quiet", "spiky", "step 3%", "step 5%", "step 10%", "drift")
+    for kind in (*kinds, "noisy block unweighted", "noisy block weighted"):
         found, detected, errors, holds = 0, 0, [], 0
         start = time.perf_counter()
         for seed in range(args.histories):
-            points = change_points(history(kind, np.random.default_rng(seed)), seed=seed)
+            values = history(kind.replace(" unweighted", "").replace(" weighted", ""), rng(seed))
+            points = change_points(values, weights=weights(kind), seed=seed)
             found += len(points)
             if kind.startswith("step"):
                 near = [p for p in points if abs(p.index - STEP_AT) <= 3]
@@ -66,12 +84,12 @@ def main() -> int:
                 detected += any(p.index >= 45 for p in points)
         seconds = (time.perf_counter() - start) / args.histories
         rate = 100 * found / (args.histories * NIGHTS)
-        quiet = kind in ("quiet", "spiky")
+        quiet = kind in ("quiet", "spiky") or kind.startswith("noisy")
         detection = "-" if quiet else f"{detected / args.histories:.0%}"
         error = f"{statistics.median(errors):.0f}" if errors else "-"
         ci = f"{holds / len(errors):.0%}" if errors else "-"
         print(
-            f"{kind:10s} {found:>6d} {rate:>15.2f} {detection:>9s} {error:>12s} {ci:>9s} "
+            f"{kind:22s} {found:>6d} {rate:>15.2f} {detection:>9s} {error:>12s} {ci:>9s} "
             f"{seconds:>10.3f}"
         )
     return 0

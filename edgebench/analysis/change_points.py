@@ -1,5 +1,5 @@
 """Change points in one cell's nightly history: where its level moved, by how much, and how
-sure (issue 31; not yet wired into the nightly gate or the store).
+sure (analysis/nightly.py applies it to each cell's nights).
 
 E-Divisive means (Matteson and James, 2014), the method behind MongoDB's change-point
 detection and Hunter: the split of a segment that maximises the energy statistic
@@ -32,6 +32,8 @@ SIGNIFICANCE = 0.01
 #: Relative level changes smaller than this are not reported, however significant.
 MIN_EFFECT = 0.01
 BOOTSTRAP = 500
+#: The least weight a noisy night keeps (its spread ten times the typical one or more).
+MIN_WEIGHT = 0.1
 
 
 @dataclass(frozen=True)
@@ -55,69 +57,107 @@ class ChangePoint:
         )
 
 
-def energy_statistics(values: np.ndarray, min_size: int = MIN_SEGMENT) -> np.ndarray:
-    """Q(t) for every split t of ``values`` (NaN where a side is shorter than ``min_size``)."""
+def energy_statistics(
+    values: np.ndarray, min_size: int = MIN_SEGMENT, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Q(t) for every split t of ``values`` (NaN where a side is shorter than ``min_size``).
+
+    With ``weights``, each pair's distance counts ``w_i w_j`` times and each side's averages
+    are weighted ones; equal weights give the unweighted statistic exactly.
+    """
     m = len(values)
     q = np.full(m + 1, np.nan)
     if m < 2 * min_size:
         return q
-    distances = np.abs(values[:, None] - values[None, :])
+    w = np.ones(m) if weights is None else np.asarray(weights, dtype=np.float64)
+    distances = np.abs(values[:, None] - values[None, :]) * w[:, None] * w[None, :]
     # 2-D prefix sums: P[a, b] sums distances[:a, :b], so every block's sum is four lookups.
     prefix = np.zeros((m + 1, m + 1))
     prefix[1:, 1:] = distances.cumsum(0).cumsum(1)
+    weight_sum = np.concatenate([[0.0], np.cumsum(w)])
+    square_sum = np.concatenate([[0.0], np.cumsum(w * w)])
     t = np.arange(min_size, m - min_size + 1)
-    u = m - t
+    w_left = weight_sum[t]
+    w_right = weight_sum[m] - w_left
     left = prefix[t, t]  # every pair twice
     between = prefix[t, m] - left
     right = prefix[m, m] - prefix[t, m] - prefix[m, t] + left
-    energy = 2 * between / (t * u) - left / (t * (t - 1)) - right / (u * (u - 1))
-    q[t] = t * u / m * energy
+    left_pairs = w_left**2 - square_sum[t]
+    right_pairs = w_right**2 - (square_sum[m] - square_sum[t])
+    energy = 2 * between / (w_left * w_right) - left / left_pairs - right / right_pairs
+    q[t] = w_left * w_right / weight_sum[m] * energy
     return q
 
 
-def _best_split(values: np.ndarray, min_size: int) -> tuple[int, float]:
-    q = energy_statistics(values, min_size)
+def _best_split(
+    values: np.ndarray, min_size: int, weights: np.ndarray | None = None
+) -> tuple[int, float]:
+    q = energy_statistics(values, min_size, weights)
     if np.all(np.isnan(q)):
         return -1, float("-inf")
     t = int(np.nanargmax(q))
     return t, float(q[t])
 
 
+def night_weights(spreads: Sequence[float | None]) -> np.ndarray:
+    """Each night's weight from its within-run spread (the relative standard error of its
+    median): 1 for a night as quiet as the typical one or quieter, less for a noisier one
+    (``(typical / spread)^2``, at least ``MIN_WEIGHT``), 1 where the spread is unknown."""
+    known = np.array([s for s in spreads if s is not None and s > 0], dtype=np.float64)
+    if known.size == 0:
+        return np.ones(len(spreads))
+    typical = float(np.median(known))
+    return np.array(
+        [
+            1.0 if s is None or s <= 0 else float(np.clip((typical / s) ** 2, MIN_WEIGHT, 1.0))
+            for s in spreads
+        ]
+    )
+
+
 def e_divisive(
     values: Sequence[float],
     *,
+    weights: Sequence[float] | None = None,
     min_size: int = MIN_SEGMENT,
     permutations: int = PERMUTATIONS,
     significance: float = SIGNIFICANCE,
     seed: int = 0,
 ) -> list[tuple[int, float]]:
-    """The significant splits of ``values`` as (index, p-value), in index order."""
+    """The significant splits of ``values`` as (index, p-value), in index order. ``weights``
+    (one per value, ``night_weights``) makes noisier nights count less."""
     series = np.asarray(values, dtype=np.float64)
     if series.size == 0 or not np.all(np.isfinite(series)):
         raise ValueError("a history needs finite values")
+    w = np.ones(series.size) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape != series.shape or not np.all(w > 0):
+        raise ValueError("a history needs one positive weight per night")
     scale = float(np.median(np.abs(series))) or 1.0
     series = series / scale
     rng = np.random.default_rng(seed)
     bounds = [0, len(series)]
     found: list[tuple[int, float]] = []
+    # A split is kept when at most this many shuffles beat it: past it, the test has failed.
+    allowed = int(significance * (permutations + 1)) - 1
     for _ in range(len(series) // min_size):  # each round adds a split or stops
         best = (-1, float("-inf"), 0, 0)
         for start, end in itertools.pairwise(bounds):
-            t, q = _best_split(series[start:end], min_size)
+            t, q = _best_split(series[start:end], min_size, w[start:end])
             if t > 0 and q > best[1]:
                 best = (start + t, q, start, end)
         index, q, start, end = best
         if index < 0:
             break
-        segment = series[start:end].copy()
+        order = np.arange(start, end)
         exceed = 0
         for _ in range(permutations):
-            rng.shuffle(segment)
-            exceed += _best_split(segment, min_size)[1] >= q
-        p_value = (exceed + 1) / (permutations + 1)
-        if p_value > significance:
+            rng.shuffle(order)  # values move with their weights
+            exceed += _best_split(series[order], min_size, w[order])[1] >= q
+            if exceed > allowed:
+                break
+        if exceed > allowed:
             break
-        found.append((index, p_value))
+        found.append((index, (exceed + 1) / (permutations + 1)))
         bounds = sorted([*bounds, index])
     return sorted(found)
 
@@ -125,6 +165,7 @@ def e_divisive(
 def change_points(
     values: Sequence[float],
     *,
+    weights: Sequence[float] | None = None,
     min_effect: float = MIN_EFFECT,
     seed: int = 0,
     **options: float,
@@ -132,7 +173,7 @@ def change_points(
     """The level shifts in a cell's nightly values, each with its size and interval; splits
     whose change is under ``min_effect`` are left out."""
     series = np.asarray(values, dtype=np.float64)
-    splits = e_divisive(series, seed=seed, **options)  # type: ignore[arg-type]
+    splits = e_divisive(series, weights=weights, seed=seed, **options)  # type: ignore[arg-type]
     bounds = [0, *(i for i, _ in splits), len(series)]
     rng = np.random.default_rng(seed)
     points = []

@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgebench.analysis.change_points import change_points, e_divisive, energy_statistics
+from edgebench.analysis.change_points import (
+    change_points,
+    e_divisive,
+    energy_statistics,
+    night_weights,
+)
 
 
 def nights(seed: int, count: int = 100, cv: float = 0.02) -> np.ndarray:
@@ -66,3 +71,38 @@ def test_short_constant_and_bad_histories():
         e_divisive([1.0, float("nan"), 2.0])
     with pytest.raises(ValueError, match="finite values"):
         e_divisive([])
+
+
+def test_equal_weights_give_the_unweighted_statistic():
+    series = nights(6, 40)
+    plain = energy_statistics(series)
+    weighted = energy_statistics(series, weights=np.full(40, 0.3))
+    scaled = energy_statistics(series, weights=np.ones(40))
+    assert np.allclose(plain, scaled, equal_nan=True)
+    # One common weight scales Q by that weight, so every split keeps its rank.
+    assert np.allclose(weighted, 0.3 * plain, equal_nan=True)
+
+
+def test_nights_that_were_noisy_inside_the_run_weigh_less():
+    """Eight nights in a row measured with ten times the usual within-run spread, and 8%
+    slower: unweighted they make change points in some histories; weighted, in none."""
+    unweighted = weighted = 0
+    for seed in range(30):
+        series = nights(seed, 60)
+        series[30:38] *= 1.08
+        spreads = [0.005] * 30 + [0.08] * 8 + [0.005] * 22
+        unweighted += len(change_points(series, seed=seed))
+        weighted += len(change_points(series, weights=night_weights(spreads), seed=seed))
+    assert unweighted >= 2
+    assert weighted == 0
+
+
+def test_night_weights():
+    weights = night_weights([0.01, 0.005, 0.01, 0.02, None, 0.5, 0.0])
+    assert weights.tolist()[:3] == [1.0, 1.0, 1.0]  # typical (0.01) or quieter
+    assert weights[3] == pytest.approx(0.25)  # twice the typical spread: a quarter
+    assert weights[4] == 1.0 and weights[6] == 1.0  # unknown spread: full weight
+    assert weights[5] == pytest.approx(0.1)  # never below MIN_WEIGHT
+    assert night_weights([None, None]).tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="positive weight"):
+        e_divisive([1.0, 2.0], weights=[1.0, 0.0])
