@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -78,12 +80,30 @@ def tree_size(path: Path) -> int:
     return total
 
 
-def write_json_atomically(path: Path, data: Any) -> None:
-    """Write ``data`` as indented JSON so that readers see the old file or the new one, never
-    half of one (a temporary file beside it, then a rename)."""
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` so that readers see the old file or the new one, never half of one (a
+    temporary file beside it, then a rename)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        with suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def write_json_atomically(path: Path, data: Any) -> None:
+    """Write ``data`` as indented JSON, atomically (``write_text_atomically``)."""
+    write_text_atomically(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def safe_file_name(text: str) -> str:
+    """A file-name part: letters, digits, '.', '_' and '-' only, never starting with a dot;
+    a name that had to change gets a short hash of the original, so two stay apart."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", text).lstrip(".")[:60] or "_"
+    if safe == text:
+        return safe
+    return f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
 def stamped_folder(parent: Path, prefix: str) -> Path:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +16,7 @@ from edgebench.cli.app import cli
 from edgebench.cli.options import comma_list, metric_option, results_dir_option, setting_option
 from edgebench.cli.values import print_records
 from edgebench.errors import UserError
-from edgebench.paths import default_results_dir
+from edgebench.paths import default_results_dir, safe_file_name
 from edgebench.planning.checks import one_of
 from edgebench.results.energy_part import unavailable_flag
 from edgebench.results.records import Record
@@ -343,18 +341,10 @@ def _no_such_cell(
     )
 
 
-def _safe_name(text: str) -> str:
-    """A file-name part: letters, digits, '.', '_' and '-' only, never starting with a dot;
-    a name that had to change gets a short hash of the original, so two stay apart."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", text).lstrip(".")[:60] or "_"
-    if safe == text:
-        return safe
-    return f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
-
-
 def _plot_name(device: str, model: str, framework: str) -> str:
     """The default plot's file name: inside the reports folder whatever the names hold."""
-    return "history-" + "-".join(_safe_name(part) for part in (device, model, framework)) + ".svg"
+    parts = (device, model, framework)
+    return "history-" + "-".join(safe_file_name(part) for part in parts) + ".svg"
 
 
 @cli.command(name="export")
