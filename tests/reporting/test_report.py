@@ -4,17 +4,13 @@ Parquet and JSON, from a real run and from hand-made records for the edge cases.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import struct
-import subprocess
-import zlib
 from html import escape
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from fakes.chromium import chromium_or_skip, console_problems, open_page, png_distinct_colours
 
 from edgebench.errors import UserError
 from edgebench.reporting.html import render_html
@@ -23,8 +19,6 @@ from edgebench.results.record_warnings import unclassified
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_APT = "apt-get install -y chromium"
 EVIL = "<script>alert(1)</script>"
 
 
@@ -215,70 +209,15 @@ def test_write_report_from_real_run(run_cli, conv_model: Path, eb_env, tmp_path:
 # Headless browser
 
 
-def _png_distinct_colours(data: bytes) -> tuple[int, int, int]:
-    """(width, height, distinct colours) of an 8-bit RGB/RGBA PNG, decoded with zlib only."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, width = 8, b"", 0
-    height = depth = ctype = 0
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos : pos + 4])
-        kind = data[pos + 4 : pos + 8]
-        chunk = data[pos + 8 : pos + 8 + length]
-        if kind == b"IHDR":
-            width, height, depth, ctype = struct.unpack(">IIBB", chunk[:10])
-        elif kind == b"IDAT":
-            idat += chunk
-        pos += 12 + length
-    assert depth == 8 and ctype in (2, 6), (depth, ctype)
-    bpp = 3 if ctype == 2 else 4
-    raw = zlib.decompress(idat)
-    stride = width * bpp
-    prev = bytearray(stride)
-    colours: set[bytes] = set()
-    for y in range(height):
-        ftype = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b = prev[i]
-            c = prev[i - bpp] if i >= bpp else 0
-            if ftype == 1:
-                line[i] = (line[i] + a) & 0xFF
-            elif ftype == 2:
-                line[i] = (line[i] + b) & 0xFF
-            elif ftype == 3:
-                line[i] = (line[i] + (a + b) // 2) & 0xFF
-            elif ftype == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-                line[i] = (line[i] + pred) & 0xFF
-        if y % 4 == 0:  # every 4th row is plenty to count colours
-            colours.update(bytes(line[i : i + 3]) for i in range(0, stride, bpp))
-        prev = line
-    return width, height, len(colours)
-
-
 def test_html_renders_in_headless_chromium(tmp_path: Path) -> None:
-    if not os.access(CHROMIUM, os.X_OK) and not shutil.which("chromium"):
-        pytest.skip(f"chromium not installed; in CI: {CHROMIUM_APT}")
-    exe = str(CHROMIUM) if os.access(CHROMIUM, os.X_OK) else str(shutil.which("chromium"))
+    exe = chromium_or_skip()
     run = _store_run(tmp_path, _edge_records())
     (report,) = write_report(run, ["html"], tmp_path / "out")
     assert not re.search(r"https?://", report.read_text(encoding="utf-8"))
     shot = tmp_path / "shot.png"
-    proc = subprocess.run(
-        [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run",
-         f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
-         "--window-size=1200,2000", "--enable-logging=stderr", "--v=0",
-         report.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    proc = open_page(exe, report, tmp_path / "profile", screenshot=shot, size="1200,2000")
     assert shot.exists(), proc.stderr[-2000:]
-    console = [ln for ln in proc.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
-    assert not [ln for ln in console if "ERROR:CONSOLE" in ln or "Uncaught" in ln], console
-    assert not [ln for ln in console if "Content Security Policy" in ln], console
-    width, height, colours = _png_distinct_colours(shot.read_bytes())
+    assert not console_problems(proc.stderr), console_problems(proc.stderr)
+    width, height, colours = png_distinct_colours(shot.read_bytes())
     assert (width, height) == (1200, 2000)
     assert colours > 20, f"screenshot looks blank ({colours} colours)"
