@@ -5,6 +5,7 @@ from edgebench.cli import (  # noqa: F401  (registers the commands)
     board,
     cluster,
     lab,
+    publish,
     results,
     run,
     runners,
