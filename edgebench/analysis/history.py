@@ -12,25 +12,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgebench.analysis.index_schema import plan_name as _plan_name
+from edgebench.analysis.index_schema import wrong_field as _wrong_field
 from edgebench.analysis.metrics import get_metric
-from edgebench.results.records import Record, json_kind
+from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir, RunFileError, created_at
 from edgebench.statuses import Status
 
 log = logging.getLogger(__name__)
-
-#: The run.json fields the index and the trends read, and the JSON types they may hold.
-_META_TYPES: dict[str, tuple[type, ...]] = {
-    "created_at": (str,),
-    "git_sha": (str,),
-    "lab_path": (str,),
-    "lab": (str,),
-    "plan": (str, dict),
-    "status": (str,),
-    "devices": (dict,),
-    "models": (dict,),
-}
-_JSON_NAMES = {str: "string", dict: "object"}
 
 
 @dataclass
@@ -59,25 +48,6 @@ class HistoryPoint:
     #: Which trend the point belongs to: the precision, and the streams, instances or input
     #: shape when those differ between the cells (points of different series never compare).
     series: str = ""
-
-
-def _plan_name(plan: Any) -> str | None:
-    if plan is None:
-        return None
-    if isinstance(plan, dict):
-        name = plan.get("name") or plan.get("path")
-        return None if name is None else str(name)
-    return str(plan)
-
-
-def _wrong_field(meta: dict[str, Any]) -> str | None:
-    """The first field history reads that holds the wrong JSON type, said as a problem."""
-    for key, types in _META_TYPES.items():
-        value = meta.get(key)
-        if value is not None and not isinstance(value, types):
-            wanted = " or ".join(_JSON_NAMES[t] for t in types)
-            return f"field {key!r} holds a JSON {json_kind(value)}, not a {wanted}"
-    return None
 
 
 def _readable_runs(store: ResultsStore) -> Iterator[tuple[RunDir, dict[str, Any], list[Record]]]:

@@ -8,6 +8,7 @@ import os
 import re
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +31,19 @@ _TAIL_CHUNK = 65536
 _REPORTED: set[tuple[str, int, str]] = set()
 _REPORT_LOCK = threading.Lock()
 _ID_TIME = re.compile(r"(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})-")
+
+#: Told of each stored record: (run, record, records.jsonl's stat before the append, its stat
+#: right after it, None when another writer's bytes may be in it). The results index keeps
+#: its rows current this way; a listener that fails never fails the append.
+AppendListener = Callable[
+    ["RunDir", Record, "os.stat_result | None", "os.stat_result | None"], None
+]
+_APPEND_LISTENERS: list[AppendListener] = []
+
+
+def add_append_listener(listener: AppendListener) -> None:
+    if listener not in _APPEND_LISTENERS:
+        _APPEND_LISTENERS.append(listener)
 
 
 def _report(path: Path, line: int, problem: str) -> None:
@@ -100,12 +114,25 @@ class RunDir:
         """Write one record durably before the next cell starts (one writer at a time). A torn
         last line (a crash mid-write) is repaired or cut off first, so the record starts on a
         line of its own instead of being glued to the fragment."""
-        line = json.dumps(record.to_dict(), separators=(",", ":"), allow_nan=False) + "\n"
-        with _APPEND_LOCK, open(self.records_path, "a+b") as fh:
-            self._mend_torn_tail(fh)
-            fh.write(line.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
+        data = (
+            json.dumps(record.to_dict(), separators=(",", ":"), allow_nan=False) + "\n"
+        ).encode()
+        with _APPEND_LOCK:
+            before = _stat(self.records_path)
+            with open(self.records_path, "a+b") as fh:
+                self._mend_torn_tail(fh)
+                start = fh.seek(0, os.SEEK_END)
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+                after: os.stat_result | None = os.fstat(fh.fileno())
+            if after is not None and after.st_size != start + len(data):
+                after = None  # another process wrote too
+            for listener in _APPEND_LISTENERS:
+                try:
+                    listener(self, record, before, after)
+                except Exception as exc:  # the record is stored whatever a listener does
+                    log.debug("after storing a record of %s: %s", self.run_id, exc)
 
     def _mend_torn_tail(self, fh: Any) -> None:
         """The file must end with a newline before a record is appended. A last line without
@@ -193,11 +220,7 @@ class RunDir:
 
         The file keeps every attempt; this is the view reports and matrices use.
         """
-        latest: dict[str, Record] = {}
-        for record in self.records():
-            latest.pop(record.cell_id, None)
-            latest[record.cell_id] = record
-        return list(latest.values())
+        return latest_per_cell(self.records())
 
     def metadata(self) -> dict[str, Any]:
         """run.json; empty when it is missing (``has_metadata`` tells) or is not a JSON object
@@ -229,6 +252,15 @@ class RunDir:
         self.write_metadata(meta)
 
 
+def latest_per_cell(records: list[Record]) -> list[Record]:
+    """The last record of each cell, a replaced cell moved to where its last attempt is."""
+    latest: dict[str, Record] = {}
+    for record in records:
+        latest.pop(record.cell_id, None)
+        latest[record.cell_id] = record
+    return list(latest.values())
+
+
 def _parse_line(line: str) -> tuple[Record | None, str]:
     """A records.jsonl line as a record, or None and what is wrong with it."""
     try:
@@ -243,7 +275,15 @@ def _parse_line(line: str) -> tuple[Record | None, str]:
         return None, f"not a valid record ({exc})"
 
 
-def _is_run(folder: Path) -> bool:
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def is_run(folder: Path) -> bool:
+    """Whether ``folder`` holds a run: a run.json or a records.jsonl, in whatever state."""
     return any(os.path.lexists(folder / name) for name in (RUN_FILE, RECORDS_FILE))
 
 
@@ -301,16 +341,20 @@ class ResultsStore:
         reading one says what is wrong with it."""
         if not self.root.is_dir():
             return []
-        found = [RunDir(p) for p in self.root.iterdir() if p.is_dir() and _is_run(p)]
+        found = [RunDir(p) for p in self.root.iterdir() if p.is_dir() and is_run(p)]
         # Oldest first by creation time: ids made within one second differ only by a random
         # suffix, so the id alone does not give the order.
         return sorted(found, key=lambda r: (_created_at(r), r.run_id))
 
     def open(self, ref: str | None) -> RunDir:
         """A run by id, by folder path, or the newest one when ``ref`` is None/'latest'."""
-        if ref and Path(ref).is_dir() and _is_run(Path(ref)):
+        if ref and Path(ref).is_dir() and is_run(Path(ref)):
             return RunDir(Path(ref))
-        runs = self.runs()
+        return self.pick(ref, self.runs())
+
+    def pick(self, ref: str | None, runs: list[RunDir]) -> RunDir:
+        """The run of ``runs`` (oldest first) that ``ref`` names: an id, an id prefix, or the
+        newest when ``ref`` is None/'latest'."""
         if not runs:
             raise UserError(f"no stored runs under {self.root}; run `edgebench run` first")
         if ref in (None, "", "latest"):
