@@ -16,6 +16,7 @@ from edgebench.analysis.breakdown_series import (
     memory_series,
     shape_series,
 )
+from edgebench.analysis.breakdowns import StageSummary
 from edgebench.reporting.breakdown_charts import (
     colours_for,
     lines_chart,
@@ -38,6 +39,7 @@ from edgebench.reporting.breakdown_tables import (
     unavailable_reasons,
 )
 from edgebench.reporting.line_chart import Mark, Series, esc
+from edgebench.reporting.report_notes import Notes
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
 
@@ -50,6 +52,8 @@ BREAKDOWN_CSS = """
 .bd ul.notes{font-size:12px;color:#555;margin:2px 0 10px}
 .swatch{display:inline-block;width:10px;height:10px;margin:0 4px 0 12px;vertical-align:middle}
 """
+#: A stage split where compute takes at least this share in every cell says nothing: folded.
+COMPUTE_ONLY = 0.95
 #: Columns whose cells are words, left-aligned.
 _TEXT_COLUMNS = {
     "device", "framework", "setting", "mode", "shape", "op type", "op", "type", "impl",
@@ -100,27 +104,81 @@ def _section(cls: str, title: str, body: Sequence[str]) -> str:
     return f'<section class="bd {cls}"><h2>{esc(title)}</h2>' + "".join(body) + "</section>"
 
 
-def stages_section(records: Sequence[Record]) -> str:
-    """Per model: stage times and shares per record, with a stacked bar per row."""
+def _compute_range(summaries: Sequence[StageSummary]) -> tuple[float, float] | None:
+    """(lowest, highest) share of compute over the rows, when every row is at least
+    ``COMPUTE_ONLY`` compute; None when some split matters."""
+    shares = [s.shares.get("compute", 0.0) for s in summaries]
+    if not shares or min(shares) < COMPUTE_ONLY:
+        return None
+    return min(shares), max(shares)
+
+
+def _boundary_refs(table: Table, notes: Notes) -> str:
+    """``Stage boundaries: onnxruntime[1] ncnn[2]``: each framework's note, given once."""
+    refs = [f"{esc(n.split(': ', 1)[0])}{notes.ref(n)}" for n in table.notes]
+    return f'<p class="muted">Stage boundaries: {" ".join(refs)}</p>' if refs else ""
+
+
+def _share_range(lo: float, hi: float) -> str:
+    low, high = f"{lo:.0%}", f"{hi:.0%}"
+    return low if low == high else f"{low[:-1]}–{high}"
+
+
+def stages_section(records: Sequence[Record], notes: Notes | None = None) -> str:
+    """Per model: stage times and shares per record, with a stacked bar per row. The models
+    whose every row is at least ``COMPUTE_ONLY`` compute are folded into one closed block; a
+    caption and each framework's stage boundaries are given once (``notes``)."""
+    notes = notes or Notes()
     tables = stage_tables(records)
     reasons = unavailable_reasons(records, "stages")
     if not tables and not reasons:
         return ""
-    body = [f'<p class="muted">Each bar is one iteration (100%):{stage_legend()}</p>']
+    legend = f'<p class="muted">Each bar is one iteration (100%):{stage_legend()}</p>'
+    body = []
+    shown, folded, ranges = [], [], []
     for table, summaries in tables:
-        body += [
+        compute = _compute_range(summaries)
+        (shown if compute is None else folded).append((table, summaries))
+        if compute is not None:
+            ranges.append(compute)
+    captions: set[str] = set()
+
+    def part(table: Table, summaries: list[StageSummary]) -> list[str]:
+        caption = "" if table.caption in captions else _caption(table)
+        captions.add(table.caption)
+        bars = [stage_bar_svg(s) for s in summaries]
+        return [
             f"<h3>{esc(table.title)}</h3>",
-            _caption(table),
-            table_html(table, extra_head="iteration", extra=[stage_bar_svg(s) for s in summaries]),
-            _notes(table.notes, "Stage boundaries per framework:"),
+            caption,
+            table_html(table, extra_head="iteration", extra=bars),
+            _boundary_refs(table, notes),
         ]
+
+    if shown:
+        body.append(legend)
+    for table, summaries in shown:
+        body += part(table, summaries)
+    if folded:
+        share = _share_range(min(lo for lo, _ in ranges), max(hi for _, hi in ranges))
+        which = "" if not shown else f" of {', '.join(t.title for t, _ in folded)}"
+        inner = [] if shown else [legend]
+        inner += [p for table, summaries in folded for p in part(table, summaries)]
+        if not shown:  # nothing open: the boundaries belong inside the fold
+            inner.append(notes.listing("Stage boundaries per framework:"))
+        body.append(
+            f'<details class="fold"><summary>stages{esc(which)}: compute {esc(share)} in '
+            f"every cell</summary>{''.join(inner)}</details>"
+        )
+    body.append(notes.listing("Stage boundaries per framework:"))
     body.append(_unavailable_html(reasons))
     return _section("stages", STAGES_TITLE, body)
 
 
-def operators_section(records: Sequence[Record]) -> str:
+def operators_section(records: Sequence[Record], notes: Notes | None = None) -> str:
     """Per model and device: op types side by side, the framework with the most time in each
-    highlighted, then each framework's slowest single ops."""
+    highlighted, then each framework's slowest single ops. Where the profiles came from is a
+    note, given once (``notes``)."""
+    notes = notes or Notes()
     tables = op_tables(records)
     reasons = unavailable_reasons(records, "op_profile")
     if not tables and not reasons:
@@ -132,7 +190,10 @@ def operators_section(records: Sequence[Record]) -> str:
         key_notes = types.notes[:1] if comparison.excess else []
         body += [f"<h3>{esc(types.title)}</h3>", _caption(types)]
         body += [f'<p class="key">{esc(note)}</p>' for note in key_notes]
-        body += [table_html(types), _notes(types.notes[len(key_notes) :])]
+        sources = types.notes[len(key_notes) :]
+        body.append(table_html(types))
+        if sources:
+            body.append(f'<p class="muted">Profiles: {notes.refs(sources)}</p>')
         singles = []
         for label, b in zip(labels, comparison.columns, strict=True):
             table = Table(label, list(TOP_OP_HEADER), top_op_rows(b))
@@ -141,6 +202,7 @@ def operators_section(records: Sequence[Record]) -> str:
             '<p class="muted">Slowest single ops per framework:</p>'
             f'<div class="side">{"".join(singles)}</div>'
         )
+    body.append(notes.listing("Profiles:"))
     body.append(_unavailable_html(reasons))
     return _section("ops", OPS_TITLE, body)
 
@@ -267,9 +329,15 @@ def shapes_section(records: Sequence[Record]) -> str:
     return _section("shapes", SHAPES_TITLE, body)
 
 
-def breakdown_sections(records: Sequence[Record]) -> str:
-    """Every breakdown section that has data, as HTML ("" when none has)."""
+def breakdown_sections(records: Sequence[Record], notes: Notes | None = None) -> str:
+    """Every breakdown section that has data, as HTML ("" when none has); ``notes``: the
+    page's, so a note given elsewhere on the page is only pointed to."""
+    notes = notes or Notes()
     return "".join(
-        section(records)
-        for section in (stages_section, operators_section, instances_section, shapes_section)
+        (
+            stages_section(records, notes),
+            operators_section(records, notes),
+            instances_section(records),
+            shapes_section(records),
+        )
     )

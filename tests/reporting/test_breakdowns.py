@@ -370,6 +370,49 @@ def test_stages_section_rows_bars_boundaries_and_reasons() -> None:
     assert "the native tool times whole inferences only" in section
 
 
+def _compute_only_records(model: str) -> list[Record]:
+    """Two frameworks whose iterations are all but entirely compute (97-99%)."""
+    return [
+        _stage_record("onnxruntime", 6.0, 11, ORT_BOUNDARIES, model=model,
+                      copy_in=0.05, compute=5.9, copy_out=0.05),
+        _stage_record("ncnn", 8.0, 12, NCNN_BOUNDARIES, model=model,
+                      copy_in=0.1, compute=7.8, copy_out=0.1),
+    ]  # fmt: skip
+
+
+def test_a_compute_only_stage_split_is_folded_and_one_that_matters_stays_open() -> None:
+    folded = _section(render_html(_compute_only_records("resnet50")), STAGES_TITLE)
+    (fold,) = re.findall(r"<details[^>]*>.*?</details>", folded, flags=re.S)
+    assert fold.startswith('<details class="fold">'), "closed: no open attribute"
+    summary = unescape(re.sub(r"<[^>]+>", "", fold.split("</summary>")[0]))
+    assert re.fullmatch(r"stages: compute 9[5-9]–(9[5-9]|100)% in every cell", summary), summary
+    assert len(_Tables(fold).tables) == 1, "the table is kept inside the fold"
+
+    mixed = render_html([*_stage_records(), *_compute_only_records("resnet50")])
+    section = _section(mixed, STAGES_TITLE)
+    before_fold, fold = section.split('<details class="fold">')
+    assert "<h3>vit-tiny</h3>" in before_fold, "compute 83-93%: the split matters, shown open"
+    assert "<summary>stages of resnet50: compute" in '<details class="fold">' + fold
+    assert "<h3>resnet50</h3>" in fold
+
+
+def test_stage_boundaries_and_captions_are_given_once() -> None:
+    records = [
+        *_stage_records(),
+        *(_stage_record("onnxruntime", 6.0, 5, ORT_BOUNDARIES, model=m, copy_in=0.3,
+                        compute=5.0, copy_out=0.2) for m in ("resnet50", "detector")),
+    ]  # fmt: skip
+    section = _section(render_html(records), STAGES_TITLE)
+    assert section.count("<h3>") == 3
+    assert section.count("IOBinding.copy_outputs_to_cpu") == 1
+    assert section.count("ncnn runs the graph lazily here") == 1
+    assert section.count("p50 of each stage (its share") == 1
+    # Each table points to its frameworks' notes, and every note it points to is listed once.
+    refs = re.findall(r'href="#(note-\d+)"', section)
+    assert len(refs) == 3 + 1 + 1
+    assert all(section.count(f'id="{ref}"') == 1 for ref in refs)
+
+
 # ---------------------------------------------------------------------------------------------
 # Operators
 

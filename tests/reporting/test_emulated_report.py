@@ -127,7 +127,8 @@ def test_html_hatches_exactly_the_emulated_cells_and_adds_the_legend() -> None:
     records = board_and_qemu()
     page = render_html(records)
     tables = heatmaps(page)
-    assert len(tables) == 5
+    # No cell measured energy: its table would be empty, so it is named instead of drawn.
+    assert len(tables) == 4 and "Not measured in these cells: energy per inference" in page
     p50 = tables[0]
     cells = re.findall(r"<td class=\"(cell[^\"]*)\"[^>]*>(.*?)</td>", p50)
     assert len(cells) == 6
@@ -153,6 +154,28 @@ def test_html_hatches_exactly_the_emulated_cells_and_adds_the_legend() -> None:
     assert page.count('<span class="status emu">emulated CPU</span>') == n_emulated
     assert page.count("<pattern id=") == page.count('class="emu-hatch"') == n_emulated
     assert len(set(re.findall(r'<pattern id="([^"]+)"', page))) == n_emulated
+
+
+def test_the_summary_shows_emulated_cells_but_never_ranks_them() -> None:
+    page = render_html(board_and_qemu())
+    summary = page.split('<section class="summary">', 1)[1].split("</section>", 1)[0]
+    text = re.sub(r"<[^>]+>", "", summary)
+    # board: the emulated openvino (40 ms) would win; onnxruntime (100 ms) is the answer.
+    assert re.search(r"★ onnxruntime (99\.\d|10\d) ms", text) and "openvino (emulated CPU)" in text
+    assert "nothing ranked: every cell that ran ok ran on an emulated CPU" in text
+    assert "onnxruntime, mnn, openvino (emulated CPU)" in text, "said once per reason"
+    chart = re.search(r'<svg class="chart summary-chart".*?</svg>', summary, flags=re.S)
+    assert chart is not None
+    assert chart.group(0).count("emulated CPU, not ranked") == 4
+    assert chart.group(0).count('stroke-dasharray="3,2"') == 4, "drawn, pale and dashed"
+    # Each device's emulation note once on the page, pointed to from the summary and the
+    # matrices alike.
+    for device in ("board", "qemu"):
+        note = f"{device} runs on an emulated CPU ({QEMU})"
+        assert page.count(note) == 1
+        number = re.search(rf'<li id="(note-\d+)"[^>]*>{re.escape(note)}', page)
+        assert number is not None
+        assert page.count(f'href="#{number.group(1)}"') >= 2
 
 
 def test_html_without_emulated_cells_has_no_hatch() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from html import escape
+from html import escape, unescape
 from pathlib import Path
 
 import pandas as pd
@@ -131,11 +131,58 @@ def test_html_is_self_contained_and_escaped() -> None:
     # Every cell with samples has a CDF; the telemetry cells also have three traces.
     with_samples = [r for r in records if r.samples_ns]
     assert page.count("latency CDF") >= len(with_samples)
-    assert page.count("<svg") == len(with_samples) + 3 * sum(1 for r in records if r.telemetry)
+    charts = len(with_samples) + 3 * sum(1 for r in records if r.telemetry)
+    assert page.count("<svg") == charts + 2, "and the summary's chart of each of the 2 models"
     assert page.count("<details") == len(records)
     for label in ("temperature", "CPU frequency", "power", "top1_agreement", "coarse sampling"):
         assert label in page
     assert "Tensor G3" in page and "20260101-000000-abcd" in page
+
+
+def _summary_rows(page: str) -> dict[str, list[str]]:
+    """The summary table's cells as text by device, without the model's (spanning) cell."""
+    summary = page.split('<section class="summary">', 1)[1].split("</section>", 1)[0]
+    table = summary.split('<table class="answer">', 1)[1].split("</table>", 1)[0]
+    rows = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>", 1)[1], flags=re.S):
+        row = re.sub(r'<td class="model".*?</td>', "", row, flags=re.S)
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)
+        texts = [unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in cells]
+        rows[texts[0]] = texts[1:]
+    return rows
+
+
+def test_the_summary_comes_first_names_the_best_per_device_and_says_ties() -> None:
+    records = [
+        _ok("onnxruntime", 4.0),
+        _ok("tflite", 3.0),  # 25% ahead, on 200 samples: the best on pixel
+        _ok("onnxruntime", 5.0, device="board"),
+        _ok("tflite", 5.05, device="board"),  # 1% apart: a tie
+        _record(framework="mnn", device="board", status="failed", error="crashed"),
+    ]
+    page = render_html(records, _meta())
+    order = [page.index(f'<section class="{name}">') for name in ("summary", "matrices", "cells")]
+    assert order == sorted(order), "the answer first, then the matrices, then each cell"
+    rows = _summary_rows(page)
+    assert rows["pixel"] == ["★ tflite 3.00 ms", "onnxruntime +33%", ""]
+    assert rows["board"] == ["≈ tie: onnxruntime 5.00 ms, tflite 5.05 ms", "", "mnn (failed)"]
+    # The chart: a bar per cell that has a p50, green for the leaders, mnn named as failed.
+    chart = re.search(r'<svg class="chart summary-chart".*?</svg>', page, flags=re.S)
+    assert chart is not None
+    bars = re.findall(r'<rect class="p50"[^>]* fill="(#\w+)"', chart.group(0))
+    assert sorted(bars) == sorted(["#2ca02c", "#8ea8c3", "#2ca02c", "#2ca02c"])
+    assert chart.group(0).count("<line x1") >= 4, "a p99 whisker per bar"
+    assert ">failed</text>" in chart.group(0)
+
+
+def test_each_note_is_given_once_and_pointed_to() -> None:
+    records = [_ok("onnxruntime", 4.0), _ok("tflite", 3.0)]
+    records += [_ok(f, p50, model="resnet") for f, p50 in (("onnxruntime", 40.0), ("tflite", 30.0))]
+    page = render_html(records, _meta())
+    assert page.count("significantly so on the raw samples") == 1, "the ranking rule, once"
+    assert page.count("Colour is scaled per table") == 1, "the heatmaps' legend, once"
+    refs = set(re.findall(r'href="#(note-\d+)"', page))
+    assert refs and all(page.count(f'id="{ref}"') == 1 for ref in refs)
 
 
 def test_html_without_records_or_meta() -> None:

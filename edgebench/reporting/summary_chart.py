@@ -1,0 +1,165 @@
+"""The summary's chart: per device, a horizontal bar per framework at its p50 with a whisker
+out to its p99, the leaders green and marked (★ best, ≈ tied), the others grey.
+
+A cell measured on an emulated CPU or a software device is drawn pale blue with a dashed
+outline and labelled "not ranked"; a cell that did not run ok has its status word instead of
+a bar. The scale spans the ranked cells (an emulated cell 20x slower would flatten the real
+ones); a bar or whisker past it is cut at the edge with a "»". Drawn in Python, no script.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from edgebench.reporting.line_chart import esc
+from edgebench.reporting.tables import fmt_number
+
+LEADER, OTHER, FAILED = "#2ca02c", "#8ea8c3", "#a00"
+EMULATED_FILL, EMULATED_INK = "#c9d8ef", "#1d3f6e"
+MARKS = {"best": "★", "tied": "≈"}
+ROW = 17
+AXIS = 30
+PLOT_WIDTH = 320
+CHAR_PX = 6.6
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One cell of the chart."""
+
+    device: str
+    framework: str
+    p50: float | None
+    p99: float | None
+    #: ``"best"``, ``"tied"`` or ``""`` (ranking.Ranking.standing).
+    standing: str
+    #: ``""`` for a ranked cell, ``"emulated CPU"``/``"software device"`` for one that is shown
+    #: but not ranked, else the status word of a cell without a figure.
+    excluded: str
+    #: The in-page anchor of the cell's details.
+    anchor: str
+
+    @property
+    def drawn(self) -> bool:
+        return self.p50 is not None and self.excluded in ("", "emulated CPU", "software device")
+
+
+def nice_step(span: float, ticks: int = 4) -> float:
+    """A round tick step (1, 2, 2.5 or 5 times a power of ten) for about ``ticks`` ticks."""
+    if span <= 0 or not math.isfinite(span):
+        return 1.0
+    raw = span / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+
+
+def _scale_max(bars: Sequence[Bar]) -> float:
+    ranked = [b for b in bars if b.drawn and not b.excluded]
+    over = ranked or [b for b in bars if b.drawn]
+    tops = [v for b in over for v in (b.p99, b.p50) if v is not None and math.isfinite(v)]
+    top = max(tops, default=1.0) or 1.0
+    step = nice_step(top)
+    return math.ceil(top / step) * step
+
+
+def _value_words(b: Bar, cut: bool) -> str:
+    """``9.17 ≈``, or ``»901 · emulated CPU, not ranked`` for a cut bar of an emulated cell."""
+    words = ("»" if cut else "") + fmt_number(b.p50)
+    if b.standing:
+        words += f" {MARKS[b.standing]}"
+    if b.excluded:
+        words += f" · {b.excluded}, not ranked"
+    return words
+
+
+def _bar(b: Bar, y: float, x0: float, per_ms: float, edge: float) -> list[str]:
+    """The shapes of one drawn row: the p50 bar, the whisker, the value text."""
+    assert b.p50 is not None
+    mid = y + ROW / 2
+    end = min(x0 + b.p50 * per_ms, edge)
+    if b.excluded:
+        style = f'fill="{EMULATED_FILL}" stroke="{EMULATED_INK}" stroke-dasharray="3,2"'
+    else:
+        style = f'fill="{LEADER if b.standing else OTHER}"'
+    width = max(end - x0, 1)
+    out = [
+        f'<rect class="p50" x="{x0}" y="{y + 3}" width="{width:.1f}" height="{ROW - 6}" {style}/>'
+    ]
+    text_x = end
+    if b.p99 is not None and math.isfinite(b.p99) and b.p99 > b.p50:
+        tip = min(x0 + b.p99 * per_ms, edge)
+        out.append(
+            f'<line x1="{end:.1f}" y1="{mid}" x2="{tip:.1f}" y2="{mid}" stroke="#333"/>'
+            + (
+                f'<line x1="{tip:.1f}" y1="{mid - 4}" x2="{tip:.1f}" y2="{mid + 4}" stroke="#333"/>'
+                if tip < edge
+                else ""
+            )
+        )
+        text_x = tip
+    words = _value_words(b, x0 + max(b.p50, b.p99 or 0) * per_ms > edge)
+    ink = f' style="fill:{EMULATED_INK}"' if b.excluded else ""
+    out.append(f'<text x="{text_x + 4:.1f}" y="{mid + 4}"{ink}>{esc(words)}</text>')
+    return out
+
+
+def p50_chart(bars: Sequence[Bar], title: str) -> str:
+    """The chart as inline SVG ("" without a bar to draw)."""
+    if not any(b.drawn for b in bars):
+        return ""
+    devices = list(dict.fromkeys(b.device for b in bars))
+    longest = max(len(b.framework) for b in bars)
+    x0 = round(min(max(70.0, 16 + longest * CHAR_PX), 220.0))
+    longest_tail = max(len(_value_words(b, True)) for b in bars if b.drawn)
+    width = x0 + PLOT_WIDTH + 50 + round(longest_tail * CHAR_PX)
+    top_ms = _scale_max(bars)
+    per_ms = PLOT_WIDTH / top_ms
+    edge = x0 + PLOT_WIDTH
+    rows = len(bars) + len(devices)
+    height = 22 + rows * ROW + AXIS
+    out = [
+        f'<svg class="chart summary-chart" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(title)}">',
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#fff"/>',
+        f'<text x="4" y="14" style="font-weight:600">{esc(title)}</text>',
+    ]
+    plot_bottom = 22 + rows * ROW
+    step = nice_step(top_ms)
+    for i in range(round(top_ms / step) + 1):
+        x = x0 + i * step * per_ms
+        out.append(
+            f'<line x1="{x:.1f}" y1="22" x2="{x:.1f}" y2="{plot_bottom}" stroke="#eee"/>'
+            f'<text x="{x:.1f}" y="{plot_bottom + 13}" text-anchor="middle">'
+            f"{i * step:g}</text>"
+        )
+    out.append(
+        f'<text x="{x0 + PLOT_WIDTH / 2:.0f}" y="{plot_bottom + 26}" text-anchor="middle">'
+        "p50 latency (ms), whisker to p99</text>"
+    )
+    y = 22.0
+    for device in devices:
+        out.append(f'<text x="4" y="{y + 12}" style="font-weight:600">{esc(device)}</text>')
+        y += ROW
+        for b in (b for b in bars if b.device == device):
+            tip = f"{device} / {b.framework}: " + (
+                f"p50 {fmt_number(b.p50, 'ms')}, p99 {fmt_number(b.p99, 'ms')}"
+                if b.drawn
+                else b.excluded
+            )
+            out.append(f'<a href="#{esc(b.anchor)}"><title>{esc(tip)}</title>')
+            out.append(
+                f'<text x="{x0 - 6}" y="{y + 12}" text-anchor="end">{esc(b.framework)}</text>'
+            )
+            if b.drawn:
+                out += _bar(b, y, x0, per_ms, edge)
+            else:
+                out.append(
+                    f'<text x="{x0 + 4}" y="{y + 12}" style="fill:{FAILED}">'
+                    f"{esc(b.excluded)}</text>"
+                )
+            out.append("</a>")
+            y += ROW
+    out.append(f'<line x1="{x0}" y1="22" x2="{x0}" y2="{plot_bottom}" stroke="#999"/></svg>')
+    return "".join(out)
