@@ -65,8 +65,9 @@ def read_state(
     cpus: Optional[Sequence[int]] = None,
     zone_names: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
-    """One-shot snapshot for before/after-cell records and cool-down: per cpu the governor and
-    cur/max frequencies (kHz), and temperatures (°C) by zone type. ``cpus`` None = all cpus."""
+    """One-shot snapshot for before/after-cell records and cool-down: per cpu the governor,
+    the current frequency and the limits (kHz: cpuinfo's hardware min/max, scaling's policy
+    min/max), and temperatures (°C) by zone type. ``cpus`` None = all cpus."""
     if cpus is None:
         cpus = list_cpus(root)
     per_cpu: Dict[str, Dict[str, Any]] = {}
@@ -75,7 +76,9 @@ def read_state(
             "governor": try_text(cpufreq_path(root, cpu, "scaling_governor")),
             "cur_khz": try_int(cpufreq_path(root, cpu, "scaling_cur_freq")),
             "max_khz": try_int(cpufreq_path(root, cpu, "cpuinfo_max_freq")),
+            "min_khz": try_int(cpufreq_path(root, cpu, "cpuinfo_min_freq")),
             "scaling_max_khz": try_int(cpufreq_path(root, cpu, "scaling_max_freq")),
+            "scaling_min_khz": try_int(cpufreq_path(root, cpu, "scaling_min_freq")),
         }
     temps: Dict[str, Optional[float]] = {}
     for key, path in find_zones(root, zone_names):

@@ -5,6 +5,10 @@ and busybox have every command it uses) reads the energy source, the pinned core
 and the thermal zones every period into a file, next to the tool. The host pulls that file
 and turns it into the same ``edgebench.telemetry/1`` trace the Python runner produces.
 
+The pinned cores' governors and frequency limits are read once before the tool starts and once
+after it ends (``state_before``/``state_after``, as the Python runner reads them around its
+window), for the record's clock regime.
+
 Native tools time model load, warm-up and the loop together, so the window is the tool's whole
 run; energy per inference is then (mean window power - idle baseline) x the tool's average
 latency, and the record says so in a flag.
@@ -47,6 +51,8 @@ class ShellSampler:
 
     source: str
     files: list[tuple[str, str]] = field(default_factory=list)  # (role, device path)
+    #: The pinned cores whose clock state is read before and after the tool (empty: all).
+    cpus: list[int] = field(default_factory=list)
     max_energy_range_j: float | None = None
     problem: str | None = None
 
@@ -66,7 +72,7 @@ def plan_sampler(
             source = "rapl"
         else:
             source = "none"
-    sampler = ShellSampler(source)
+    sampler = ShellSampler(source, cpus=list(cpus))
     needed = {"android_fuel_gauge": f"{_BATTERY}/current_now", "rapl": f"{_RAPL}/energy_uj"}
     if source in needed and needed[source] not in present:
         sampler.problem = f"{source}: {needed[source]} is missing on the device"
@@ -103,6 +109,53 @@ def plan_sampler(
     return sampler
 
 
+#: cpufreq attributes of the clock-state snapshot, and the keys ``read_state`` gives them.
+_STATE_KEYS = {
+    "scaling_governor": "governor",
+    "scaling_cur_freq": "cur_khz",
+    "cpuinfo_max_freq": "max_khz",
+    "cpuinfo_min_freq": "min_khz",
+    "scaling_max_freq": "scaling_max_khz",
+    "scaling_min_freq": "scaling_min_khz",
+}
+_CPU_DIR = "/sys/devices/system/cpu"
+
+
+def _state_snapshot(cpus: list[int], path: str) -> str:
+    """A shell line writing each core's governor, frequency and limits to ``path``: a ``cpu
+    N`` line, then one ``attribute value`` line per cpufreq attribute (NA when unreadable)."""
+    folders = (
+        " ".join(f'"$R"{_CPU_DIR}/cpu{cpu}' for cpu in cpus)
+        if cpus
+        else f'"$R"{_CPU_DIR}/cpu[0-9]*'
+    )
+    return (
+        f'( {_ROOT}for d in {folders}; do [ -d "$d/cpufreq" ] || continue; '
+        'echo "cpu ${d##*/cpu}"; '
+        f"for a in {' '.join(_STATE_KEYS)}; do "
+        'v=$(cat "$d/cpufreq/$a" 2>/dev/null); echo "$a ${v:-NA}"; done; done ) '
+        f"> {quote_argv([path])} 2>/dev/null; "
+    )
+
+
+def parse_state(text: str) -> dict[str, Any] | None:
+    """The snapshot file as ``read_state``'s ``{"cpus": {id: {...}}}``; None when empty."""
+    cpus: dict[str, dict[str, Any]] = {}
+    current: dict[str, Any] | None = None
+    for line in text.splitlines():
+        name, _, value = line.strip().partition(" ")
+        if name == "cpu" and value.isdigit():
+            current = cpus.setdefault(value, dict.fromkeys(_STATE_KEYS.values()))
+        elif current is not None and name in _STATE_KEYS and value != "NA":
+            key = _STATE_KEYS[name]
+            current[key] = value if key == "governor" else _whole(value)
+    return {"cpus": cpus} if cpus else None
+
+
+def _whole(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
 def wrap_command(
     tool_command: str,
     sampler: ShellSampler,
@@ -117,7 +170,10 @@ def wrap_command(
 
     With ``tool_marks_window`` the tool itself writes the window marks (edgebench-native marks
     its timed loop, so load and warm-up stay outside the window) and the sync marker."""
-    trace, marks, stop = (posixpath.join(work, n) for n in ("trace.txt", "marks.txt", "stop"))
+    trace, marks, stop, before, after = (
+        posixpath.join(work, n)
+        for n in ("trace.txt", "marks.txt", "stop", "state_before.txt", "state_after.txt")
+    )
     reads = " ".join(quote_argv([p]) for p in sampler.paths()) or "''"
     loop = (
         _ROOT + f"n=0; while [ ! -e {quote_argv([stop])} ] && [ $n -lt {MAX_SAMPLES} ]; do "
@@ -135,12 +191,24 @@ def wrap_command(
     # the background job, a slow rm could delete the window marks, or the stop file after the
     # tool had finished, and the loop would then run to MAX_SAMPLES.
     return (
-        f"mkdir -p {quote_argv([work])} && rm -f {quote_argv([trace, marks, stop])} || exit 1; "
+        f"mkdir -p {quote_argv([work])} && "
+        f"rm -f {quote_argv([trace, marks, stop, before, after])} || exit 1; "
         f"( {loop} ) > {quote_argv([trace])} 2>/dev/null & loop=$!; "
-        f"sleep {baseline_s:g}; "
-        f"{start}( {tool_command} ); rc=$?; {end}"
+        f"sleep {baseline_s:g}; {_state_snapshot(sampler.cpus, before)}"
+        f"{start}( {tool_command} ); rc=$?; {end}{_state_snapshot(sampler.cpus, after)}"
         f"touch {quote_argv([stop])}; wait $loop; exit $rc"
     )
+
+
+def read_trace(
+    transport: Transport, sampler: ShellSampler, work: str, period_s: float
+) -> dict[str, Any]:
+    """The files the wrapped command left in ``work``, read in one round trip, as a trace."""
+    names = ("trace.txt", "marks.txt", "state_before.txt", "state_after.txt")
+    paths = [posixpath.join(work, name) for name in names]
+    files = transport.read_many(paths)
+    trace, marks, before, after = (files[path] or "" for path in paths)
+    return build_trace(sampler, trace, marks, period_s, states=(before, after))
 
 
 def _number(text: str) -> float | None:
@@ -151,9 +219,14 @@ def _number(text: str) -> float | None:
 
 
 def build_trace(
-    sampler: ShellSampler, trace_text: str, marks_text: str, period_s: float
+    sampler: ShellSampler,
+    trace_text: str,
+    marks_text: str,
+    period_s: float,
+    states: tuple[str, str] = ("", ""),
 ) -> dict[str, Any]:
-    """Parse the loop's file into an ``edgebench.telemetry/1`` trace."""
+    """Parse the loop's file into an ``edgebench.telemetry/1`` trace; ``states`` are the
+    clock-state snapshots' files, before and after the tool."""
     roles = [role for role, _ in sampler.files]
     rows: list[tuple[int, dict[str, str]]] = []
     lines = trace_text.splitlines()
@@ -210,6 +283,7 @@ def build_trace(
                 trace["temp_c"][name] = [None if x is None else x / 1000.0 for x in series]
     start = marks.get("window_start")
     trace["baseline"] = _baseline(trace, start) if start else None
+    trace["state_before"], trace["state_after"] = (parse_state(text) for text in states)
     return trace
 
 

@@ -15,9 +15,11 @@ from edgebench.framework_tools import NativeResult
 from edgebench.measure.breakdowns import attach_breakdowns, shape_field
 from edgebench.planning.cells import Cell
 from edgebench.results.breakdown_parts import Instances, Stages
+from edgebench.results.clock_regime import limits_moved
 from edgebench.results.energy_part import unavailable_flag
 from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.record_warnings import (
+    CLOCK_LIMITS_MOVED,
     CORES_NOT_APPLIED,
     GOVERNOR_NOT_PERFORMANCE,
     GOVERNOR_NOT_SET,
@@ -265,3 +267,6 @@ def attach_energy(
     slow = sorted({i["governor"] for i in cpus.values() if i.get("governor")} - {"performance"})
     if slow:
         record.warnings.append(GOVERNOR_NOT_PERFORMANCE.make(governors=slow))
+    moved = limits_moved(trace.get("state_before"), trace.get("state_after"))
+    if moved:
+        record.warnings.append(CLOCK_LIMITS_MOVED.make(changes=moved))

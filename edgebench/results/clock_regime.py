@@ -1,63 +1,226 @@
 """The clock regime a cell ran in: what held its clocks where they were.
 
 Two latencies measured under different regimes (the performance governor against schedutil,
-Android's fixed-performance mode on against off, a Jetson in MAXN against 15W or with its clocks
-locked) differ for reasons that are not the software's. ``compare``, the nightly gate and the
-change-point detector read ``clock_regime(record)`` and never mix regimes without saying so.
+Android's fixed-performance mode on against off, a policy cap of 1.8 GHz against 2.4 GHz, a
+Jetson in MAXN against 15W or with its clocks locked) differ for reasons that are not the
+software's. ``compare``, the nightly gate and the change-point detector read
+``clock_regime(record)`` and never mix regimes without saying so: ``differences`` says what
+differs in words, ``label`` is the short text the results index stores and ``from_label`` reads
+it back. docs/clock-regime.md says where each part comes from.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from edgebench.results.records import Record
 
 
 @dataclass(frozen=True)
+class CoreLimits:
+    """Pinned cores that share one cpufreq policy's limits (scaling_min/max_freq, kHz)."""
+
+    cpus: tuple[int, ...]
+    min_khz: int | None
+    max_khz: int | None
+
+
+@dataclass(frozen=True)
 class ClockRegime:
-    """What the record says about its clocks; None where it says nothing."""
+    """What the record says about its clocks; None (or no limits) where it says nothing."""
 
     #: The pinned cores' cpufreq governors (sorted, joined by ",").
     governors: str | None = None
+    #: Android's fixed-performance mode: on (edgebench set it), off, None where unknown.
+    fixed_performance: bool | None = None
+    #: The pinned cores' policy limits before the window, cores of equal limits together.
+    limits: tuple[CoreLimits, ...] = ()
     #: Jetson: nvpmodel's power mode and whether jetson_clocks locked the clocks.
     power_mode: str | None = None
     clocks_locked: bool | None = None
 
     def label(self) -> str:
         """A short stable text of the regime ("" when nothing is known), e.g.
-        ``governor=performance power_mode=MAXN clocks=locked``."""
+        ``governor=performance fixed_perf=on limits=cpu4-7:600-2400 power_mode=MAXN
+        clocks=locked`` (limits in MHz)."""
         parts = []
         if self.governors:
             parts.append(f"governor={self.governors}")
+        if self.fixed_performance is not None:
+            parts.append(f"fixed_perf={_on_off(self.fixed_performance)}")
+        if self.limits:
+            groups = [
+                f"{cpu_ranges(g.cpus)}:{_mhz(g.min_khz)}-{_mhz(g.max_khz)}" for g in self.limits
+            ]
+            parts.append("limits=" + ",".join(groups))
         if self.power_mode:
             parts.append(f"power_mode={self.power_mode}")
         if self.clocks_locked is not None:
             parts.append(f"clocks={'locked' if self.clocks_locked else 'free'}")
         return " ".join(parts)
 
+    @classmethod
+    def from_label(cls, label: str) -> ClockRegime:
+        """The regime a ``label()`` was written from (tokens it does not know are skipped, so
+        a label from a newer version still reads)."""
+        values: dict[str, str] = {}
+        for token in label.split():
+            name, _, value = token.partition("=")
+            values[name] = value
+        fixed = values.get("fixed_perf")
+        clocks = values.get("clocks")
+        return cls(
+            governors=values.get("governor") or None,
+            fixed_performance=None if fixed is None else fixed == "on",
+            limits=_limits_from_label(values.get("limits", "")),
+            power_mode=values.get("power_mode") or None,
+            clocks_locked=None if clocks is None else clocks == "locked",
+        )
 
-def _governors(record: Record) -> str | None:
-    trace = record.telemetry
-    state = (trace.state_before if trace is not None else None) or {}
-    cpus = state.get("cpus") if isinstance(state, dict) else None
-    found = set()
-    if isinstance(cpus, dict):
-        found = {
-            str(info["governor"])
-            for info in cpus.values()
-            if isinstance(info, dict) and info.get("governor")
-        }
-    if not found:
-        listed = (record.device_info or {}).get("governors")
-        if isinstance(listed, list):
-            found = {str(g) for g in listed if g}
-    return ",".join(sorted(found)) or None
+    def differences(self, other: ClockRegime) -> list[str]:
+        """What differs from this regime (the base) to ``other`` (the new one), in words:
+        ``governor schedutil -> performance``, ``fixed-performance off -> on``, ``max freq
+        1.8 -> 2.4 GHz on cpu4-7``, ``power mode 15W -> MAXN``. A part one side does not
+        know (an older record, a device without it) is not a difference."""
+        found = []
+        if self.governors and other.governors and self.governors != other.governors:
+            found.append(f"governor {self.governors} -> {other.governors}")
+        pair = (self.fixed_performance, other.fixed_performance)
+        if None not in pair and pair[0] != pair[1]:
+            found.append(f"fixed-performance {_on_off(pair[0])} -> {_on_off(pair[1])}")
+        found += _limit_changes(self.limits, other.limits)
+        if self.power_mode and other.power_mode and self.power_mode != other.power_mode:
+            found.append(f"power mode {self.power_mode} -> {other.power_mode}")
+        locks = (self.clocks_locked, other.clocks_locked)
+        if None not in locks and locks[0] != locks[1]:
+            said = ["locked" if lock else "free" for lock in locks]
+            found.append(f"clocks {said[0]} -> {said[1]} (jetson_clocks)")
+        return found
 
 
 def clock_regime(record: Record) -> ClockRegime:
     nvidia = record.nvidia
+    trace = record.telemetry
+    state = trace.state_before if trace is not None else None
     return ClockRegime(
-        governors=_governors(record),
+        governors=_governors(state) or _listed_governors(record),
+        fixed_performance=record.fixed_performance,
+        limits=core_limits(state),
         power_mode=nvidia.power_mode if nvidia is not None else None,
         clocks_locked=nvidia.clocks_locked if nvidia is not None else None,
     )
+
+
+def state_regime(state: Mapping[str, Any] | None) -> ClockRegime:
+    """The governors and limits of one ``state_before``/``state_after`` snapshot."""
+    return ClockRegime(governors=_governors(state), limits=core_limits(state))
+
+
+def limits_moved(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[str]:
+    """What changed in the pinned cores' governors and limits between the snapshots before
+    and after the window (a thermal cap lowering scaling_max_freq, a daemon switching the
+    governor), in ``differences``' words."""
+    if not before or not after:
+        return []
+    return state_regime(before).differences(state_regime(after))
+
+
+def cpu_ranges(cpus: Sequence[int]) -> str:
+    """``cpu0-3,6``: core ids with runs of consecutive ids shortened."""
+    runs: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if runs and cpu == runs[-1][-1] + 1:
+            runs[-1].append(cpu)
+        else:
+            runs.append([cpu])
+    return "cpu" + ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
+def core_limits(state: Mapping[str, Any] | None) -> tuple[CoreLimits, ...]:
+    """The cores of a snapshot grouped by their (scaling_min_khz, scaling_max_khz)."""
+    cpus = _cpus(state)
+    groups: dict[tuple[int | None, int | None], list[int]] = {}
+    for name, info in cpus.items():
+        low, high = _khz(info.get("scaling_min_khz")), _khz(info.get("scaling_max_khz"))
+        if name.isdigit() and (low is not None or high is not None):
+            groups.setdefault((low, high), []).append(int(name))
+    ordered = sorted(groups.items(), key=lambda item: min(item[1]))
+    return tuple(CoreLimits(tuple(sorted(c)), low, high) for (low, high), c in ordered)
+
+
+def _cpus(state: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    cpus = state.get("cpus") if isinstance(state, Mapping) else None
+    if not isinstance(cpus, dict):
+        return {}
+    return {str(k): v for k, v in cpus.items() if isinstance(v, dict)}
+
+
+def _governors(state: Mapping[str, Any] | None) -> str | None:
+    found = {str(info["governor"]) for info in _cpus(state).values() if info.get("governor")}
+    return ",".join(sorted(found)) or None
+
+
+def _listed_governors(record: Record) -> str | None:
+    """The probe's governors of every core, for a record without a snapshot."""
+    listed = (record.device_info or {}).get("governors")
+    if not isinstance(listed, list):
+        return None
+    return ",".join(sorted({str(g) for g in listed if g})) or None
+
+
+def _khz(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _on_off(value: bool | None) -> str:
+    return "on" if value else "off"
+
+
+def _mhz(khz: int | None) -> str:
+    return "?" if khz is None else f"{khz / 1000:g}"
+
+
+def _ghz(khz: int | None) -> str:
+    return "?" if khz is None else f"{khz / 1e6:.4g}"
+
+
+def _limits_from_label(text: str) -> tuple[CoreLimits, ...]:
+    """``cpu0-3:300-1800,cpu4-7:600-2400`` back into limits (the inverse of ``label``)."""
+    limits = []
+    for group in text.split(",cpu"):
+        spec, _, bounds = group.removeprefix("cpu").partition(":")
+        low, _, high = bounds.partition("-")
+        cpus = []
+        for item in spec.split(","):
+            first, _, last = item.partition("-")
+            if first.isdigit() and (not last or last.isdigit()):
+                cpus += range(int(first), int(last or first) + 1)
+        if cpus:
+            limits.append(CoreLimits(tuple(cpus), _khz_of(low), _khz_of(high)))
+    return tuple(limits)
+
+
+def _khz_of(mhz: str) -> int | None:
+    try:
+        return round(float(mhz) * 1000)
+    except ValueError:
+        return None
+
+
+def _limit_changes(base: Sequence[CoreLimits], new: Sequence[CoreLimits]) -> list[str]:
+    """``max freq 1.8 -> 2.4 GHz on cpu4-7`` for the cores both sides know."""
+    found = []
+    bound: Callable[[CoreLimits], int | None]
+    for name, bound in (("min", lambda g: g.min_khz), ("max", lambda g: g.max_khz)):
+        before = {cpu: bound(g) for g in base for cpu in g.cpus}
+        after = {cpu: bound(g) for g in new for cpu in g.cpus}
+        moved: dict[tuple[int, int], list[int]] = {}
+        for cpu in sorted(before.keys() & after.keys()):
+            old, now = before[cpu], after[cpu]
+            if old is not None and now is not None and old != now:
+                moved.setdefault((old, now), []).append(cpu)
+        for (old, now), cpus in moved.items():
+            found.append(f"{name} freq {_ghz(old)} -> {_ghz(now)} GHz on {cpu_ranges(cpus)}")
+    return found

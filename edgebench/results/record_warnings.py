@@ -169,6 +169,16 @@ GOVERNOR_NOT_PERFORMANCE = WarningKind(
     "clocks may move during the cell (--set-governor performance where the device allows it)",
 )
 NO_TELEMETRY = WarningKind("no_telemetry", _REASON, "no telemetry", "{reason}")
+# The clock regime (measure/fixed_performance.py, measure/records.py).
+FIXED_PERFORMANCE_NOT_SET = WarningKind(
+    "fixed_performance_not_set", _REASON, "--fixed-performance not applied", "{reason}"
+)
+CLOCK_LIMITS_MOVED = WarningKind(
+    "clock_limits_moved",
+    {"changes": "what changed in the pinned cores' governors and limits over the window"},
+    lambda f: f"clocks moved during the window: {'; '.join(f['changes'])}",
+    "the cell did not run in one clock regime (a thermal cap or a daemon moved the limits)",
+)
 ROUNDS_CUT_SHORT = WarningKind(
     "rounds_cut_short",
     {"done": "rounds that finished", "rounds": "rounds the cell was to run"},
@@ -254,6 +264,8 @@ WARNING_KINDS: dict[str, WarningKind] = {
         GOVERNOR_NOT_SET,
         GOVERNOR_NOT_PERFORMANCE,
         NO_TELEMETRY,
+        FIXED_PERFORMANCE_NOT_SET,
+        CLOCK_LIMITS_MOVED,
         ROUNDS_CUT_SHORT,
         NO_OUTPUT_CHECK,
         BLANK_REFERENCE,

@@ -155,6 +155,10 @@ class Record:
     #: Cells on CUDA backends and cells on a device with NVIDIA facts: the GPU, driver,
     #: libraries, clocks and load, and on a Jetson the power mode.
     nvidia: NvidiaState | None = None
+    #: Android's fixed-performance mode while the cell ran: True when edgebench turned it on
+    #: (--fixed-performance), False on an ADB device where it did not (the run did not ask,
+    #: or the device refused), None elsewhere and in older records.
+    fixed_performance: bool | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

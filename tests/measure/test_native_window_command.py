@@ -15,7 +15,10 @@ from edgebench.measure.native_telemetry import wrap_command
 
 
 class NoReads:
-    """A sampler with nothing to read: the loop only stamps the time."""
+    """A sampler with nothing to read: the loop only stamps the time (and the clock-state
+    snapshots read every core of this machine)."""
+
+    cpus: tuple[int, ...] = ()
 
     def paths(self) -> list[str]:
         return []

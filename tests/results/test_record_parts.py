@@ -48,6 +48,7 @@ ADDED_SINCE = {
     "cpu_ms_per_inf": None,
     "cuda_graph": False,
     "nvidia": None,
+    "fixed_performance": None,
 }
 
 

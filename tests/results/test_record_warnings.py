@@ -40,6 +40,8 @@ SAMPLE_FIGURES = {
     "governor_not_set": {"error": "cpu0: cannot set governor performance: permission denied"},
     "governor_not_performance": {"governors": ["schedutil", "powersave"]},
     "no_telemetry": {"reason": "sampled on ADB and SSH devices only"},
+    "fixed_performance_not_set": {"reason": "Failed to set FIXED_PERFORMANCE mode"},
+    "clock_limits_moved": {"changes": ["max freq 2.4 -> 1.5 GHz on cpu4-7"]},
     "rounds_cut_short": {"done": 2, "rounds": 3},
     "no_output_check": {"reason": "no ONNX reference for this model"},
     "blank_reference": {"output": "y", "problem": "is all zero", "input": "the seeded input"},

@@ -132,6 +132,8 @@ def cpus_and_zones(root: Path) -> None:
         write(folder / "scaling_cur_freq", cur)
         write(folder / "cpuinfo_max_freq", top)
         write(folder / "scaling_max_freq", top)
+        write(folder / "cpuinfo_min_freq", 300000)
+        write(folder / "scaling_min_freq", 600000)
     zones = [("cpu-1-0-usr", 45000), ("battery", 31500), ("cpu-1-1-usr", 47250)]
     for index, (zone_type, milli) in enumerate(zones):
         folder = root / f"sys/class/thermal/thermal_zone{index}"
@@ -581,13 +583,17 @@ def test_read_state_snapshot(tmp_path):
             "governor": "schedutil",
             "cur_khz": 1800000,
             "max_khz": 1800000,
+            "min_khz": 300000,
             "scaling_max_khz": 1800000,
+            "scaling_min_khz": 600000,
         },
         "4": {
             "governor": "schedutil",
             "cur_khz": 2400000,
             "max_khz": 2850000,
+            "min_khz": 300000,
             "scaling_max_khz": 2850000,
+            "scaling_min_khz": 600000,
         },
     }
     assert state["temp_c"] == {"cpu-1-0-usr": 45.0, "battery": 31.5, "cpu-1-1-usr": 47.25}

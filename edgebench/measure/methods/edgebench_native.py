@@ -14,7 +14,7 @@ from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.measure.methods.python_runner import Launched, PythonRunner
-from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_command
+from edgebench.measure.native_telemetry import plan_sampler, read_trace, wrap_command
 from edgebench.measure.records import attach_energy
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.record_warnings import NO_TELEMETRY
@@ -95,11 +95,8 @@ class EdgebenchNative(PythonRunner):
         outcome = device.run_runner(spec, cell.cores, cell.timeout_s, wrap=wrap)
 
         def finish(record: Record) -> None:
-            trace_file = posixpath.join(work, "trace.txt")
-            files = device.transport.read_many([trace_file, marks])
-            trace = build_trace(
-                sampler, files[trace_file] or "", files[marks] or "", settings.period_s
+            attach_energy(
+                record, cell, read_trace(device.transport, sampler, work, settings.period_s)
             )
-            attach_energy(record, cell, trace)
 
         return Launched(outcome, finish)

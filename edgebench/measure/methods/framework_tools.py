@@ -30,7 +30,7 @@ from edgebench.measure.methods.base import (
     note_whole_inference,
     whole_inference_refusal,
 )
-from edgebench.measure.native_telemetry import build_trace, plan_sampler, wrap_command
+from edgebench.measure.native_telemetry import plan_sampler, read_trace, wrap_command
 from edgebench.measure.quantized_check import quant_info
 from edgebench.measure.records import (
     attach_energy,
@@ -233,15 +233,7 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
     if cell.precision in QUANTIZED_PRECISIONS:
         record.quant = quant_info(cell)
     if sampler is not None and settings is not None:
-        work = device.path("telemetry")
-        trace_file, marks_file = (
-            posixpath.join(work, "trace.txt"),
-            posixpath.join(work, "marks.txt"),
-        )
-        files = device.transport.read_many([trace_file, marks_file])
-        trace = build_trace(
-            sampler, files[trace_file] or "", files[marks_file] or "", settings.period_s
-        )
+        trace = read_trace(device.transport, sampler, device.path("telemetry"), settings.period_s)
         attach_energy(record, cell, trace, tool_avg_ms=result.avg_ms or 0.0)
     iterations = int(getattr(cell, "profile_ops", 0) or 0)
     if iterations > 0:
