@@ -13,6 +13,7 @@ from typing import Protocol
 
 from edgebench.analysis.statistics import latency_stats, stats_warnings
 from edgebench.lab.transports.base import TransportError, link_error_reason
+from edgebench.measure.fixed_performance import FixedPerformance
 from edgebench.measure.methods import Method, Visit, method_for
 from edgebench.measure.output_check import CheckSettings
 from edgebench.measure.records import failed_record, new_record
@@ -213,6 +214,14 @@ class _DeviceWorker:
         self.lost: tuple[str, str] | None = None
         self.results: dict[int, Record] = {}
         self._numbers: dict[int, int] = {}
+        measured = [cell for _, cell in cells if cell.verdict is None]
+        self.clocks = FixedPerformance(
+            cells[0][1].device if cells else None,
+            any(
+                cell.telemetry is not None and cell.telemetry.fixed_performance for cell in measured
+            ),
+            getattr(progress, "message", None),
+        )
 
     def _visit(self, cell: Cell, round_index: int, first: bool) -> Record:
         if self.lost is None and cell.verdict is None:
@@ -251,6 +260,8 @@ class _DeviceWorker:
         return self._numbers[position]
 
     def _store(self, position: int, cell: Cell, record: Record) -> None:
+        if cell.verdict is None:
+            self.clocks.mark(record)
         self.run.append(record)
         self.results[position] = record
         self.progress.cell_finished(self._number(position), self.total, cell, record)
@@ -263,7 +274,8 @@ class _DeviceWorker:
     def __call__(self) -> None:
         parts: dict[int, list[Record]] = {position: [] for position, _ in self.cells}
         try:
-            self._visit_all(parts)
+            with self.clocks:  # turned off again however the cells end, Ctrl-C too
+                self._visit_all(parts)
         except Exception as exc:  # a device's failure must not end the run
             self._fail_unrecorded(exc)
 

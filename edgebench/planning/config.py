@@ -172,6 +172,13 @@ class TelemetryConfig:
         "cpufreq governor for the pinned cores during each cell (e.g. performance; needs root "
         "on the device), restored afterwards.",
     )
+    fixed_performance: bool = setting(
+        False,
+        flag,
+        "Android: turn on the fixed-performance mode (cmd power set-fixed-performance-mode-"
+        "enabled, Android 11+) before a device's cells and off after them; a device that "
+        "refuses it runs its cells anyway, each with a warning.",
+    )
     temp_limit_c: float | None = setting(
         None,
         optional(number(limit=limits.MAX_TEMPERATURE_C)),

@@ -584,6 +584,36 @@ fi
 """
 
 
+#: Where the phone's Power HAL keeps its state, relative to the sandbox: ``modes`` lists the
+#: modes it implements (one a line), ``fixed_performance`` the mode's state once it was set.
+POWER_HAL_DIR = "system/etc/power_hal"
+
+_CMD_SCRIPT = """#!/bin/sh
+# cmd for the ADB device emulator: the power service's set-fixed-performance-mode-enabled,
+# answered as Android's PowerManagerShellCommand answers it (Android 11+; the Power HAL's
+# modes are listed in {hal}/modes, its state kept in {hal}/fixed_performance).
+hal={hal}
+if [ "$1" != power ]; then
+    echo "cmd: Can't find service: $1" >&2
+    exit 20
+fi
+sdk=$(getprop ro.build.version.sdk)
+if [ "$2" != set-fixed-performance-mode-enabled ] || [ "${{sdk:-0}}" -lt 30 ]; then
+    echo "Unknown command: $2" >&2
+    exit 255
+fi
+if ! grep -qx FIXED_PERFORMANCE "$hal/modes" 2>/dev/null; then
+    echo "Failed to set FIXED_PERFORMANCE mode" >&2
+    echo "This is likely because Power HAL AIDL is not implemented on this device" >&2
+    exit 255
+fi
+case "$3" in
+    [Tt][Rr][Uu][Ee]) echo true > "$hal/fixed_performance" ;;
+    *) echo false > "$hal/fixed_performance" ;;
+esac
+"""
+
+
 class AdbDeviceEmulator:
     """An ADB device on 127.0.0.1 whose "phone" is the ``sandbox`` directory.
 
@@ -601,8 +631,11 @@ class AdbDeviceEmulator:
         env: dict[str, str] | None = None,
         pid_log: Path | None = None,
         board: bool = False,
+        power_modes: tuple[str, ...] = ("FIXED_PERFORMANCE",),
     ) -> None:
         self.sandbox = Path(sandbox).resolve()
+        #: The Power HAL modes the phone implements (``cmd power`` refuses the others).
+        self.power_modes = power_modes
         #: ``sandbox`` is the root of a board of another architecture (an arm64 Debian root run
         #: by qemu through binfmt_misc): commands run chrooted in it, device paths are absolute
         #: paths in it, as on a real phone.
@@ -875,6 +908,18 @@ class AdbDeviceEmulator:
         dumpsys = self.bin_dir / "dumpsys"
         dumpsys.write_text(_DUMPSYS_SCRIPT.format(dumps=shlex.quote(dumps)))
         dumpsys.chmod(0o755)
+        hal_dir = self.sandbox / POWER_HAL_DIR
+        hal_dir.mkdir(parents=True, exist_ok=True)
+        (hal_dir / "modes").write_text("".join(f"{mode}\n" for mode in self.power_modes))
+        hal = "/" + POWER_HAL_DIR if self.board else str(hal_dir)
+        cmd = self.bin_dir / "cmd"
+        cmd.write_text(_CMD_SCRIPT.format(hal=shlex.quote(hal)))
+        cmd.chmod(0o755)
+
+    def fixed_performance(self) -> bool | None:
+        """The Power HAL's fixed-performance mode as ``cmd power`` last set it; None: never."""
+        state = self.sandbox / POWER_HAL_DIR / "fixed_performance"
+        return state.read_text().strip() == "true" if state.exists() else None
 
     def _write_props(self) -> None:
         lines = "".join(f"{key}={value}\n" for key, value in sorted(self.props.items()))

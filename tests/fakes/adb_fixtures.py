@@ -185,10 +185,14 @@ def connect_phone(
     props: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
     board: bool = False,
+    power_modes: tuple[str, ...] = ("FIXED_PERFORMANCE",),
 ) -> EmulatedPhone:
-    """Start an emulator serving ``sandbox`` (a board's root with ``board``) and bring it
-    online in ``server``. The caller owns it: end with :func:`disconnect_phone`."""
-    emulator = AdbDeviceEmulator(sandbox, props=props, env=env, board=board)
+    """Start an emulator serving ``sandbox`` (a board's root with ``board``; ``power_modes``
+    the modes its Power HAL implements) and bring it online in ``server``. The caller owns it:
+    end with :func:`disconnect_phone`."""
+    emulator = AdbDeviceEmulator(
+        sandbox, props=props, env=env, board=board, power_modes=power_modes
+    )
     port = emulator.start()
     serial = f"127.0.0.1:{port}"
     try:

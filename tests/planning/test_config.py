@@ -48,6 +48,7 @@ PLAN_VALUES = {
     ("telemetry", "cooldown_temp"): "150.0",
     ("telemetry", "cooldown_max_wait"): "5.0",
     ("telemetry", "set_governor"): '"performance"',
+    ("telemetry", "fixed_performance"): "true",
     ("telemetry", "temp_limit"): "90.0",
     ("checks", "seed"): "7",
     ("checks", "input"): None,  # needs a file: tests/measure/test_output_check.py feeds one
@@ -148,6 +149,7 @@ def test_every_plan_key_reaches_the_configuration_and_what_is_built_from_it(tmp_
     assert settings_.sync_marker == tele.sync_marker == str(tmp_path / "window-marker")
     assert (settings_.cooldown_temp_c, settings_.cooldown_max_wait_s) == (150.0, 5.0)
     assert (settings_.set_governor, settings_.temp_limit_c) == ("performance", 90.0)
+    assert settings_.fixed_performance is True
 
     sustained = plan_with_sustained = load_plan(write_full_plan(tmp_path, model, sustained=True))
     window = _resolve_matrix(sustained.apply(RunConfig())).timing
@@ -181,6 +183,9 @@ def test_a_plan_run_stores_every_key_and_uses_the_telemetry_keys(run_cli, eb_env
     # The keys that were once dropped between the plan and the runner:
     assert ok["telemetry"]["period_s"] == pytest.approx(0.02)
     assert ok["telemetry"]["cooldown"]["limit_c"] == 150.0
+    # This host is no Android device: the mode is not set, and the record says why.
+    assert ok["fixed_performance"] is None
+    assert any(w.startswith("--fixed-performance not applied") for w in ok["warnings"])
 
 
 @pytest.mark.parametrize(
