@@ -6,8 +6,9 @@ interval of the ratio excludes 1. Noise alone almost never trips all three.
 
 A cell measured on an emulated CPU (``Record.emulated``) on either side is not comparable: its
 latency says nothing about any chip, so it is never a regression or an improvement. Nor is a
-Jetson cell measured in another power mode (nvpmodel) or with its clocks locked on one side
-only; a different NVIDIA driver is noted in the verdict's reason.
+cell measured in another clock regime (``results.clock_regime``: the governors, the cores'
+frequency limits, Android's fixed-performance mode, a Jetson's power mode or clock lock); its
+verdict says what differs. A different NVIDIA driver is noted in the verdict's reason.
 
 Verdicts only: the tests live in analysis.statistics, the metrics in analysis.metrics, and the
 text table and JUnit XML of the verdicts in reporting.text and reporting.junit.
@@ -16,12 +17,13 @@ text table and JUnit XML of the verdicts in reporting.text and reporting.junit.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from edgebench.analysis.metrics import Metric, get_metric
 from edgebench.analysis.statistics import bootstrap_ratio_ci, mann_whitney_u, sample_statistic
+from edgebench.results.clock_regime import clock_regime
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
@@ -30,10 +32,8 @@ VERDICTS = ("regressed", "improved", "unchanged", "new", "missing", "not_compara
 EMULATED_CPU = "emulated CPU"
 #: How a not-comparable reason starts when two quantized cells used different calibration sets.
 DIFFERENT_CALIBRATION = "different calibration sets"
-#: How a not-comparable reason starts when the sides ran in different Jetson power modes.
-DIFFERENT_POWER_MODES = "different power modes"
-#: ... or with the clocks locked (jetson_clocks) on one side only.
-DIFFERENT_CLOCK_LOCKS = "different clock locks"
+#: How a not-comparable reason starts when the sides ran in different clock regimes.
+DIFFERENT_CLOCK_REGIMES = "different clock regimes"
 
 
 @dataclass
@@ -54,6 +54,9 @@ class CellVerdict:
     new_value: float | None = None
     n_base: int = 0
     n_new: int = 0
+    #: What differs between the sides' clock regimes (``ClockRegime.differences``), base ->
+    #: new; the cell is then not comparable.
+    regime_changes: list[str] = field(default_factory=list)
 
 
 def record_p50_ms(record: Record) -> float | None:
@@ -77,25 +80,12 @@ def _calibration_sha(record: Record) -> str | None:
     return calibration.sha256 if calibration is not None else None
 
 
-def power_state_difference(b: Record, n: Record) -> str | None:
-    """Why two cells' NVIDIA power states make them incomparable, or None (unknown on either
-    side, as in records older than the facts, is not a difference)."""
-    base, new = b.nvidia, n.nvidia
-    if base is None or new is None:
-        return None
-    if base.power_mode and new.power_mode and base.power_mode != new.power_mode:
-        return (
-            f"{DIFFERENT_POWER_MODES}: base {base.power_mode}, new {new.power_mode}; "
-            "run both in one nvpmodel mode to compare them"
-        )
-    locks = (base.clocks_locked, new.clocks_locked)
-    if None not in locks and locks[0] != locks[1]:
-        said = ["locked" if lock else "not locked" for lock in locks]
-        return (
-            f"{DIFFERENT_CLOCK_LOCKS}: clocks {said[0]} in base, {said[1]} in new; "
-            "run both with or both without jetson_clocks to compare them"
-        )
-    return None
+def regime_reason(changes: list[str]) -> str:
+    """The not-comparable reason of a cell whose clock regime changed."""
+    return (
+        f"{DIFFERENT_CLOCK_REGIMES}: {'; '.join(changes)}; measure both in one clock regime "
+        "to compare them"
+    )
 
 
 def driver_note(b: Record, n: Record) -> str:
@@ -141,9 +131,10 @@ def _judge_cell(
         sides = " and ".join(side for side, r in (("base", b), ("new", n)) if r.emulated)
         verdict.reason = f"{EMULATED_CPU} ({sides}): latency is for correctness only"
         return verdict
-    power_state = power_state_difference(b, n)
-    if power_state is not None:
-        verdict.reason = power_state
+    changes = clock_regime(b).differences(clock_regime(n))
+    if changes:
+        verdict.regime_changes = changes
+        verdict.reason = regime_reason(changes)
         return verdict
     base_set, new_set = _calibration_sha(b), _calibration_sha(n)
     if base_set != new_set:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from edgebench.analysis.compare import VERDICTS, CellVerdict
+from edgebench.analysis.compare import (
+    DIFFERENT_CLOCK_REGIMES,
+    VERDICTS,
+    CellVerdict,
+    regime_reason,
+)
 from edgebench.analysis.history import HistoryPoint, RunSummary
 from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.ranking import EMULATED_RULE
@@ -31,14 +36,28 @@ def format_comparison(verdicts: Sequence[CellVerdict]) -> str:
                 fmt_or_dash(v.ratio, ".3f"),
                 ci,
                 fmt_or_dash(v.p_value, ".2g"),
-                v.reason,
+                f"{DIFFERENT_CLOCK_REGIMES} (below)" if v.regime_changes else v.reason,
             ]
         )
     out = format_table(headers, rows, right={2, 3, 4, 6})
     counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in VERDICTS}
     out.append("")
     out.append(", ".join(f"{counts[k]} {k}" for k in VERDICTS if counts[k]) or "no cells")
-    return "\n".join(out)
+    return "\n".join(out + _regime_lines(verdicts))
+
+
+def _regime_lines(verdicts: Sequence[CellVerdict]) -> list[str]:
+    """Each change of clock regime once, with how many cells it kept from being compared."""
+    cells: dict[tuple[str, ...], int] = {}
+    for v in verdicts:
+        if v.regime_changes:
+            key = tuple(v.regime_changes)
+            cells[key] = cells.get(key, 0) + 1
+    return [
+        f"{count} {'cell' if count == 1 else 'cells'} not comparable, "
+        f"{regime_reason(list(changes))}"
+        for changes, count in cells.items()
+    ]
 
 
 def format_recommendation(rec: Recommendation) -> str:

@@ -7,11 +7,7 @@ import json
 
 from fakes.records import sampled_record
 
-from edgebench.analysis.compare import (
-    DIFFERENT_CLOCK_LOCKS,
-    DIFFERENT_POWER_MODES,
-    compare_runs,
-)
+from edgebench.analysis.compare import DIFFERENT_CLOCK_REGIMES, compare_runs
 from edgebench.results.nvidia_part import NvidiaState
 from edgebench.results.records import Record
 
@@ -72,15 +68,18 @@ def test_compare_refuses_across_power_modes():
     (verdict,) = compare_runs([jetson_record(3)], [jetson_record(4, power_mode="15W")])
     assert verdict.verdict == "not_comparable"
     assert verdict.reason == (
-        f"{DIFFERENT_POWER_MODES}: base MAXN, new 15W; run both in one nvpmodel mode to "
-        "compare them"
+        f"{DIFFERENT_CLOCK_REGIMES}: power mode MAXN -> 15W; measure both in one clock regime "
+        "to compare them"
     )
+    assert verdict.regime_changes == ["power mode MAXN -> 15W"]
 
 
 def test_compare_refuses_when_only_one_side_locked_the_clocks():
     (verdict,) = compare_runs([jetson_record(5)], [jetson_record(6, clocks_locked=False)])
     assert verdict.verdict == "not_comparable"
-    assert verdict.reason.startswith(f"{DIFFERENT_CLOCK_LOCKS}: clocks locked in base, not")
+    assert verdict.reason.startswith(
+        f"{DIFFERENT_CLOCK_REGIMES}: clocks locked -> free (jetson_clocks)"
+    )
 
 
 def test_same_mode_compares_and_a_new_driver_is_noted():
