@@ -22,7 +22,13 @@ from edgebench.analysis.ranking import (
     software_note,
 )
 from edgebench.reporting.line_chart import esc
-from edgebench.reporting.matrix import framework_order, group_records, group_title, status_word
+from edgebench.reporting.matrix import (
+    GroupKey,
+    framework_order,
+    group_records,
+    group_title,
+    status_word,
+)
 from edgebench.reporting.report_notes import Notes
 from edgebench.reporting.summary_chart import Bar, p50_chart
 from edgebench.reporting.tables import fmt_number
@@ -73,12 +79,15 @@ def answers(group: Sequence[Record]) -> list[DeviceAnswer]:
     return out
 
 
-def short_titles(titles: Sequence[str]) -> tuple[str, list[str]]:
-    """The parts (`` · ``-separated) every group title has, said once, and each title without
-    them; a title keeps its first part (the model) whatever."""
-    split = [t.split(" · ") for t in titles]
-    common = [p for p in split[0][1:] if all(p in parts[1:] for parts in split)] if split else []
-    short = [" · ".join(parts[:1] + [p for p in parts[1:] if p not in common]) for parts in split]
+def short_titles(keys: Sequence[GroupKey]) -> tuple[str, list[str]]:
+    """The settings every group has (``fp32 · 1 thread · cores all``), said once, and each
+    group's title without them: its model and what sets it apart."""
+    settings = [group_title(key)[len(key[0]) + len(" · ") :].split(" · ") for key in keys]
+    common = [p for p in settings[0] if all(p in parts for parts in settings)] if keys else []
+    short = [
+        " · ".join([key[0], *(p for p in parts if p not in common)])
+        for key, parts in zip(keys, settings, strict=True)
+    ]
     return " · ".join(common), short
 
 
@@ -155,11 +164,11 @@ def summary_section(records: Sequence[Record], anchors: Mapping[int, str], notes
     rule = notes.ref(RULE_SUMMARY)  # numbered first: the first reference on the page
     emulated = emulated_devices(records)
     grouped = group_records(records)
-    shared, titles = short_titles([group_title(key) for key in grouped])
-    groups = {t: answers(g) for t, g in zip(titles, grouped.values(), strict=True)}
+    shared, titles = short_titles(list(grouped))
+    groups = [(t, answers(g)) for t, g in zip(titles, grouped.values(), strict=True)]
     excluded = any(_excluded(r) for r in records)
     rows, charts = [], []
-    for title, device_answers in groups.items():
+    for title, device_answers in groups:
         for i, answer in enumerate(device_answers):
             head = (
                 f'<td class="model" rowspan="{len(device_answers)}">{esc(title)}</td>'

@@ -164,6 +164,8 @@ def test_the_summary_comes_first_names_the_best_per_device_and_says_ties() -> No
     order = [page.index(f'<section class="{name}">') for name in ("summary", "matrices", "cells")]
     assert order == sorted(order), "the answer first, then the matrices, then each cell"
     rows = _summary_rows(page)
+    assert "every cell: fp32 · 4 threads · cores big." in page, "shared settings said once"
+    assert '<td class="model" rowspan="2">mobilenet</td>' in page
     assert rows["pixel"] == ["★ tflite 3.00 ms", "onnxruntime +33%", ""]
     assert rows["board"] == ["≈ tie: onnxruntime 5.00 ms, tflite 5.05 ms", "", "mnn (failed)"]
     # The chart: a bar per cell that has a p50, green for the leaders, mnn named as failed.
