@@ -105,7 +105,8 @@ def _answer(answer: DeviceAnswer) -> str:
         return f"≈ tie: {leaders}"
     if ranking.order:
         only = ranking.order[0]
-        return f"<b>{esc(only)}</b> {esc(_ms(ranking, only))} <span class='muted'>(alone)</span>"
+        alone = "<span class='muted'>(the only cell ranked)</span>"
+        return f"<b>{esc(only)}</b> {esc(_ms(ranking, only))} {alone}"
     if any(r.status == Status.OK and r.emulated for r in answer.cells.values()):
         return (
             "<span class='muted'>nothing ranked: every cell that ran ok ran on an emulated CPU "
