@@ -31,7 +31,7 @@ def seed_run(tmp_path_factory: pytest.TempPathFactory, mod_env: dict[str, str]) 
     args = ["run", "--models", str(model), "--frameworks", "onnxruntime,openvino", *FAST]
     result = cli([*args, "--iterations", "20"], env)
     assert result.returncode == 0, result.stderr
-    (run,) = (folder / "store").iterdir()
+    (run,) = [p for p in (folder / "store").iterdir() if (p / "records.jsonl").is_file()]
     return run
 
 
@@ -208,3 +208,16 @@ def test_bad_publish_input_is_one_line(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(ERROR_PREFIX) and words in lines[0], lines
     assert "Traceback" not in result.stderr
+
+
+def test_another_metric_has_its_own_units_and_no_latency_band(
+    store: Path, tmp_path: Path, mod_env: dict[str, str]
+) -> None:
+    site = tmp_path / "site"
+    result = publish(mod_env, store, site, "--metric", "throughput")
+    assert result.returncode == 0, result.stderr
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "inf/s" in index
+    (_, href), *_ = _tiles(site)
+    page = (site / href).read_text(encoding="utf-8")
+    assert "throughput (inf/s)" in page and 'class="p99-band"' not in page

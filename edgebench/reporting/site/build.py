@@ -50,13 +50,16 @@ class PublishSummary:
     cells: int
     runs: int
     seconds: float
+    #: Of ``seconds``, the time spent reading the nights and finding their change points.
+    read_seconds: float
 
     def line(self) -> str:
         removed = f", {self.removed} removed" if self.removed else ""
         return (
             f"{self.written} pages written, {self.unchanged} unchanged{removed}; "
             f"{self.cells} cell series over {self.runs} nights; site {self.size / 1e6:.1f} MB "
-            f"in {self.out} ({self.seconds:.1f} s)"
+            f"in {self.out} ({self.seconds:.1f} s, {self.read_seconds:.1f} s of it reading the "
+            "nights)"
         )
 
 
@@ -134,8 +137,13 @@ def build_pages(
         _write_reports(store, runs, writer, stream)
     newest = max((r.created_at for r in runs.values()), default="")
     writer.page("index.html", index_page(cells, metric, newest[:10] or "none"))
-    window = since or default_since(list(runs.values()))
-    writer.page("regressions.html", regressions_page(cells, metric, window))
+    start = since or default_since(list(runs.values()))
+    window = (
+        f"the nights since {since}"
+        if since
+        else f"the newest {REGRESSION_NIGHTS} nights (from {start[:10] or 'none'})"
+    )
+    writer.page("regressions.html", regressions_page(cells, metric, start, window))
     writer.page("runs.html", runs_page(list(runs.values()), metric))
     progress = Progress(len(cells) + len(runs), stream)
     for cell in cells:
@@ -162,6 +170,7 @@ def publish_site(
     with SiteWriter(out) as writer:
         print(f"publish: reading the nights under {store.root}", file=stream, flush=True)
         histories = cell_histories(store, metric.name)
+        read_seconds = time.monotonic() - start
         cells, runs = build_pages(writer, histories, metric, since, store, stream)
         writer.finish()
         return PublishSummary(
@@ -173,4 +182,5 @@ def publish_site(
             cells=len(cells),
             runs=len(runs),
             seconds=time.monotonic() - start,
+            read_seconds=read_seconds,
         )

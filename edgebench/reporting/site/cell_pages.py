@@ -28,7 +28,7 @@ from edgebench.reporting.tables import fmt_number
 from edgebench.statuses import Status
 
 #: How many tiles a row of the overview holds at most (a tile is about 160 px wide).
-TILES_ACROSS = 6
+TILES_ACROSS = 5
 
 
 def _tile(cell: SiteCell, metric: Metric) -> str:
@@ -177,11 +177,12 @@ def cell_page(cell: SiteCell, metric: Metric) -> str:
     charts = history_svg(
         history.nights, history.steps, unit=unit, lower_is_better=metric.lower_is_better
     )
-    if any(n.p99 is not None for n in history.nights):
+    latency = metric.sampled and metric.name != "p99"  # the band is of latencies
+    if latency and any(n.p99 is not None for n in history.nights):
         band = history_svg(
             history.nights,
             history.steps,
-            unit=unit,
+            unit=f"{metric.name} to p99 ({metric.bare_unit})",
             lower_is_better=metric.lower_is_better,
             with_band=True,
             height=220,

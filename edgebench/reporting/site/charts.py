@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -26,6 +27,8 @@ BAND = "#9ecae1"
 WORSE = "#c0392b"
 BETTER = "#2e8b57"
 FAILED = "#d62728"
+#: The most points a sparkline draws.
+SPARK_POINTS = 60
 
 
 def step_colour(change: float, lower_is_better: bool) -> str:
@@ -53,6 +56,11 @@ def _path(run: Sequence[tuple[float, float]]) -> str:
     return " ".join(f"{x:.1f},{y:.1f}" for x, y in run)
 
 
+def _median(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.median(present) if present else None
+
+
 def sparkline_svg(
     values: Sequence[float | None],
     step_at: int | None = None,
@@ -62,7 +70,12 @@ def sparkline_svg(
     height: int = 34,
 ) -> str:
     """A small line of ``values`` (oldest first); ``step_at``: the index of the latest change
-    point, marked with a vertical line."""
+    point, marked with a vertical line. More than ``SPARK_POINTS`` nights are drawn as the
+    medians of consecutive groups of nights: a year of nightly noise in 150 pixels would hide
+    the step it is there to show."""
+    group = math.ceil(len(values) / SPARK_POINTS) if len(values) > SPARK_POINTS else 1
+    if group > 1:
+        values = [_median(values[i : i + group]) for i in range(0, len(values), group)]
     present = [v for v in values if v is not None and math.isfinite(v)]
     if not present:
         return f'<svg class="spark" width="{width}" height="{height}" role="img"></svg>'
@@ -78,7 +91,7 @@ def sparkline_svg(
 
     parts = [f'<svg class="spark" width="{width}" height="{height}" role="img">']
     if step_at is not None:
-        x = sx(step_at - 0.5)
+        x = sx(step_at / group - 0.5)
         parts.append(
             f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height}" stroke="{step_colour_}" '
             'stroke-width="1.5" stroke-dasharray="3,2"/>'

@@ -93,32 +93,54 @@ def run_page_html(run: SiteRun, metric: Metric) -> str:
     return shell(f"Run {run.run_id}", body, depth=1, subtitle=esc(f"started {run.created_at}"))
 
 
-def regressions_page(cells: Sequence[SiteCell], metric: Metric, since: str) -> str:
-    """Change points to a worse level whose first night is on or after ``since``."""
-    found = [
-        (cell, step)
-        for cell in cells
-        for step in cell.history.steps
-        if is_regression(step.change_point.change, metric.lower_is_better)
-        and (step.night.created_at or "") >= since
-    ]
-    found.sort(key=lambda cs: (cs[1].night.created_at or "", cs[0].history.key.label()))
+#: How many regressions from before the window the regressions page still lists.
+EARLIER = 20
+
+
+def _regressions_table(found: Sequence[tuple[SiteCell, Step]], metric: Metric) -> str:
     rows = [
         f"<tr><td>{esc(night_date(step.night))}</td>"
         f'<td><a href="{esc(cell.page)}">{esc(cell.history.key.label())}</a></td>'
         f'<td class="num">{esc(level_text(step, metric))}</td>'
         f"<td>{step_text(step, metric)}</td><td>{changed_list(step)}</td></tr>"
-        for cell, step in reversed(found)
+        for cell, step in found
     ]
-    body = (
+    return (
         "<table><thead><tr><th>first night</th><th>cell</th><th>level</th>"
         "<th>change (95% CI)</th><th>what changed that night</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
-        if rows
+    )
+
+
+def regressions_page(cells: Sequence[SiteCell], metric: Metric, since: str, window: str) -> str:
+    """Change points to a worse level whose first night is on or after ``since`` (``window``
+    says which nights those are), newest first; then the latest ones from before, so that a
+    quiet fortnight still shows them."""
+    found = [
+        (cell, step)
+        for cell in cells
+        for step in cell.history.steps
+        if is_regression(step.change_point.change, metric.lower_is_better)
+    ]
+    found.sort(
+        key=lambda cs: (cs[1].night.created_at or "", cs[0].history.key.label()), reverse=True
+    )
+    recent = [cs for cs in found if (cs[1].night.created_at or "") >= since]
+    before = len(found) - len(recent)
+    earlier = found[len(recent) : len(recent) + EARLIER]
+    body = (
+        _regressions_table(recent, metric)
+        if recent
         else '<p class="muted">No regression began in these nights.</p>'
     )
+    if earlier:
+        shown = f"The latest {len(earlier)} of {before}" if before > EARLIER else f"All {before}"
+        body += (
+            f"<h2>Earlier</h2><p class='muted'>{shown}, newest first.</p>"
+            f"{_regressions_table(earlier, metric)}"
+        )
     subtitle = (
-        f"{len(rows)} change points to a worse {esc(metric.label)} since {esc(since[:10])}, "
+        f"{len(recent)} change points to a worse {esc(metric.label)} in {esc(window)}, "
         "newest first."
     )
     return shell("Regressions", body, subtitle=subtitle)
