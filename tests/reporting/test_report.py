@@ -270,3 +270,37 @@ def test_html_renders_in_headless_chromium(tmp_path: Path) -> None:
     width, height, colours = png_distinct_colours(shot.read_bytes())
     assert (width, height) == (1200, 2000)
     assert colours > 20, f"screenshot looks blank ({colours} colours)"
+
+
+def test_the_rendered_page_opens_with_the_answer_and_folds_what_says_nothing(
+    tmp_path: Path,
+) -> None:
+    exe = chromium_or_skip()
+    # Compute is 98% of every iteration here: the stage split says nothing and is folded.
+    stages = {
+        "p50_ms": {"copy_in": 0.04, "compute": 3.9, "copy_out": 0.04},
+        "boundaries": {"compute": "InferenceSession.run"},
+    }
+    records = [
+        *_edge_records()[:3],
+        _ok("onnxruntime", 4.0, device="qemu", emulated=True, emulation="qemu-aarch64"),
+        _ok("onnxruntime", 4.0, model="resnet", stages=stages),
+        _ok("tflite", 3.0, model="resnet", stages=stages),
+    ]
+    for i, r in enumerate(records):
+        r.cell_id = f"cell-{i}"  # a run keeps one record per cell id
+    (report,) = write_report(_store_run(tmp_path, records), ["html"], tmp_path / "out")
+    proc = open_page(exe, report, tmp_path / "profile")
+    assert not console_problems(proc.stderr), console_problems(proc.stderr)
+    dom = proc.stdout
+    sections = re.findall(r'<section class="(?:bd )?(\w+)">', dom)
+    assert sections[:3] == ["summary", "matrices", "stages"], sections
+    assert dom.count('class="chart summary-chart"') == 3, "one per model"
+    assert "emulated CPU, not ranked" in dom
+    fold = re.search(r"<details class=\"fold\"[^>]*>\s*<summary>([^<]*)</summary>", dom)
+    assert fold is not None and " open" not in fold.group(0), "folded, closed"
+    assert re.fullmatch(r"stages: compute 9[5-9]–?\d*% in every cell", fold.group(1))
+    shot = tmp_path / "top.png"
+    open_page(exe, report, tmp_path / "profile", screenshot=shot, size="1200,900")
+    _, _, colours = png_distinct_colours(shot.read_bytes())
+    assert colours > 20, f"the top of the page looks blank ({colours} colours)"
