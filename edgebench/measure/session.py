@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from edgebench import __version__, process_group
-from edgebench.analysis.compare import CellVerdict, any_regression, compare_runs
+from edgebench.analysis.compare import CellVerdict
 from edgebench.converters import ArtifactCache
 from edgebench.errors import UserError
 from edgebench.lab.device import Device
 from edgebench.measure.lab_devices import DeviceSource, LabDevices
 from edgebench.measure.methods import Method
 from edgebench.measure.output_check import CheckSettings
+from edgebench.measure.plan_gate import gate_run
 from edgebench.measure.progress import LineProgress
 from edgebench.measure.resume import check_same_settings, resume_hint
 from edgebench.measure.scheduler import StopRequest, execute_cells, pending_cells
@@ -227,7 +228,7 @@ def _run_session(
         )
     regressed = False
     if plan is not None:
-        regressed = _compare_with_baseline(config, store, run_dir, records, output, progress)
+        regressed = gate_run(config, store, run_dir, records, output, progress)
     run_dir.update_metadata(
         status="complete", finished_at=utc_now(), good=not failed and not regressed
     )
@@ -374,42 +375,6 @@ def _measure(
 def _abort_devices(devices: Sequence[Device]) -> None:
     for device in devices:
         device.abort_running()
-
-
-def _compare_with_baseline(
-    config: RunConfig,
-    store: ResultsStore,
-    run_dir: RunDir,
-    records: list[Record],
-    output: RunOutput,
-    progress: LineProgress,
-) -> bool:
-    """Compare with the last good run of the same plan; True when a cell regressed."""
-    name = config.plan_name
-    baseline = next(
-        (
-            r
-            for r in reversed(store.runs())
-            if r.run_id != run_dir.run_id
-            and r.metadata().get("plan") == name
-            and r.metadata().get("good")
-        ),
-        None,
-    )
-    if baseline is None:
-        progress.message(f"plan {name}: no earlier good run to compare with; this is the baseline")
-        return False
-    verdicts = compare_runs(
-        baseline.records(),
-        records,
-        min_effect=config.thresholds.min_effect,
-        alpha=config.thresholds.alpha,
-        metric=config.thresholds.metric,
-    )
-    progress.message(f"plan {name}: compared with {baseline.run_id}")
-    output.comparison(verdicts, name, config.output.junit)
-    run_dir.update_metadata(baseline=baseline.run_id)
-    return any_regression(verdicts)
 
 
 def git_sha() -> str | None:

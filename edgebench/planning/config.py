@@ -303,7 +303,8 @@ class OutputConfig:
 
 @dataclass
 class Thresholds:
-    """What counts as a regression against a plan's last good run. In a plan: ``[thresholds]``;
+    """What counts as a regression against a plan's recent nights or its last good run (docs/
+    nightly.md). In a plan: ``[thresholds]``;
     `edgebench compare` takes them as options (``--min-effect``, ``--alpha``, ``--metric``)."""
 
     min_effect: float = setting(
@@ -317,6 +318,19 @@ class Thresholds:
     )
     metric: str = setting(
         "p50", one_of(METRICS, "metric"), "Metric the regression is judged on.", option=None
+    )
+    gate: str = setting(
+        "history",
+        choice("history", "last-run"),
+        "history: each cell against its recent nights (a change point tonight, or a value "
+        "outside their spread); last-run: against the last good run's samples only.",
+        option=None,
+    )
+    history_nights: int = setting(
+        30,
+        whole(5, 1000),
+        "How many recent good nights of the plan the history gate weighs tonight against.",
+        option=None,
     )
 
 

@@ -66,6 +66,8 @@ PLAN_VALUES = {
     ("thresholds", "min_effect"): "0.3",
     ("thresholds", "alpha"): "0.05",
     ("thresholds", "metric"): '"p90"',
+    ("thresholds", "gate"): '"last-run"',
+    ("thresholds", "history_nights"): "12",
 }
 
 
@@ -135,6 +137,7 @@ def test_every_plan_key_reaches_the_configuration_and_what_is_built_from_it(tmp_
     assert (quant.calibration_samples, quant.eval_samples) == (5, 3)
     assert (quant.int8_min_top1, quant.int8_min_sqnr_db) == (0.5, 12.5)
     assert (thr.min_effect, thr.alpha, thr.metric) == (0.3, 0.05, "p90")
+    assert (thr.gate, thr.history_nights) == ("last-run", 12)
     assert config.plan_name == "every-key"
 
     built = _resolve_matrix(config).timing

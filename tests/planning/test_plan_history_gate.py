@@ -1,0 +1,85 @@
+"""The history gate through `edgebench run --plan`: with enough good nights of the plan stored,
+tonight's cells are judged against them (not against the last run alone); a far slower build
+fails the gate, in the JUnit XML too; `gate = "last-run"` in the plan keeps the old test."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import datetime, timedelta
+from pathlib import Path
+from xml.etree import ElementTree
+
+from fakes.models import save_conv_model
+from test_plans import write_plan
+
+NIGHTS = 6
+
+
+def add_earlier_nights(results: Path, seed_run: Path, count: int) -> None:
+    """``count`` copies of a real run of the plan as its earlier good nights, one a day back,
+    each record's samples scaled by a seeded factor within 1%."""
+    meta = json.loads((seed_run / "run.json").read_text())
+    lines = (seed_run / "records.jsonl").read_text().splitlines()
+    start = datetime.fromisoformat(meta["created_at"])
+    rng = random.Random(3)
+    for night in range(1, count + 1):
+        when = start - timedelta(days=night)
+        run_id = when.strftime("%Y%m%d-%H%M%S-") + f"{night:04x}"
+        folder = results / run_id
+        folder.mkdir()
+        night_meta = dict(meta, run_id=run_id, created_at=when.isoformat(), good=True)
+        (folder / "run.json").write_text(json.dumps(night_meta))
+        factor = 1.0 + rng.uniform(-0.01, 0.01)
+        records = []
+        for line in lines:
+            record = json.loads(line)
+            record["run_id"] = run_id
+            record["samples_ns"] = [int(s * factor) for s in record["samples_ns"]]
+            record["latency_ms"] = {k: v * factor for k, v in record["latency_ms"].items()}
+            records.append(json.dumps(record))
+        (folder / "records.jsonl").write_text("\n".join(records) + "\n")
+
+
+def test_the_history_gate_judges_tonight_against_the_recent_nights(run_cli, eb_env, tmp_path):
+    model = save_conv_model(tmp_path / "net.onnx", [1, 3, 96, 96], channels=32)
+    plan = write_plan(tmp_path, model)
+    results = Path(eb_env["EDGEBENCH_RESULTS"])
+    first = run_cli(["run", "--plan", str(plan)])
+    assert first.returncode == 0, first.stderr
+    (seed_run,) = [p for p in results.iterdir() if p.is_dir()]
+    add_earlier_nights(results, seed_run, NIGHTS)
+
+    same = run_cli(["run", "--plan", str(plan)])
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "judged against their recent good nights" in same.stderr
+    assert "regressed" not in same.stdout
+    assert "within the recent nights" in same.stdout or "improved" in same.stdout
+
+    save_conv_model(model, [1, 3, 96, 96], channels=256)  # the far slower "new build"
+    junit = tmp_path / "gate.xml"
+    slow = run_cli(["run", "--plan", str(plan), "--junit", str(junit)])
+    assert slow.returncode == 1, slow.stdout + slow.stderr
+    assert "regressed" in slow.stdout
+    assert "outside the recent nights" in slow.stdout or "change point" in slow.stdout
+    assert f"of {NIGHTS + 2} nights" in slow.stdout  # every good night, tonight's excluded
+    (failure,) = ElementTree.parse(junit).getroot().findall(".//failure")
+    assert "recent nights" in failure.get("message", "") + (failure.text or "")
+    newest = max(results.glob("*/run.json"), key=lambda p: json.loads(p.read_text())["created_at"])
+    meta = json.loads(newest.read_text())
+    assert meta["good"] is False and meta["gate"] == "history"
+    assert meta["gate_history_nights"] == NIGHTS + 2
+
+
+def test_a_plan_can_keep_the_last_run_gate(run_cli, eb_env, tmp_path):
+    model = save_conv_model(tmp_path / "net.onnx", [1, 3, 64, 64], channels=16)
+    plan = write_plan(tmp_path, model)
+    plan.write_text(plan.read_text() + 'gate = "last-run"\n')
+    results = Path(eb_env["EDGEBENCH_RESULTS"])
+    assert run_cli(["run", "--plan", str(plan)]).returncode == 0
+    (seed_run,) = [p for p in results.iterdir() if p.is_dir()]
+    add_earlier_nights(results, seed_run, NIGHTS)
+    second = run_cli(["run", "--plan", str(plan)])
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "recent good nights" not in second.stderr
+    assert f"compared with {seed_run.name}" in second.stderr
