@@ -143,13 +143,15 @@ def _not_ranked(answer: DeviceAnswer, notes: Notes, emulated: Mapping[str, str])
 
 
 def _bars(answer: DeviceAnswer, anchors: Mapping[int, str]) -> list[Bar]:
+    order = answer.ranking.order
+    only = order[0] if len(order) == 1 else None
     return [
         Bar(
             answer.device,
             framework,
             (r.latency_ms or {}).get("p50"),
             (r.latency_ms or {}).get("p99"),
-            answer.ranking.standing(framework),
+            answer.ranking.standing(framework) or ("only" if only == framework else ""),
             _excluded(r),
             anchors[id(r)],
         )

@@ -33,7 +33,8 @@ class Bar:
     framework: str
     p50: float | None
     p99: float | None
-    #: ``"best"``, ``"tied"`` or ``""`` (ranking.Ranking.standing).
+    #: ``"best"``, ``"tied"`` or ``""`` (ranking.Ranking.standing), or ``"only"`` for the one
+    #: ranked cell on its device (the answer, green, without a mark).
     standing: str
     #: ``""`` for a ranked cell, ``"emulated CPU"``/``"software device"`` for one that is shown
     #: but not ranked, else the status word of a cell without a figure.
@@ -67,7 +68,7 @@ def _scale_max(bars: Sequence[Bar]) -> float:
 def _value_words(b: Bar, cut: bool) -> str:
     """``9.17 ≈``, or ``»901 · emulated CPU, not ranked`` for a cut bar of an emulated cell."""
     words = ("»" if cut else "") + fmt_number(b.p50)
-    if b.standing:
+    if b.standing in MARKS:
         words += f" {MARKS[b.standing]}"
     if b.excluded:
         words += f" · {b.excluded}, not ranked"

@@ -159,20 +159,23 @@ def test_the_summary_comes_first_names_the_best_per_device_and_says_ties() -> No
         _ok("onnxruntime", 5.0, device="board"),
         _ok("tflite", 5.05, device="board"),  # 1% apart: a tie
         _record(framework="mnn", device="board", status="failed", error="crashed"),
+        _ok("onnxruntime", 6.0, device="solo"),
     ]
     page = render_html(records, _meta())
     order = [page.index(f'<section class="{name}">') for name in ("summary", "matrices", "cells")]
     assert order == sorted(order), "the answer first, then the matrices, then each cell"
     rows = _summary_rows(page)
     assert "every cell: fp32 · 4 threads · cores big." in page, "shared settings said once"
-    assert '<td class="model" rowspan="2">mobilenet</td>' in page
+    assert '<td class="model" rowspan="3">mobilenet</td>' in page
     assert rows["pixel"] == ["★ tflite 3.00 ms", "onnxruntime +33%", ""]
     assert rows["board"] == ["≈ tie: onnxruntime 5.00 ms, tflite 5.05 ms", "", "mnn (failed)"]
-    # The chart: a bar per cell that has a p50, green for the leaders, mnn named as failed.
+    assert rows["solo"] == ["onnxruntime 6.00 ms (the only cell ranked)", "", ""]
+    # The chart: a bar per cell that has a p50, green for the answers (best, tied, the only
+    # one), mnn named as failed.
     chart = re.search(r'<svg class="chart summary-chart".*?</svg>', page, flags=re.S)
     assert chart is not None
     bars = re.findall(r'<rect class="p50"[^>]* fill="(#\w+)"', chart.group(0))
-    assert sorted(bars) == sorted(["#2ca02c", "#8ea8c3", "#2ca02c", "#2ca02c"])
+    assert sorted(bars) == sorted(["#2ca02c", "#8ea8c3", "#2ca02c", "#2ca02c", "#2ca02c"])
     assert chart.group(0).count("<line x1") >= 4, "a p99 whisker per bar"
     assert ">failed</text>" in chart.group(0)
 
