@@ -176,6 +176,15 @@ def nights_by_cell(
     return out
 
 
+def regime_change(before: str, after: str) -> str:
+    """What differs between two clock regime labels, in words (``governor schedutil ->
+    performance``), or the labels themselves where the words find nothing."""
+    from edgebench.results.clock_regime import ClockRegime
+
+    words = ClockRegime.from_label(before).differences(ClockRegime.from_label(after))
+    return "; ".join(words) or f"{before or '?'} -> {after or '?'}"
+
+
 def steps_in(nights: list[Night], lower_is_better: bool = True) -> list[Step]:
     """The change points of a series' trend nights, each with the nights around it and what
     changed between them (a change of clock regime included)."""

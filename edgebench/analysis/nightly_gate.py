@@ -28,7 +28,14 @@ from edgebench.analysis.change_points import MIN_SEGMENT
 from edgebench.analysis.compare import CellVerdict
 from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.night_summary import CellSummary
-from edgebench.analysis.nightly import Night, RunInfo, Step, night_of, steps_in
+from edgebench.analysis.nightly import (
+    Night,
+    RunInfo,
+    Step,
+    night_of,
+    regime_change,
+    steps_in,
+)
 
 #: Fewer recent nights than this and the gate falls back to the last good run.
 MIN_NIGHTS = MIN_SEGMENT
@@ -104,7 +111,7 @@ def _judge(
         return _verdict(now, last, "regressed", f"tonight's cell is {now.status}", metric)
     same = [n for n in points if n.regime == now.regime]
     if len(same) < MIN_NIGHTS and last is not None and last.regime != now.regime:
-        reason = f"{REGIME_CHANGED}: {last.regime or '?'} -> {now.regime or '?'}"
+        reason = f"{REGIME_CHANGED}: {regime_change(last.regime, now.regime)}"
         return _verdict(now, last, "not_comparable", reason, metric)
     points = same  # nights in another clock regime never weigh on tonight
     if len(points) < MIN_NIGHTS:
