@@ -12,9 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgebench.analysis.index_schema import plan_name as _plan_name
+from edgebench.analysis.index_schema import RunRow
+from edgebench.analysis.index_schema import plan_name as _plan_name  # noqa: F401  (nightly's)
 from edgebench.analysis.index_schema import wrong_field as _wrong_field
 from edgebench.analysis.metrics import get_metric
+from edgebench.analysis.night_summary import CellSummary
+from edgebench.analysis.results_index import ResultsIndex
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore, RunDir, RunFileError, created_at
 from edgebench.statuses import Status
@@ -69,31 +72,24 @@ def _readable_runs(store: ResultsStore) -> Iterator[tuple[RunDir, dict[str, Any]
 
 
 def build_index(store: ResultsStore) -> list[RunSummary]:
-    """One summary per stored run, oldest first; a run without run.json has the status
-    ``no run.json``."""
-    out = []
-    for run, meta, records in _readable_runs(store):
-        devices = sorted({r.device for r in records})
-        if not devices and isinstance(meta.get("devices"), dict):
-            devices = sorted(meta["devices"])
-        models = sorted({r.model for r in records})
-        if not models and isinstance(meta.get("models"), dict):
-            models = sorted(meta["models"])
-        lab = meta.get("lab_path") or meta.get("lab")
-        out.append(
-            RunSummary(
-                run_id=run.run_id,
-                created_at=meta.get("created_at"),
-                git_sha=meta.get("git_sha"),
-                lab_path=None if lab is None else str(lab),
-                plan=_plan_name(meta.get("plan")),
-                devices=devices,
-                models=models,
-                n_records=len(records),
-                status=meta.get("status") if run.has_metadata else "no run.json",
-            )
+    """One summary per stored run, oldest first, from the results index; a run without
+    run.json has the status ``no run.json``."""
+    with ResultsIndex.open(store) as index:
+        runs = index.readable_runs()
+    return [
+        RunSummary(
+            run_id=run.run_id,
+            created_at=run.meta_created_at,
+            git_sha=run.git_sha,
+            lab_path=run.lab,
+            plan=run.plan,
+            devices=run.devices,
+            models=run.models,
+            n_records=run.n_records,
+            status=run.status if run.has_metadata else "no run.json",
         )
-    return out
+        for run in runs
+    ]
 
 
 def _shape_label(record: Record) -> str:
@@ -140,25 +136,32 @@ def history(
     ``cells_seen``, when given, receives every (device, model, framework) of the runs read.
     """
     tracked = get_metric(metric)
-    points: list[tuple[tuple[str, ...], HistoryPoint]] = []
-    for run, meta, records in _readable_runs(store):
+    with ResultsIndex.open(store) as index:
+        rows = index.cell_rows(device, model, framework)
         if cells_seen is not None:
-            cells_seen.update((r.device, r.model, r.engine) for r in records)
-        series: dict[tuple[str, ...], list[Record]] = {}
-        for r in records:
-            if r.device == device and r.model == model and r.engine == framework:
-                series.setdefault(variant_of(r), []).append(r)
-        created = meta.get("created_at")
-        for key, cells in series.items():
-            ok = tracked.ok_values(cells)
-            if ok:
-                value, best = tracked.best(ok)
-                point = HistoryPoint(
-                    run.run_id, created, value, Status.OK, best.cell_id, best.emulated
-                )
-            else:
-                point = HistoryPoint(run.run_id, created, None, cells[0].status, cells[0].cell_id)
-            points.append((key, point))
+            cells_seen.update(index.cells_seen())
+    series: dict[tuple[str, tuple[str, ...]], tuple[RunRow, list[CellSummary]]] = {}
+    for run, cell in rows:
+        series.setdefault((run.run_id, cell.variant), (run, []))[1].append(cell)
+    points: list[tuple[tuple[str, ...], HistoryPoint]] = []
+    for (_, key), (run, cells) in series.items():
+        ok = [c for c in cells if c.status == Status.OK and metric in c.values]
+        if ok:
+            pick = min if tracked.lower_is_better else max
+            best = pick(ok, key=lambda c: c.values[metric])
+            point = HistoryPoint(
+                run.run_id,
+                run.meta_created_at,
+                best.values[metric],
+                Status.OK,
+                best.cell_id,
+                best.emulated,
+            )
+        else:
+            point = HistoryPoint(
+                run.run_id, run.meta_created_at, None, cells[0].status, cells[0].cell_id
+            )
+        points.append((key, point))
     labels = _series_labels(list(dict.fromkeys(key for key, _ in points)))
     for key, point in points:
         point.series = labels[key]

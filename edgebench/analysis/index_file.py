@@ -112,10 +112,14 @@ def _reset(db: sqlite3.Connection) -> None:
         create_tables(db)
 
 
-def open_file(path: Path, busy_s: float) -> sqlite3.Connection:
-    """The file opened in WAL mode with its schema current; ``IndexCorrupt`` when it is not
-    a database or holds other tables. Other SQLite errors (read-only, locked) propagate."""
-    db = sqlite3.connect(path, timeout=busy_s, isolation_level=None, check_same_thread=False)
+def open_file(path: Path, busy_s: float, create: bool = True) -> sqlite3.Connection:
+    """The file opened in WAL mode with its schema current (made when missing, if ``create``);
+    ``IndexCorrupt`` when it is not a database or holds other tables. Other SQLite errors
+    (missing, read-only, locked) propagate."""
+    target = path if create else f"{path.as_uri()}?mode=rw"
+    db = sqlite3.connect(
+        target, timeout=busy_s, isolation_level=None, check_same_thread=False, uri=not create
+    )
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")

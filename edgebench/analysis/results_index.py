@@ -208,7 +208,10 @@ class ResultsIndex:
 
 
 def open_run(store: ResultsStore, ref: str | None) -> RunDir:
-    """The run ``ref`` names, found through the index (``ResultsIndex.find``)."""
+    """The run ``ref`` names, as ``ResultsStore.open`` finds it, from the index's ordered run
+    list (a run folder's path is taken as it is, without opening the index)."""
+    if ref and Path(ref).is_dir() and is_run(Path(ref)):
+        return RunDir(Path(ref))
     with ResultsIndex.open(store) as index:
         return index.find(ref)
 
@@ -225,7 +228,7 @@ def _scan(root: Path) -> dict[str, tuple[Path, Fingerprint, Fingerprint]]:
     except OSError:
         return found
     for entry in entries:
-        if entry.name.startswith(".") or not entry.is_dir():
+        if not entry.is_dir():
             continue
         folder = Path(entry.path)
         records, run_json = fingerprint(folder / RECORDS_FILE), fingerprint(folder / RUN_FILE)
@@ -330,8 +333,8 @@ def _writer(path: Path) -> sqlite3.Connection | None:
     if cached is not None:
         cached[1].close()
         del _WRITERS[path]
-    try:
-        db = index_file.open_file(path, APPEND_BUSY_S)
+    try:  # a results dir gets its index from the first command that reads it, not from a run
+        db = index_file.open_file(path, APPEND_BUSY_S, create=False)
     except (sqlite3.Error, index_file.IndexCorrupt, OSError) as exc:
         log.debug("results index %s not updated (%s); the next command syncs it", path, exc)
         return None

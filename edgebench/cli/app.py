@@ -3,8 +3,10 @@ generated in ``cli/options.py``)."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
+from typing import Any
 
 import click
 
@@ -15,7 +17,60 @@ from edgebench.errors import UserError
 INTERRUPTED = 130
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: The module of ``edgebench.cli`` that declares each command. A module is imported when one
+#: of its commands runs or is listed, so `edgebench show` never pays for the lab, the builds
+#: and the converters (ONNX) that the other commands import.
+COMMAND_MODULES: dict[str, str] = {
+    "agent": "cluster",
+    "board": "board",
+    "clean": "lab",
+    "compare": "results",
+    "convert": "tools",
+    "devices": "lab",
+    "export": "results",
+    "history": "results",
+    "models": "tools",
+    "publish": "publish",
+    "recommend": "results",
+    "report": "results",
+    "run": "run",
+    "runners": "runners",
+    "show": "results",
+    "toolchains": "tools",
+}
+
+
+class _Commands(dict):
+    """A group's commands by name; asking for one whose module is not imported yet imports
+    it (the module registers its commands on the group)."""
+
+    def __missing__(self, name: str) -> click.Command:
+        module = COMMAND_MODULES.get(name)
+        if module is not None:
+            importlib.import_module(f"edgebench.cli.{module}")
+            if dict.__contains__(self, name):
+                return dict.__getitem__(self, name)
+        raise KeyError(name)
+
+
+class LazyGroup(click.Group):
+    """A group whose commands' modules are imported on first use (``COMMAND_MODULES``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands(self.commands)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(COMMAND_MODULES))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        try:
+            return self.commands[cmd_name]
+        except KeyError:
+            return None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="edgebench")
 @click.option("-v", "--verbose", is_flag=True, help="Log what edgebench does.")
 def cli(verbose: bool) -> None:

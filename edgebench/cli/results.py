@@ -66,8 +66,10 @@ def _existing_folder(option: str, target: Path) -> None:
 def _open_run(store: ResultsStore, ref: str | None) -> RunDir:
     """The run ``ref`` names, its files checked before anything is written from it: one
     that cannot be read is one error line naming it; a missing run.json is a warning, since
-    the records alone still show the cells."""
-    run_dir = store.open(ref)
+    the records alone still show the cells. Runs are found through the results index."""
+    from edgebench.analysis.results_index import open_run
+
+    run_dir = open_run(store, ref)
     run_dir.check_files()
     if not run_dir.has_metadata:
         log.warning(
