@@ -228,26 +228,29 @@ def _matrices(
     if not groups:
         return ""
     frameworks = framework_order(records)
+    metrics = [METRICS[m] for m in HEATMAP_METRICS]
+    # An empty table says nothing: a metric no cell has is named, not drawn (p50 always is: its
+    # table says why each cell has no figure); what no cell of the run has is named once.
+    nowhere = _unmeasured(metrics[1:], records)
     body = [
         '<section class="matrices"><h2>Matrices</h2>',
         "<p class='muted'>Colour is scaled per table from best (green) to worst (red) over the "
         "cells that ran; ★ = best on the device, ≈ = tied for best"
         f"{notes.ref(RULE_SUMMARY)}. Cells hatched grey or red did not produce a valid result "
-        "(hover for the reason, click for details).</p>",
+        "(hover for the reason, click for details)."
+        + (
+            f" Not measured in this run: {esc(', '.join(m.label for m in nowhere))}."
+            if nowhere
+            else ""
+        )
+        + "</p>",
     ]
     for key, group in groups.items():
         devices = list(dict.fromkeys(r.device for r in group))
         group_fw = [f for f in frameworks if any(r.engine == f for r in group)]
         cells = {(r.device, r.engine): r for r in group}
         body.append(f"<h3>{esc(group_title(key))}</h3>")
-        metrics = [METRICS[m] for m in HEATMAP_METRICS]
-        # An empty table says nothing: a metric no cell has is named, not drawn (p50 always is:
-        # its table says why each cell has no figure).
-        empty = [
-            m
-            for m in metrics[1:]
-            if all(m.stored(r) is None for r in group if r.status == Status.OK)
-        ]
+        empty = _unmeasured(metrics[1:], group)
         body.append(
             '<div class="heat">'
             + "".join(
@@ -255,13 +258,19 @@ def _matrices(
             )
             + "</div>"
         )
-        if empty:
-            names = ", ".join(m.label for m in empty)
+        if here := [m for m in empty if m not in nowhere]:
+            names = ", ".join(m.label for m in here)
             body.append(f"<p class='muted'>Not measured in these cells: {esc(names)}.</p>")
         body.append(_emulated_legend(group, notes, emulated))
     body.append(notes.listing("Notes:"))
     body.append("</section>")
     return "".join(body)
+
+
+def _unmeasured(metrics: Sequence[Metric], records: Sequence[Record]) -> list[Metric]:
+    """The metrics no ok record among ``records`` has a figure for."""
+    ok = [r for r in records if r.status == Status.OK]
+    return [m for m in metrics if all(m.stored(r) is None for r in ok)]
 
 
 def _emulated_legend(group: Sequence[Record], notes: Notes, emulated: dict[str, str]) -> str:

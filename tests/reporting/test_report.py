@@ -190,6 +190,20 @@ def test_each_note_is_given_once_and_pointed_to() -> None:
     assert refs and all(page.count(f'id="{ref}"') == 1 for ref in refs)
 
 
+def test_a_metric_no_cell_measured_is_named_not_drawn_as_an_empty_table() -> None:
+    with_energy = [_ok("onnxruntime", 4.0), _ok("tflite", 3.0)]
+    without = [_ok(f, 30.0 + i, model="resnet", energy_mj_per_inf=None, avg_power_w=None)
+               for i, f in enumerate(("onnxruntime", "tflite"))]  # fmt: skip
+    page = render_html([*with_energy, *without], _meta())
+    assert page.count('<table class="heatmap">') == 5 + 4
+    assert page.count("Not measured in these cells: energy per inference.") == 1
+    assert "Not measured in this run" not in page
+    page = render_html(without, _meta())
+    assert page.count('<table class="heatmap">') == 4
+    assert "Not measured in this run: energy per inference." in page
+    assert "Not measured in these cells" not in page, "said once for the run, not per model"
+
+
 def test_html_without_records_or_meta() -> None:
     page = render_html([], {})
     assert "no records" in page
