@@ -46,6 +46,17 @@ def edgebench(args: list[str], env: dict[str, str]) -> subprocess.CompletedProce
     )
 
 
+def private_env(folder: Path) -> dict[str, str]:
+    """The environment of edgebench runs with their HOME and cache in ``folder``, the built-in
+    models already generated on this machine reused."""
+    env = dict(os.environ, HOME=str(folder / "home"), EDGEBENCH_CACHE=str(folder / "cache"))
+    models = Path(os.environ.get("EDGEBENCH_CACHE", Path.home() / ".cache/edgebench"))
+    if (models / "models").is_dir():
+        (folder / "cache").mkdir()
+        (folder / "cache" / "models").symlink_to(models / "models")
+    return env
+
+
 def real_run(folder: Path, env: dict[str, str]) -> Path:
     """One real run of a few cells on this machine; its folder."""
     store = folder / "seed"
