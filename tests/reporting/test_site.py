@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,18 @@ def test_another_metric_has_its_own_units_and_no_latency_band(
     (_, href), *_ = _tiles(site)
     page = (site / href).read_text(encoding="utf-8")
     assert "throughput (inf/s)" in page and 'class="p99-band"' not in page
+
+
+def test_a_run_deleted_from_the_store_leaves_the_site(
+    store: Path, tmp_path: Path, mod_env: dict[str, str]
+) -> None:
+    site = tmp_path / "site"
+    assert publish(mod_env, store, site).returncode == 0
+    oldest = min(p for p in store.iterdir() if p.is_dir())
+    shutil.rmtree(oldest)
+    after = publish(mod_env, store, site)
+    assert after.returncode == 0, after.stderr
+    assert ", 2 removed;" in after.stdout, after.stdout  # its run page and its report
+    assert f"over {NIGHTS - 1} nights" in after.stdout
+    assert not list(site.rglob(f"{oldest.name}*"))
+    assert oldest.name not in (site / "runs.html").read_text(encoding="utf-8")

@@ -28,7 +28,7 @@ from edgebench.reporting.tables import fmt_number
 from edgebench.statuses import Status
 
 #: How many tiles a row of the overview holds at most (a tile is about 160 px wide).
-TILES_ACROSS = 5
+TILES_ACROSS = 4
 
 
 def _tile(cell: SiteCell, metric: Metric) -> str:
