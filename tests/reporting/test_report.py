@@ -101,8 +101,11 @@ def _meta() -> dict:
 
 
 def _store_run(tmp_path: Path, records: list[Record]) -> RunDir:
+    """A stored run of ``records``, each under a cell id of its own (a run's report shows the
+    last record of each cell id)."""
     run = ResultsStore(tmp_path / "res").create_run({"edgebench_version": "0.1.0"})
-    for r in records:
+    for i, r in enumerate(records):
+        r.cell_id = f"{r.cell_id}-{i}"
         run.append(r)
     return run
 
@@ -304,8 +307,6 @@ def test_the_rendered_page_opens_with_the_answer_and_folds_what_says_nothing(
         _ok("onnxruntime", 4.0, model="resnet", stages=stages),
         _ok("tflite", 3.0, model="resnet", stages=stages),
     ]
-    for i, r in enumerate(records):
-        r.cell_id = f"cell-{i}"  # a run keeps one record per cell id
     (report,) = write_report(_store_run(tmp_path, records), ["html"], tmp_path / "out")
     proc = open_page(exe, report, tmp_path / "profile")
     assert not console_problems(proc.stderr), console_problems(proc.stderr)
