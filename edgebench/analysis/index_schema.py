@@ -19,7 +19,7 @@ from edgebench.results.records import json_kind
 
 #: Bump when a table or a column's meaning changes; with ``SUMMARY_VERSION`` it is the
 #: index's schema version, and an index of another version is rebuilt.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 SCHEMA_VERSION = f"{INDEX_VERSION}.{SUMMARY_VERSION}"
 
 #: A file's identity as the index last saw it: (size, mtime_ns, inode); a missing file is
@@ -37,7 +37,7 @@ TABLES: dict[str, str] = {
         "run_json_mtime_ns INTEGER NOT NULL, run_json_ino INTEGER NOT NULL, "
         "has_metadata INTEGER NOT NULL, plan TEXT, good INTEGER NOT NULL, status TEXT, "
         "git_sha TEXT, lab TEXT, edgebench_version TEXT, n_records INTEGER NOT NULL, "
-        "devices TEXT NOT NULL, models TEXT NOT NULL, problem TEXT)"
+        "devices TEXT NOT NULL, models TEXT NOT NULL, problem TEXT, accepted INTEGER NOT NULL)"
     ),
     "cells": (
         "CREATE TABLE cells (run_id TEXT NOT NULL, cell_id TEXT NOT NULL, "
@@ -54,7 +54,7 @@ INDEXES: dict[str, str] = {
 RUN_COLUMNS = (
     "run_id, folder, created_at, meta_created_at, records_size, records_mtime_ns, "
     "records_ino, run_json_size, run_json_mtime_ns, run_json_ino, has_metadata, plan, good, "
-    "status, git_sha, lab, edgebench_version, n_records, devices, models, problem"
+    "status, git_sha, lab, edgebench_version, n_records, devices, models, problem, accepted"
 )
 CELL_COLUMNS = (
     "run_id, cell_id, position, device, model, engine, variant, status, emulated, "
@@ -136,6 +136,8 @@ class RunRow:
     models: list[str] = field(default_factory=list)
     #: Why the run cannot be read ("PATH PROBLEM"), or None: such a run has no cells.
     problem: str | None = None
+    #: `edgebench accept` made it the new normal of its plan's gate.
+    accepted: bool = False
 
     def values(self) -> tuple[Any, ...]:
         """The row in ``RUN_COLUMNS`` order."""
@@ -157,6 +159,7 @@ class RunRow:
             json.dumps(self.devices),
             json.dumps(self.models),
             self.problem,
+            int(self.accepted),
         )
 
     @classmethod
@@ -179,6 +182,7 @@ class RunRow:
             devices=json.loads(row[18]),
             models=json.loads(row[19]),
             problem=row[20],
+            accepted=bool(row[21]),
         )
 
 
@@ -192,6 +196,7 @@ def run_fields(meta: dict[str, Any]) -> dict[str, Any]:
     return {
         "plan": plan_name(meta.get("plan")),
         "good": bool(meta.get("good")),
+        "accepted": bool(meta.get("accepted")),
         "status": _text(meta.get("status")),
         "git_sha": _text(meta.get("git_sha")),
         "lab": _text(lab),

@@ -11,6 +11,7 @@ regime than the one before it is a step of its own kind: its ``changed`` says so
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -119,7 +120,9 @@ def run_rows(store: ResultsStore) -> Iterator[tuple[RunInfo, CellSummary]]:
     for run, summary in rows:
         info = infos.get(run.run_id)
         if info is None:
-            info = infos[run.run_id] = RunInfo(run.run_id, run.created_at, run.plan, run.good)
+            info = infos[run.run_id] = RunInfo(
+                run.run_id, run.created_at, run.plan, run.good, run.accepted
+            )
         yield info, summary
 
 
@@ -176,6 +179,17 @@ def nights_by_cell(
     return out
 
 
+@functools.lru_cache(maxsize=1024)
+def same_regime(before: str, after: str) -> bool:
+    """Whether two clock regime labels are one regime: nothing differs that both know (an
+    older record's label lacks the parts recorded since, and that is no change)."""
+    from edgebench.results.clock_regime import ClockRegime
+
+    if before == after:
+        return True
+    return not ClockRegime.from_label(before).differences(ClockRegime.from_label(after))
+
+
 def regime_change(before: str, after: str) -> str:
     """What differs between two clock regime labels, in words (``governor schedutil ->
     performance``), or the labels themselves where the words find nothing."""
@@ -197,7 +211,7 @@ def steps_in(nights: list[Night], lower_is_better: bool = True) -> list[Step]:
     for cp in change_points(values, weights=weights):  # type: ignore[arg-type]
         before, after = points[cp.index - 1], points[cp.index]
         changed = changed_facts(before.facts, after.facts)
-        if before.regime != after.regime:
+        if not same_regime(before.regime, after.regime):
             changed[CLOCK_REGIME] = (before.regime or "?", after.regime or "?")
         worse = cp.change > 0 if lower_is_better else cp.change < 0
         steps.append(Step(after, before, cp, changed, worse))

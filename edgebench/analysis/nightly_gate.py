@@ -34,6 +34,7 @@ from edgebench.analysis.nightly import (
     Step,
     night_of,
     regime_change,
+    same_regime,
     steps_in,
 )
 
@@ -109,8 +110,8 @@ def _judge(
         if not points:
             return None
         return _verdict(now, last, "regressed", f"tonight's cell is {now.status}", metric)
-    same = [n for n in points if n.regime == now.regime]
-    if len(same) < MIN_NIGHTS and last is not None and last.regime != now.regime:
+    same = [n for n in points if same_regime(n.regime, now.regime)]
+    if len(same) < MIN_NIGHTS and last is not None and not same_regime(last.regime, now.regime):
         reason = f"{REGIME_CHANGED}: {regime_change(last.regime, now.regime)}"
         return _verdict(now, last, "not_comparable", reason, metric)
     points = same  # nights in another clock regime never weigh on tonight

@@ -21,6 +21,7 @@ INTERRUPTED = 130
 #: of its commands runs or is listed, so `edgebench show` never pays for the lab, the builds
 #: and the converters (ONNX) that the other commands import.
 COMMAND_MODULES: dict[str, str] = {
+    "accept": "nightly",
     "agent": "cluster",
     "board": "board",
     "clean": "lab",

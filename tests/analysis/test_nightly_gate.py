@@ -106,9 +106,16 @@ def test_a_new_clock_regime_is_not_comparable_and_says_what_changed():
     assert verdict.verdict == "not_comparable"
     assert verdict.reason == f"{REGIME_CHANGED}: governor performance -> schedutil"
     # Once the new regime has its own nights, they are the history.
-    new = [row(10 + n, v, regime="new") for n, v in enumerate(noisy_nights(6, 4, level=7.0))]
-    verdict, _ = judge(past + new, row(16, 7.05, regime="new"))
+    new = [
+        row(10 + n, v, regime="governor=schedutil")
+        for n, v in enumerate(noisy_nights(6, 4, level=7.0))
+    ]
+    verdict, _ = judge(past + new, row(16, 7.05, regime="governor=schedutil"))
     assert verdict.verdict == "unchanged" and "of 6 nights" in verdict.reason
+    # A label with parts the older nights did not record is the same regime, not a new one.
+    richer = "governor=performance fixed_perf=off limits=cpu0-3:300-1800"
+    verdict, _ = judge(past, row(10, 10.0, regime=richer))
+    assert verdict.verdict == "unchanged" and "of 10 nights" in verdict.reason
 
 
 def test_too_little_history_is_left_to_the_last_run_and_an_accepted_run_restarts_it():

@@ -1,6 +1,7 @@
 """The history gate through `edgebench run --plan`: with enough good nights of the plan stored,
 tonight's cells are judged against them (not against the last run alone); a far slower build
-fails the gate, in the JUnit XML too; `gate = "last-run"` in the plan keeps the old test."""
+fails the gate, in the JUnit XML too, until `edgebench accept` makes it the new normal;
+`gate = "last-run"` in the plan keeps the old test; accept refuses a run of no plan."""
 
 from __future__ import annotations
 
@@ -11,9 +12,17 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from fakes.models import save_conv_model
-from test_plans import write_plan
+from test_plans import write_plan as write_gate_plan
 
 NIGHTS = 6
+
+
+def write_plan(folder: Path, model: Path) -> Path:
+    """test_plans' gate plan with fewer samples: the verdicts here are several times apart."""
+    plan = write_gate_plan(folder, model)
+    text = plan.read_text().replace("iterations = 150", "iterations = 40")
+    plan.write_text(text.replace("min_time = 0.5", "min_time = 0.2"))
+    return plan
 
 
 def add_earlier_nights(results: Path, seed_run: Path, count: int) -> None:
@@ -70,6 +79,15 @@ def test_the_history_gate_judges_tonight_against_the_recent_nights(run_cli, eb_e
     assert meta["good"] is False and meta["gate"] == "history"
     assert meta["gate_history_nights"] == NIGHTS + 2
 
+    # The slower build is right after all: accepted, it is the plan's new normal.
+    accepted = run_cli(["accept", meta["run_id"]])
+    assert accepted.returncode == 0, accepted.stderr
+    assert accepted.stdout.startswith(f"accepted {meta['run_id']}: plan gate's gate")
+    after = run_cli(["run", "--plan", str(plan)])
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert "recent good nights" not in after.stderr  # one night since the accepted one
+    assert f"compared with {meta['run_id']}" in after.stderr
+
 
 def test_a_plan_can_keep_the_last_run_gate(run_cli, eb_env, tmp_path):
     model = save_conv_model(tmp_path / "net.onnx", [1, 3, 64, 64], channels=16)
@@ -83,3 +101,25 @@ def test_a_plan_can_keep_the_last_run_gate(run_cli, eb_env, tmp_path):
     assert second.returncode == 0, second.stdout + second.stderr
     assert "recent good nights" not in second.stderr
     assert f"compared with {seed_run.name}" in second.stderr
+
+
+def test_accept_refuses_a_run_that_is_no_plans_night(run_cli, eb_env):
+    run = Path(eb_env["EDGEBENCH_RESULTS"]) / "20261201-020000-ab12"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"run_id": run.name, "status": "complete"}))
+    (run / "records.jsonl").write_text("")
+    refused = run_cli(["accept", run.name])
+    assert refused.returncode == 2
+    assert (
+        refused.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            f"run {run.name} was not run from a plan; accept marks a plan's night "
+            "(edgebench run --plan FILE)"
+        )
+    )
+    assert "Traceback" not in refused.stderr
+    assert "accepted" not in json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({"plan": "nightly", "status": "running"}))
+    refused = run_cli(["accept", run.name])
+    assert refused.returncode == 2 and f"run {run.name} is running; accept a run" in refused.stderr
