@@ -237,3 +237,21 @@ def test_a_run_deleted_from_the_store_leaves_the_site(
     assert f"over {NIGHTS - 1} nights" in after.stdout
     assert not list(site.rglob(f"{oldest.name}*"))
     assert oldest.name not in (site / "runs.html").read_text(encoding="utf-8")
+
+
+def test_a_damaged_manifest_is_not_trusted(
+    store: Path, tmp_path: Path, mod_env: dict[str, str]
+) -> None:
+    site = tmp_path / "site"
+    first = publish(mod_env, store, site)
+    assert first.returncode == 0, first.stderr
+    (site / MANIFEST).write_text('{"version": 1, "pages": {"index.html": ')
+    (site / ".tmp-999999").mkdir()  # left by an interrupted build
+    (site / ".tmp-999999" / "half.html").write_text("<html")
+    again = publish(mod_env, store, site)
+    assert again.returncode == 0, again.stderr
+    assert "unreadable" in again.stderr and "every page is written again" in again.stderr
+    assert "Traceback" not in again.stderr
+    assert re.search(r"[1-9]\d* pages written, 0 unchanged", again.stdout), again.stdout
+    assert json.loads((site / MANIFEST).read_text())["pages"]
+    assert not (site / ".tmp-999999").exists()

@@ -29,6 +29,8 @@ BETTER = "#2e8b57"
 FAILED = "#d62728"
 #: The most points a sparkline draws.
 SPARK_POINTS = 60
+#: The least a sparkline's height spans, relative to the series' median.
+SPARK_SPAN = 0.15
 
 
 def step_colour(change: float, lower_is_better: bool) -> str:
@@ -80,7 +82,13 @@ def sparkline_svg(
     if not present:
         return f'<svg class="spark" width="{width}" height="{height}" role="img"></svg>'
     lo, hi = min(present), max(present)
-    span = (hi - lo) or abs(hi) or 1.0
+    # At least SPARK_SPAN of the median from bottom to top: a quiet series stays flat instead
+    # of its noise filling the tile like a step would.
+    least = SPARK_SPAN * abs(statistics.median(present))
+    if hi - lo < least:
+        middle = (hi + lo) / 2
+        lo, hi = middle - least / 2, middle + least / 2
+    span = (hi - lo) or 1.0
     n = max(len(values) - 1, 1)
 
     def sx(i: float) -> float:

@@ -184,11 +184,12 @@ class SiteWriter:
             if target.resolve().is_relative_to(self.out.resolve()) and target.is_file():
                 target.unlink()
                 self.removed += 1
-        scratch = self.out / f".tmp-{os.getpid()}"
-        if scratch.is_dir():
-            for leftover in scratch.iterdir():
-                leftover.unlink()
-            scratch.rmdir()
+        # This build's scratch folder, and any an interrupted build left (the lock is held).
+        for scratch in self.out.glob(".tmp-*"):
+            if scratch.is_dir() and not scratch.is_symlink():
+                for leftover in scratch.iterdir():
+                    leftover.unlink()
+                scratch.rmdir()
         manifest = {"version": MANIFEST_VERSION, "pages": self._pages, "reports": self._reports}
         write_json_atomically(self.out / MANIFEST, manifest)
 
