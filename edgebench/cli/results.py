@@ -324,10 +324,30 @@ def history_cmd(
     if not points:
         raise UserError(_no_such_cell(store.root, (device, model, framework), stored))
     click.echo(format_history(points))
+    for line in _change_point_lines(store, device, model, framework, metric):
+        click.echo(line)
     target = plot or Path("reports") / _plot_name(device, model, framework)
     with _writing("--plot", target):
         plot_history(points, target)
     click.echo(f"plot: {target}")
+
+
+def _change_point_lines(
+    store: ResultsStore, device: str, model: str, engine: str, metric: str
+) -> list[str]:
+    """The cell's change points across the nights (analysis/nightly.py), one line each."""
+    from edgebench.analysis.nightly import cell_histories
+
+    lines = []
+    for found in cell_histories(store, metric, device=device, model=model, engine=engine):
+        series = f" ({found.key.series})" if found.key.series else ""
+        if not found.steps:
+            trend = sum(1 for n in found.nights if n.trend_point)
+            lines.append(f"change points{series}: none in {trend} nights")
+            continue
+        lines.append(f"change points{series}:")
+        lines += [f"  {step.describe()}" for step in found.steps]
+    return lines
 
 
 def _no_such_cell(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from datetime import datetime, timedelta
 from pathlib import Path
 from xml.etree import ElementTree
@@ -25,9 +26,13 @@ def write_plan(folder: Path, model: Path) -> Path:
     return plan
 
 
-def add_earlier_nights(results: Path, seed_run: Path, count: int) -> None:
+def add_earlier_nights(
+    results: Path, seed_run: Path, count: int, older: tuple[int, float, str] | None = None
+) -> None:
     """``count`` copies of a real run of the plan as its earlier good nights, one a day back,
-    each record's samples scaled by a seeded factor within 1%."""
+    each record's samples scaled by a seeded factor within 1%. ``older`` = (nights back,
+    factor, framework version): the nights from that many back on are that factor slower and
+    ran that framework version (a step that many nights ago)."""
     meta = json.loads((seed_run / "run.json").read_text())
     lines = (seed_run / "records.jsonl").read_text().splitlines()
     start = datetime.fromisoformat(meta["created_at"])
@@ -40,10 +45,14 @@ def add_earlier_nights(results: Path, seed_run: Path, count: int) -> None:
         night_meta = dict(meta, run_id=run_id, created_at=when.isoformat(), good=True)
         (folder / "run.json").write_text(json.dumps(night_meta))
         factor = 1.0 + rng.uniform(-0.01, 0.01)
+        stepped = older is not None and night >= older[0]
+        factor *= older[1] if stepped else 1.0
         records = []
         for line in lines:
             record = json.loads(line)
             record["run_id"] = run_id
+            if stepped:
+                record["framework_version"] = older[2]
             record["samples_ns"] = [int(s * factor) for s in record["samples_ns"]]
             record["latency_ms"] = {k: v * factor for k, v in record["latency_ms"].items()}
             records.append(json.dumps(record))
@@ -123,3 +132,26 @@ def test_accept_refuses_a_run_that_is_no_plans_night(run_cli, eb_env):
     (run / "run.json").write_text(json.dumps({"plan": "nightly", "status": "running"}))
     refused = run_cli(["accept", run.name])
     assert refused.returncode == 2 and f"run {run.name} is running; accept a run" in refused.stderr
+
+
+def test_history_says_where_a_cell_stepped_and_what_changed(run_cli, eb_env, tmp_path):
+    """Twelve nights 25% slower on an older framework version, then six at today's level:
+    `edgebench history` of the cell names the change point, its night and the version."""
+    model = save_conv_model(tmp_path / "net.onnx", [1, 3, 32, 32], channels=8)
+    plan = write_plan(tmp_path, model)
+    results = Path(eb_env["EDGEBENCH_RESULTS"])
+    assert run_cli(["run", "--plan", str(plan)]).returncode == 0
+    (seed_run,) = [p for p in results.iterdir() if p.is_dir()]
+    version = json.loads((seed_run / "records.jsonl").read_text().splitlines()[0])[
+        "framework_version"
+    ]
+    add_earlier_nights(results, seed_run, 18, older=(6, 1.25, "0.9"))
+    shown = run_cli(
+        ["history", "--device", "local", "--model", "net", "--framework", "onnxruntime",
+         "--plot", str(tmp_path / "h.svg")]
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    (line,) = [ln for ln in shown.stdout.splitlines() if ln.startswith("  better since")]
+    assert f"framework_version 0.9 -> {version}" in line
+    change = float(re.search(r"\(([-+][\d.]+)%, 95% CI", line).group(1))
+    assert -23 < change < -17  # 25% slower before: 20% faster since
