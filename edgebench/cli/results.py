@@ -343,7 +343,8 @@ def _change_point_lines(
         series = f" ({found.key.series})" if found.key.series else ""
         if not found.steps:
             trend = sum(1 for n in found.nights if n.trend_point)
-            lines.append(f"change points{series}: none in {trend} nights")
+            nights = f"{trend} night" + ("" if trend == 1 else "s")
+            lines.append(f"change points{series}: none in {nights}")
             continue
         lines.append(f"change points{series}:")
         lines += [f"  {step.describe()}" for step in found.steps]

@@ -332,11 +332,17 @@ def test_history_keeps_precisions_apart(real_run, tmp_path):
     result = cli([*args, "--plot", str(plot)], env)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
+    trends_end = next(n for n, line in enumerate(lines) if line.startswith("change points"))
     fp32 = table_rows("\n".join(lines[lines.index("fp32:") + 1 :]), "run ")
-    int8 = table_rows("\n".join(lines[lines.index("int8:") + 1 : -1]), "run ")  # before "plot:"
+    int8 = table_rows("\n".join(lines[lines.index("int8:") + 1 : trends_end]), "run ")
     assert fp32[0]["change"] == "-", fp32
     assert float(fp32[1]["change"].rstrip("%")) == pytest.approx(5.0, abs=1.0), fp32  # not -60%
     assert [r["change"] for r in int8] == ["-"] and "/int8/" in int8[0]["cell"], int8
+    # Two and one nights: too few for a change point, and each series says so.
+    assert lines[trends_end:-1] == [
+        "change points (fp32): none in 2 nights",
+        "change points (int8): none in 1 night",
+    ]
     svg = plot.read_text()
     assert svg.count("<polyline") == 1 and svg.count("<circle") == 3  # one line: fp32's two
     assert ">fp32</text>" in svg and ">int8</text>" in svg
