@@ -224,19 +224,32 @@ def cell_values(run_id: str, summary: CellSummary, position: int) -> tuple[Any, 
     )
 
 
-def cell_summary(row: tuple[Any, ...]) -> CellSummary:
-    """A cells row (``CELL_COLUMNS``) as the ``CellSummary`` it was made from."""
-    return CellSummary(
-        run_id=row[0],
-        cell_id=row[1],
-        device=row[3],
-        model=row[4],
-        engine=row[5],
-        variant=tuple(json.loads(row[6])),
-        status=row[7],
-        emulated=bool(row[8]),
-        values=json.loads(row[9]),
-        spread=row[10],
-        regime=row[11],
-        facts=json.loads(row[12]),
-    )
+class CellDecoder:
+    """Turns cells rows (``CELL_COLUMNS``) back into ``CellSummary``s. A cell's variant and
+    facts repeat night after night, so each distinct text is parsed once per query."""
+
+    def __init__(self) -> None:
+        self._variants: dict[str, tuple[str, ...]] = {}
+        self._facts: dict[str, dict[str, str]] = {}
+
+    def __call__(self, row: tuple[Any, ...]) -> CellSummary:
+        variant = self._variants.get(row[6])
+        if variant is None:
+            variant = self._variants[row[6]] = tuple(json.loads(row[6]))
+        facts = self._facts.get(row[12])
+        if facts is None:
+            facts = self._facts[row[12]] = json.loads(row[12])
+        return CellSummary(
+            run_id=row[0],
+            cell_id=row[1],
+            device=row[3],
+            model=row[4],
+            engine=row[5],
+            variant=variant,
+            status=row[7],
+            emulated=bool(row[8]),
+            values=json.loads(row[9]),
+            spread=row[10],
+            regime=row[11],
+            facts=dict(facts),  # each summary its own: a caller may change it
+        )

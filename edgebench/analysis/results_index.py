@@ -24,9 +24,9 @@ from edgebench.analysis.index_schema import (
     CELL_COLUMNS,
     MISSING,
     RUN_COLUMNS,
+    CellDecoder,
     Fingerprint,
     RunRow,
-    cell_summary,
     cell_values,
     fingerprint,
     run_fields,
@@ -171,15 +171,14 @@ class ResultsIndex:
             sql += " WHERE " + " AND ".join(where)
         rows = [row for row in self._query(sql, params) if row[0] in runs]
         rows.sort(key=lambda row: (runs[row[0]].created_at, row[0], row[2]))
-        return [(runs[row[0]], cell_summary(row)) for row in rows]
+        decode = CellDecoder()
+        return [(runs[row[0]], decode(row)) for row in rows]
 
     def cells_seen(self) -> set[tuple[str, str, str]]:
-        """Every (device, model, engine) of the readable runs."""
-        readable = {run.run_id for run in self.readable_runs()}
-        rows = self._query("SELECT DISTINCT run_id, device, model, engine FROM cells", [])
-        return {
-            (device, model, engine) for run_id, device, model, engine in rows if run_id in readable
-        }
+        """Every (device, model, engine) of the readable runs (a run that cannot be read has
+        no cells in the index)."""
+        rows = self._query("SELECT DISTINCT device, model, engine FROM cells", [])
+        return {(device, model, engine) for device, model, engine in rows}
 
     def find(self, ref: str | None) -> RunDir:
         """The run ``ref`` names (an id, an id prefix, a run folder, or None/'latest' for the

@@ -47,13 +47,26 @@ def matches(value: Any, hint: Any) -> bool:
         return isinstance(value, bool)
     if origin is list:
         (item,) = typing.get_args(hint)
-        return isinstance(value, list) and all(matches(v, item) for v in value)
+        if not isinstance(value, list):
+            return False
+        exact = _EXACT_TYPES.get(item)
+        if exact is not None and all(type(v) in exact for v in value):
+            return True  # the common case (samples, traces) without a call per item
+        return all(matches(v, item) for v in value)
     if origin is dict:
         item = typing.get_args(hint)[1]
-        return isinstance(value, dict) and all(
-            v is None or matches(v, item) for v in value.values()
-        )
+        if not isinstance(value, dict):
+            return False
+        exact = _EXACT_TYPES.get(item)
+        if exact is not None and all(v is None or type(v) in exact for v in value.values()):
+            return True
+        return all(v is None or matches(v, item) for v in value.values())
     return isinstance(value, hint)
+
+
+#: The JSON types a scalar annotation accepts as they come from ``json.loads`` (exact types:
+#: a bool is no number); anything else is checked by ``matches`` itself.
+_EXACT_TYPES: dict[Any, tuple[type, ...]] = {float: (int, float), int: (int,), str: (str,)}
 
 
 def wrong_type(name: str, value: Any) -> ValueError:
