@@ -168,5 +168,26 @@ def connect(root: Path) -> tuple[sqlite3.Connection, Path | None]:
             remove(path)
             return open_file(path, SYNC_BUSY_S), path
     except (sqlite3.Error, IndexCorrupt, OSError) as exc:
-        log.debug("results index %s cannot be used (%s); building one in memory", path, exc)
-        return in_memory(), None
+        log.debug("results index %s cannot be written (%s); using one in memory", path, exc)
+        return _read_only_copy(path), None
+
+
+def _read_only_copy(path: Path) -> sqlite3.Connection:
+    """An in-memory copy of the file when it can be read and is current (a read-only results
+    dir that a command indexed before), else an empty in-memory index. It is read as it is
+    (``immutable``: SQLite can take no lock there): a run it has stale is read again anyway."""
+    if not path.is_file():
+        return in_memory()
+    try:
+        source = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error:
+        return in_memory()
+    try:
+        if _schema_problem(source) is None and _current_version(source):
+            log.debug("results index %s: reading a copy of it", path)
+            return in_memory(source)
+    except sqlite3.Error as exc:
+        log.debug("results index %s cannot be read either (%s)", path, exc)
+    finally:
+        source.close()
+    return in_memory()
