@@ -7,6 +7,7 @@ lost device's other cells, Ctrl-C); only ``visit`` crosses to the lab host.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -46,7 +47,10 @@ class ActorTransport(Transport):
     def read_text(self, path: str) -> str | None:
         raise self._elsewhere()
 
-    def push(self, local: Path, remote: str) -> None:
+    def push_many(self, pairs: Sequence[tuple[Path, str]]) -> None:
+        raise self._elsewhere()
+
+    def copy_in(self, local: Path, remote: str) -> None:
         raise self._elsewhere()
 
     def pull(self, remote: str, local: Path) -> bool:

@@ -119,16 +119,18 @@ class RemoteDevice(Device):
         marker = None if self._marked else self._marker_file()
         remotes = [remote for _, remote in pairs] + ([marker[1]] if marker else [])
         remote_hashes = self.transport.sha256(remotes)
+        outdated = []
         if marker is not None and remote_hashes.get(marker[1]) != local_sha256(marker[0]):
-            self.transport.push(*marker)
-        self._marked = True
+            outdated.append(marker)
         for local, remote in pairs:
             if remote_hashes.get(remote) == local_sha256(local):
                 report.unchanged += 1
                 continue
-            self.transport.push(local, remote)
+            outdated.append((local, remote))
             report.sent += 1
             report.bytes_sent += local.stat().st_size
+        self.transport.push_many(outdated)
+        self._marked = True
         self.deployed.sent += report.sent
         self.deployed.unchanged += report.unchanged
         self.deployed.bytes_sent += report.bytes_sent

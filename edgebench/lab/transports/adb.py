@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 import socket
 import time
@@ -151,10 +150,18 @@ class AdbTransport(Transport):
     def read_many(self, paths: Sequence[str]) -> dict[str, str | None]:
         return read_many_by_shell(self, paths)
 
-    def push(self, local: Path, remote: str) -> None:
+    def make_folders(self, folders: Sequence[str]) -> None:
+        try:
+            self._device().shell2(quote_argv(["mkdir", "-p", *folders]), v2=True)
+        except LINK_ERRORS as exc:
+            reason = link_error_reason(exc)
+            raise TransportError(
+                f"device {self.target.name}: could not make {folders[0]}: {reason}"
+            ) from exc
+
+    def copy_in(self, local: Path, remote: str) -> None:
         device = self._device()
         try:
-            device.shell2(quote_argv(["mkdir", "-p", posixpath.dirname(remote)]), v2=True)
             device.sync.push(local, remote)
         except LINK_ERRORS as exc:
             raise TransportError(

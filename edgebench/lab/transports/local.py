@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from edgebench import process_group
@@ -67,9 +68,12 @@ class LocalTransport(Transport):
         except OSError:
             return None
 
-    def push(self, local: Path, remote: str) -> None:
+    def make_folders(self, folders: Sequence[str]) -> None:
+        for folder in folders:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+
+    def copy_in(self, local: Path, remote: str) -> None:
         target = Path(remote)
-        target.parent.mkdir(parents=True, exist_ok=True)
         if target.resolve() != local.resolve():
             shutil.copyfile(local, target)
 

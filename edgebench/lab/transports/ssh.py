@@ -6,7 +6,6 @@ import base64
 import contextlib
 import hashlib
 import logging
-import posixpath
 import re
 import select
 import time
@@ -222,9 +221,8 @@ class SshTransport(Transport):
 
     # --- files ----------------------------------------------------------------------------
 
-    def push(self, local: Path, remote: str) -> None:
+    def copy_in(self, local: Path, remote: str) -> None:
         try:
-            self.mkdir(posixpath.dirname(remote))
             self._sftp_client().put(str(local), remote)
         except LINK_ERRORS as exc:
             self.close()
