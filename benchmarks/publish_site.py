@@ -91,6 +91,10 @@ def timed_publish(site: Path, env: dict[str, str]) -> tuple[float, str]:
     return seconds, f"{done.stdout.strip()} [{len(progress)} progress lines]"
 
 
+def _size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
 def screenshots(site: Path, shots: Path, profile: Path) -> list[Path]:
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
@@ -143,6 +147,11 @@ def main() -> int:
         one_more_night(store)
         seconds, said = timed_publish(site, env)
         print(f"rebuild after one more night: {seconds:.1f} s: {said}", flush=True)
+        reports = _size(site / "reports")
+        pages = _size(site) - reports
+        print(
+            f"site: {pages / 1e6:.1f} MB of dashboard pages, {reports / 1e6:.1f} MB of run reports"
+        )
         if args.shots:
             for shot in screenshots(site, args.shots, folder / "profile"):
                 print(f"screenshot: {shot} ({shot.stat().st_size / 1e3:.0f} kB)")
