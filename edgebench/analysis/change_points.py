@@ -70,18 +70,23 @@ def energy_statistics(
     if m < 2 * min_size:
         return q
     w = np.ones(m) if weights is None else np.asarray(weights, dtype=np.float64)
-    distances = np.abs(values[:, None] - values[None, :]) * w[:, None] * w[None, :]
-    # 2-D prefix sums: P[a, b] sums distances[:a, :b], so every block's sum is four lookups.
-    prefix = np.zeros((m + 1, m + 1))
-    prefix[1:, 1:] = distances.cumsum(0).cumsum(1)
+    distances = np.abs(values[:, None] - values[None, :])
+    distances *= w[:, None]
+    distances *= w[None, :]
+    # Each value's distances to the ones before it; the pairs within a prefix, and within a
+    # suffix, are then running sums of these, and the pairs across a split what is left.
+    earlier = np.tril(distances, -1).sum(axis=1)
+    later = distances.sum(axis=1) - earlier
+    within_prefix = np.concatenate([[0.0], np.cumsum(earlier)])  # pairs among the first a
+    within_suffix = np.concatenate([np.cumsum(later[::-1])[::-1], [0.0]])  # among i >= a
     weight_sum = np.concatenate([[0.0], np.cumsum(w)])
     square_sum = np.concatenate([[0.0], np.cumsum(w * w)])
     t = np.arange(min_size, m - min_size + 1)
     w_left = weight_sum[t]
     w_right = weight_sum[m] - w_left
-    left = prefix[t, t]  # every pair twice
-    between = prefix[t, m] - left
-    right = prefix[m, m] - prefix[t, m] - prefix[m, t] + left
+    left = 2 * within_prefix[t]  # every pair twice
+    right = 2 * within_suffix[t]
+    between = (2 * within_prefix[m] - left - right) / 2
     left_pairs = w_left**2 - square_sum[t]
     right_pairs = w_right**2 - (square_sum[m] - square_sum[t])
     energy = 2 * between / (w_left * w_right) - left / left_pairs - right / right_pairs
