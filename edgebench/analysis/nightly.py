@@ -24,6 +24,9 @@ from edgebench.statuses import Status
 
 #: The fact name under which a change of clock regime is reported.
 CLOCK_REGIME = "clock_regime"
+#: What changed is looked for this many nights either side of a change point's night too: a
+#: step found one night early or late (noise moves the best split) still names its cause.
+NEARBY_NIGHTS = 2
 
 
 @dataclass(frozen=True)
@@ -80,15 +83,30 @@ class Step:
     night: Night
     previous: Night
     change_point: ChangePoint
-    #: What differed between the two nights' facts: name -> (before, after).
+    #: What differed between two neighbouring nights' facts at the step or within
+    #: ``NEARBY_NIGHTS`` of it: name -> (before, after).
     changed: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: The metric got worse (slower, more memory, less throughput).
     regression: bool = False
+    #: Where a fact of ``changed`` changed, in nights from ``night`` (0: that night, -1: the
+    #: night before); a fact missing here changed on ``night``.
+    changed_offset: dict[str, int] = field(default_factory=dict)
+
+    def when(self, name: str) -> str:
+        """ "" for a fact that changed on the step's night, else "(1 night before)" and so on."""
+        offset = self.changed_offset.get(name, 0)
+        if offset == 0:
+            return ""
+        nights = f"{abs(offset)} night" + ("" if abs(offset) == 1 else "s")
+        return f"({nights} {'before' if offset < 0 else 'after'})"
 
     def what_changed(self) -> str:
         if not self.changed:
             return "nothing edgebench records changed that night"
-        return "; ".join(f"{name} {a} -> {b}" for name, (a, b) in self.changed.items())
+        return "; ".join(
+            f"{name} {a} -> {b}" + (f" {self.when(name)}" if self.when(name) else "")
+            for name, (a, b) in self.changed.items()
+        )
 
     def describe(self) -> str:
         cp = self.change_point
@@ -209,13 +227,32 @@ def steps_in(nights: list[Night], lower_is_better: bool = True) -> list[Step]:
     weights = night_weights([n.spread for n in points])
     steps = []
     for cp in change_points(values, weights=weights):  # type: ignore[arg-type]
-        before, after = points[cp.index - 1], points[cp.index]
-        changed = changed_facts(before.facts, after.facts)
-        if not same_regime(before.regime, after.regime):
-            changed[CLOCK_REGIME] = (before.regime or "?", after.regime or "?")
+        changed, offsets = _changes_near(points, cp.index)
         worse = cp.change > 0 if lower_is_better else cp.change < 0
-        steps.append(Step(after, before, cp, changed, worse))
+        steps.append(Step(points[cp.index], points[cp.index - 1], cp, changed, worse, offsets))
     return steps
+
+
+def _changes_near(
+    points: list[Night], index: int
+) -> tuple[dict[str, tuple[str, str]], dict[str, int]]:
+    """The facts that changed between neighbouring nights at ``index`` or within
+    ``NEARBY_NIGHTS`` of it, the step's own night first, then the nearest; and the offset of
+    each one that changed on another night."""
+    nights = range(max(1, index - NEARBY_NIGHTS), min(len(points), index + NEARBY_NIGHTS + 1))
+    changed: dict[str, tuple[str, str]] = {}
+    offsets: dict[str, int] = {}
+    for night in sorted(nights, key=lambda n: (abs(n - index), n)):
+        before, after = points[night - 1], points[night]
+        found = changed_facts(before.facts, after.facts)
+        if not same_regime(before.regime, after.regime):
+            found[CLOCK_REGIME] = (before.regime or "?", after.regime or "?")
+        for name, pair in found.items():
+            if name not in changed:
+                changed[name] = pair
+                if night != index:
+                    offsets[name] = night - index
+    return changed, offsets
 
 
 def cell_histories(

@@ -76,3 +76,29 @@ def test_a_step_names_its_night_and_what_changed():
     text = step.describe()
     assert text.startswith("worse since 2026-10-02 (run r025): ")
     assert "framework_version 1.0 -> 1.1" in text
+
+
+def test_what_changed_is_looked_for_on_the_nights_next_to_the_step():
+    """The version changed on night 25 but the noise put the detected step a night off: the
+    change is still named, with where it happened relative to the step."""
+    values = 10 * (1 + np.random.default_rng(4).normal(0, 0.005, 40))
+    rows = [
+        (info(run), summary(run, float(v) * (1.08 if run >= 25 else 1.0), version="1.0"))
+        for run, v in enumerate(values)
+    ]
+    (history,) = cell_histories(None, rows=rows)  # type: ignore[arg-type]
+    (step,) = history.steps
+    index = int(step.night.run_id[1:])
+    shifted = []
+    for run, (night_info, row) in enumerate(rows):
+        row.facts["framework_version"] = "1.1" if run >= index + 1 else "1.0"
+        shifted.append((night_info, row))
+    (history,) = cell_histories(None, rows=shifted)  # type: ignore[arg-type]
+    (step,) = history.steps
+    assert step.changed["framework_version"] == ("1.0", "1.1")
+    assert step.changed_offset == {"framework_version": 1}
+    assert "framework_version 1.0 -> 1.1 (1 night after)" in step.describe()
+    for run, (_, row) in enumerate(shifted):
+        row.facts["framework_version"] = "1.1" if run >= index + 3 else "1.0"
+    (history,) = cell_histories(None, rows=shifted)  # type: ignore[arg-type]
+    assert "framework_version" not in history.steps[0].changed  # three nights off: not it

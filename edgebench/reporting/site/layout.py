@@ -125,8 +125,10 @@ def changed_list(step: Step) -> str:
     if not step.changed:
         return '<span class="muted">no recorded fact changed</span>'
     items = "".join(
-        f"<li><b>{esc(name)}</b>: {esc(before)} → {esc(after)}</li>"
-        for name, (before, after) in sorted(step.changed.items())
+        f"<li><b>{esc(name)}</b>: {esc(before)} → {esc(after)}"
+        + (f' <span class="muted">{esc(step.when(name))}</span>' if step.when(name) else "")
+        + "</li>"
+        for name, (before, after) in step.changed.items()
     )
     return f'<ul class="facts">{items}</ul>'
 
