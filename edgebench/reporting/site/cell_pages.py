@@ -171,7 +171,8 @@ def cell_page(cell: SiteCell, metric: Metric) -> str:
     )
     subtitle = (
         f"{esc(metric.label)}: {esc(latest_text)}; {len(history.nights)} nights, "
-        f"{len(history.steps)} change points (dashed lines: the level between them)."
+        f"{len(history.steps)} change point{'' if len(history.steps) == 1 else 's'} "
+        "(dashed lines: the level between them)."
     )
     unit = f"{metric.name} ({metric.bare_unit})"
     charts = history_svg(
