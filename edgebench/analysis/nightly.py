@@ -128,12 +128,18 @@ class CellHistory:
         return self.nights[-1] if self.nights else None
 
 
-def run_rows(store: ResultsStore) -> Iterator[tuple[RunInfo, CellSummary]]:
-    """Every readable run's current records as index rows, oldest run first."""
+def run_rows(
+    store: ResultsStore,
+    device: str | None = None,
+    model: str | None = None,
+    engine: str | None = None,
+) -> Iterator[tuple[RunInfo, CellSummary]]:
+    """Every readable run's current records as index rows, oldest run first; only the given
+    device, model and engine when named (an indexed query)."""
     from edgebench.analysis.results_index import ResultsIndex
 
     with ResultsIndex.open(store) as index:
-        rows = index.cell_rows()
+        rows = index.cell_rows(device, model, engine)
     infos: dict[str, RunInfo] = {}
     for run, summary in rows:
         info = infos.get(run.run_id)
@@ -268,7 +274,7 @@ def cell_histories(
     (default: the store's) may be given by a caller that already read them."""
     wanted = (
         (info, row)
-        for info, row in (run_rows(store) if rows is None else rows)
+        for info, row in (run_rows(store, device, model, engine) if rows is None else rows)
         if (device is None or row.device == device)
         and (model is None or row.model == model)
         and (engine is None or row.engine == engine)

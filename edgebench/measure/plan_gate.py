@@ -16,7 +16,7 @@ from edgebench.analysis.nightly import RunInfo, run_rows
 from edgebench.analysis.nightly_gate import GateSettings, gate_cells, recent_rows
 from edgebench.planning.config import RunConfig
 from edgebench.results.records import Record
-from edgebench.results.store import ResultsStore, RunDir
+from edgebench.results.store import ResultsStore, RunDir, latest_per_cell
 
 
 class GateOutput(Protocol):
@@ -53,7 +53,7 @@ def gate_run(
     if thresholds.gate == "history":
         meta = run_dir.metadata()
         info = RunInfo(run_dir.run_id, "", name)
-        tonight = [(info, summarize(r, meta)) for r in _current(records)]
+        tonight = [(info, summarize(r, meta)) for r in latest_per_cell(records)]
         history = recent_rows(run_rows(store), name, run_dir.run_id, thresholds.history_nights)
         settings = GateSettings(thresholds.metric, thresholds.min_effect, thresholds.history_nights)
         history_verdicts, _ = gate_cells(tonight, history, settings)
@@ -85,10 +85,3 @@ def gate_run(
     output.comparison(verdicts, name, config.output.junit)
     run_dir.update_metadata(gate=thresholds.gate, gate_history_nights=nights)
     return any_regression(verdicts)
-
-
-def _current(records: list[Record]) -> list[Record]:
-    latest: dict[str, Record] = {}
-    for record in records:
-        latest[record.cell_id] = record
-    return list(latest.values())
