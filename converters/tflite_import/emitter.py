@@ -20,9 +20,10 @@ from edgebench.errors import UserError
 from ..tflite.layout import TO_NCHW, TO_NHWC
 from .reader import OpSpec, TensorSpec, TfliteGraph
 
-#: fusedActivationFunction values of the schema: NONE, RELU, RELU_N1_TO_1, RELU6, TANH.
+#: fusedActivationFunction values of the schema: NONE 0, RELU 1, RELU_N1_TO_1 2, RELU6 3, TANH 4,
+#: SIGN_BIT 5.
 _ACTIVATION_BOUNDS = {1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
-TANH_ACTIVATION = 4
+_IGNORED_ACTIVATIONS = {4: "TANH", 5: "SIGN_BIT"}
 
 
 @dataclass(frozen=True)
@@ -179,10 +180,16 @@ class Emitter:
         return result
 
     def activate(self, op: OpSpec, name: str, activation: int) -> str:
+        """The fused activation after ``name``. LiteRT's kernels clamp only for the ReLU
+        family and ignore a fused TANH or SIGN_BIT, so the twin does too (and says so)."""
+        if activation in _IGNORED_ACTIVATIONS:
+            self.warnings.append(
+                f"op {op.index} ({op.code}): fused activation {_IGNORED_ACTIVATIONS[activation]} "
+                "ignored, as LiteRT's kernels ignore it"
+            )
+            return name
         if not activation:
             return name
-        if activation == TANH_ACTIVATION:
-            return self.node("Tanh", [name], name + "_tanh")
         if activation not in _ACTIVATION_BOUNDS:
             raise self.unsupported(op, f"fused activation {activation}")
         low, high = _ACTIVATION_BOUNDS[activation]

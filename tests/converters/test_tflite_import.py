@@ -10,22 +10,21 @@ import numpy as np
 import onnx
 import pytest
 from fakes.random_graphs import random_graph
+from fakes.tflite_runs import assert_fp32_close, run_litert, run_onnx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgebench.agreement import allclose_bound, excess
 from edgebench.errors import UserError
-from edgebench.planning.tolerances import TOLERANCES
 
 pytest.importorskip(
     "ai_edge_litert", reason="the .tflite schema is missing: pip install 'edgebench[tflite]'"
 )
-ort = pytest.importorskip("onnxruntime", reason="pip install 'edgebench[onnxruntime]'")
+pytest.importorskip("onnxruntime", reason="pip install 'edgebench[onnxruntime]'")
 
-from edgebench.converters.tflite.convert import Converted, convert_model  # noqa: E402
-from edgebench.converters.tflite.schema import load_schema  # noqa: E402
-from edgebench.converters.tflite_import import tflite_to_onnx  # noqa: E402
-from edgebench.models import build_model  # noqa: E402
+from edgebench.converters.tflite.convert import Converted, convert_model
+from edgebench.converters.tflite.schema import load_schema
+from edgebench.converters.tflite_import import tflite_to_onnx
+from edgebench.models import build_model
 
 MEDIAPIPE = Path(__file__).resolve().parents[1] / "data" / "mediapipe"
 SHA256 = {
@@ -35,34 +34,6 @@ SHA256 = {
     "face_landmark.tflite": "1055cb9d4a9ca8b8c688902a3a5194311138ba256bcc94e336d8373a5f30c814",
 }
 BUILTINS = ("mobilenetv2", "resnet50", "vit-tiny", "detector")
-
-
-def assert_fp32_close(got: np.ndarray, want: np.ndarray) -> None:
-    """The output check's fp32 rule (edgebench.agreement with TOLERANCES["fp32"])."""
-    assert got.shape == want.shape
-    bound, _, _ = allclose_bound(want, TOLERANCES["fp32"])
-    worst = float(excess(got, want, bound).max())
-    assert worst <= 1.0, f"max |diff| {np.abs(got - want).max():.3g}: {worst:.3g}x the bound"
-
-
-def run_onnx(model: onnx.ModelProto | Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    source = str(model) if isinstance(model, Path) else model.SerializeToString()
-    session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)
-
-
-def run_litert(model: bytes, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """LiteRT's outputs by tensor name, fed by tensor name (the .tflite's own layout)."""
-    from ai_edge_litert.interpreter import Interpreter
-
-    interpreter = Interpreter(model_content=model, num_threads=1)
-    interpreter.allocate_tensors()
-    for detail in interpreter.get_input_details():
-        interpreter.set_tensor(detail["index"], feeds[detail["name"]])
-    interpreter.invoke()
-    return {d["name"]: interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()}
 
 
 def seeded(shape, seed: int = 0) -> np.ndarray:
