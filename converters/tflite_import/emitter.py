@@ -103,7 +103,8 @@ class Emitter:
         quant = spec.quantization
         if quant is not None and spec.dtype.kind in "iu" and spec.dtype != np.int64:
             value = dequantize(spec.data, quant.scale, quant.zero_point, quant.axis)
-            self.flag_dequantized(f"{spec.dtype.name} constants dequantized to float32")
+            kind = "biases" if spec.dtype == np.int32 else "weights"
+            self.flag_dequantized(f"{spec.dtype.name} {kind} dequantized to float32")
             self.folded[index] = value
             return value
         if spec.dtype == np.float16:
