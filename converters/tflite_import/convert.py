@@ -65,7 +65,16 @@ def build_onnx(graph: TfliteGraph) -> tuple[onnx.ModelProto, ImportReport]:
         translate = TRANSLATORS.get(op.code)
         if translate is None:
             raise em.unsupported(op)
-        translate(em, op)
+        try:
+            translate(em, op)
+        except (IndexError, KeyError, ValueError, TypeError) as exc:
+            # A malformed operator (missing inputs, options of the wrong table) or a reader bug.
+            detail = (str(exc).splitlines() or [""])[0]
+            raise UserError(
+                f"{graph.path.name}: op {op.index} ({op.code}) could not be read "
+                f"({type(exc).__name__}: {detail}); check the file in LiteRT, or report it "
+                "with the file"
+            ) from exc
     outputs = [_output(em, index) for index in graph.outputs]
     onnx_graph = helper.make_graph(
         em.nodes,

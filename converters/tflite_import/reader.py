@@ -111,6 +111,11 @@ def _graph(schema: Any, model: Any, raw: bytes, path: Path) -> TfliteGraph:
                 f"{path.name}: tensor {index} ({_text(tensor.name)!r}) has type {type_name}, "
                 "which edgebench's .tflite reader does not read"
             )
+        if tensor.sparsity is not None:
+            raise UserError(
+                f"{path.name}: tensor {index} ({_text(tensor.name)!r}) is stored sparse, which "
+                "edgebench's .tflite reader does not read; export the model with dense weights"
+            )
         dtype = np.dtype(_NUMPY_TYPES[type_name])
         shape = tuple(int(d) for d in (tensor.shape if tensor.shape is not None else []))
         data = _data(model.buffers[tensor.buffer], raw, dtype, shape)

@@ -204,3 +204,55 @@ def test_int8_file_is_dequantized_and_flagged(tmp_path: Path) -> None:
     for reference in (float_model, int8[out.name]):
         error = np.linalg.norm(twin - reference) / np.linalg.norm(reference)
         assert error < 0.15, f"relative L2 {error:.3f}"
+
+
+def _int8_io(data: bytes) -> bytes:
+    """The int8 file with its leading QUANTIZE and trailing DEQUANTIZE removed, so that the
+    model itself takes and gives int8 (as fully quantized third-party files do)."""
+    import flatbuffers
+
+    schema = load_schema()
+    model = schema.ModelT.InitFromPackedBuf(data, 0)
+    graph = model.subgraphs[0]
+    names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
+
+    def code(op) -> str:
+        record = model.operatorCodes[op.opcodeIndex]
+        return names[max(record.builtinCode, record.deprecatedBuiltinCode)]
+
+    first, last = graph.operators[0], graph.operators[-1]
+    assert (code(first), code(last)) == ("QUANTIZE", "DEQUANTIZE")
+    graph.inputs, graph.outputs = list(first.outputs), list(last.inputs)
+    graph.operators = graph.operators[1:-1]
+    model.signatureDefs = None
+    builder = flatbuffers.Builder(len(data) + 4096)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def test_int8_io_is_kept_int8(tmp_path: Path) -> None:
+    """A model that takes and gives int8: the twin keeps int8 io, dequantizing after the input
+    and quantizing before the output, and lands within a few int8 steps of LiteRT."""
+    from edgebench.converters.tflite.quantize import quantize_int8
+
+    model = build_model("detector")
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    name = model.graph.input[0].name
+    quantized = quantize_int8(convert_model(model, {}, "fp32"), {name: seeded([8, *shape], 5)})
+    data = _int8_io(quantized.converted.flatbuffer)
+    source = tmp_path / "int8_io.tflite"
+    source.write_bytes(data)
+    report = tflite_to_onnx(source, tmp_path / "int8_io.onnx")
+    assert report.dequantized
+    assert [t.dtype for t in report.inputs] == ["int8"]
+    assert {t.dtype for t in report.outputs} == {"int8"}
+    twin = onnx.load(tmp_path / "int8_io.onnx")
+    assert twin.graph.node[0].op_type == "DequantizeLinear"
+    (image,) = report.inputs
+    x = np.random.default_rng(3).integers(-128, 128, image.shape).astype(np.int8)
+    want = run_litert(data, {image.name: x})
+    got = run_onnx(tmp_path / "int8_io.onnx", {image.name: x})
+    for tensor, out in zip(report.outputs, got, strict=True):
+        reference = want[tensor.name].astype(np.int32)
+        steps = np.abs(out.astype(np.int32) - reference)
+        assert out.dtype == np.int8 and np.median(steps) <= 2, f"{tensor.name}: {steps.max()}"
