@@ -23,12 +23,7 @@ from edgebench.measure.output_check import compare_arrays
 
 MEDIAPIPE = Path(__file__).resolve().parents[1] / "data" / "mediapipe"
 MODELS = ("face_detection_short_range", "face_landmark")
-BACKENDS = {
-    "tflite": "tflite_backend",
-    "mnn": "mnn_backend",
-    "openvino": "openvino_backend",
-    "ncnn": "ncnn_backend",
-}
+FRAMEWORKS = ("tflite", "mnn", "openvino", "ncnn")
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +64,7 @@ def test_tnn_writer_on_the_twin(twins, tmp_path: Path, model: str) -> None:
     check({name: outputs[name] for name in tnn.outputs}, reference, f"tnn {model}")
 
 
-@pytest.mark.parametrize("framework", list(BACKENDS))
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 @pytest.mark.parametrize("model", MODELS)
 def test_twin_converts_and_passes_the_check(
     twins, tmp_path: Path, framework: str, model: str
@@ -80,7 +75,8 @@ def test_twin_converts_and_passes_the_check(
         pytest.skip(reason)
     twin, _report, feeds, reference = twins[model]
     files = converter.convert(twin, tmp_path, ConversionOptions())
-    backend_module = importlib.import_module(f"edgebench.runners.backends.{BACKENDS[framework]}")
+    backend_name = find_framework(framework).backend  # type: ignore[union-attr]
+    backend_module = importlib.import_module(f"edgebench.runners.backends.{backend_name}")
     backend = backend_module.BACKEND()
     backend.load(str(tmp_path / files[0]), 1, "fp32", {})
     try:
