@@ -19,6 +19,7 @@ pytest.importorskip("onnxruntime", reason="pip install 'edgebench[onnxruntime]'"
 
 from edgebench.converters import ConversionOptions, get_converter
 from edgebench.converters.tflite_import import ImportReport, tflite_to_onnx
+from edgebench.frameworks import find_framework
 from edgebench.measure.output_check import compare_arrays
 
 MEDIAPIPE = Path(__file__).resolve().parents[1] / "data" / "mediapipe"
