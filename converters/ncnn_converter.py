@@ -10,7 +10,8 @@ calibrated on the calibration set.
 
 Before pnnx reads the staged model, a Resize's ``roi`` input is emptied where the Resize ignores
 it (every coordinate mode but ``tf_crop_and_resize``): pnnx lowers a Resize to ncnn's Interp only
-with an empty roi, and paddle2onnx fills it with ones (PP-OCR's FPN upsampling).
+with an empty roi, and paddle2onnx fills it with ones (PP-OCR's FPN upsampling). A Pad without
+a ``mode`` gets its default written out, which pnnx needs to lower it.
 
 Dynamic (``ConversionOptions.dynamic``): pnnx gets the model with its symbolic dims and two
 shapes, ``inputshape`` (the representative one in ``input_shapes``) and ``inputshape2`` (its
@@ -113,7 +114,8 @@ class NcnnConverter(ToolchainConverter):
     def convert_staged(self, staged: StagedModel, out_dir: Path, precision: str) -> list[str]:
         if staged.io is not None:
             model = read_onnx(staged.path)
-            if empty_ignored_roi(model):
+            emptied = empty_ignored_roi(model)
+            if spell_out_pad_mode(model) or emptied:
                 onnx.save(model, str(staged.path))
         args = [staged.path.name]
         if staged.io and staged.io.inputs:
@@ -167,6 +169,21 @@ def empty_ignored_roi(model: onnx.ModelProto) -> bool:
         changed = True
     if changed and EMPTY_ROI not in empty:
         graph.initializer.append(numpy_helper.from_array(np.zeros([0], np.float32), EMPTY_ROI))
+    return changed
+
+
+def spell_out_pad_mode(model: onnx.ModelProto) -> bool:
+    """Give every Pad without a ``mode`` attribute its default, ``mode="constant"``, in
+    place; True when one changed. pnnx lowers a Pad to ncnn's Padding only when the attribute
+    is written out (it prints ``todo Pad`` otherwise); .tflite twins and some exporters leave
+    the default unsaid."""
+    changed = False
+    for node in model.graph.node:
+        if node.op_type != "Pad" or node.domain not in ("", "ai.onnx"):
+            continue
+        if not any(a.name == "mode" for a in node.attribute):
+            node.attribute.append(onnx.helper.make_attribute("mode", "constant"))
+            changed = True
     return changed
 
 

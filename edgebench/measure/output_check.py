@@ -212,5 +212,8 @@ def compare_with_reference(
     precision = ran_at if ran_at in TOLERANCES else cell.precision
     rule = tolerance_for(precision, checks.tolerance.get(precision))
     label = f"onnxruntime {checks.reference.version} on the host"
+    origin = getattr(cell.model, "tflite", None)
+    if origin is not None:
+        label += f", on the ONNX twin of {origin.path.name} (matches LiteRT)"
     where = checks.input.label if checks.input is not None else f"the inputs of seed {checks.seed}"
     return check_outputs(names, outputs, ref_names, ref_outputs, rule, label, where)

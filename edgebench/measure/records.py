@@ -14,6 +14,8 @@ from edgebench.compute_backends import CPU
 from edgebench.framework_tools import NativeResult
 from edgebench.measure.breakdowns import attach_breakdowns, shape_field
 from edgebench.planning.cells import Cell
+from edgebench.planning.modelref import ModelRef
+from edgebench.planning.tflite_origin import route_of
 from edgebench.results.breakdown_parts import Instances, Stages
 from edgebench.results.clock_regime import limits_moved
 from edgebench.results.energy_part import unavailable_flag
@@ -43,10 +45,11 @@ def _ns_to_ms(value: Any) -> float | None:
 
 def _artifact_info(cell: Cell) -> Artifact | None:
     artifact = cell.artifact
-    if artifact is None:
-        return None
+    if artifact is None:  # the cell runs its model file itself, or did not run
+        ran = cell.convert_to is None and cell.verdict is None
+        return tflite_route_info(cell.model, None) if ran else None
     manifest = artifact.manifest
-    return Artifact(
+    info = Artifact(
         format=artifact.format,
         converter=manifest.get("converter"),
         converter_version=manifest.get("converter_version"),
@@ -55,6 +58,29 @@ def _artifact_info(cell: Cell) -> Artifact | None:
         files=[{"name": f["name"], "sha256": f["sha256"]} for f in manifest.get("files", [])],
         path=str(artifact.path),
     )
+    return tflite_route_info(cell.model, info)
+
+
+def tflite_route_info(model: ModelRef, info: Artifact | None) -> Artifact | None:
+    """``info`` with the route of a model given as a .tflite; a cell that ran its model file
+    as it is (the twin on ONNX Runtime, the original on LiteRT) gets a part naming that file."""
+    origin = getattr(model, "tflite", None)  # duck-typed models in tests have none
+    if origin is None:
+        return info
+    route = route_of(model, info.converter_version if info is not None else None)
+    if info is None and model.path is not None:
+        sha256 = origin.sha256 if model.format == "tflite" else origin.twin_sha256
+        info = Artifact(
+            format=model.format,
+            files=[{"name": model.path.name, "sha256": sha256}],
+            path=str(model.path.parent),
+        )
+        if model.format != "tflite":
+            info.converter, info.converter_version = "OnnxFromTfliteConverter", origin.reader
+    if info is not None:
+        info.route, info.tflite_sha256 = route, origin.sha256
+        info.twin_sha256, info.twin_dequantized = origin.twin_sha256, origin.dequantized
+    return info
 
 
 def new_record(run_id: str, cell: Cell, status: str) -> Record:

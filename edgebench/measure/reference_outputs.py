@@ -46,6 +46,17 @@ def reference_cell(cell: Cell) -> Cell:
     )
 
 
+def litert_cell(cell: Cell) -> Cell:
+    """``reference_cell`` on LiteRT with the original .tflite of a model given as one: what
+    its ONNX twin must match before it is a reference (``twin_check``)."""
+    origin = cell.model.tflite
+    if origin is None:
+        raise ValueError(f"{cell.model.name} was not given as a .tflite")
+    reference = reference_cell(cell)
+    model = replace(reference.model, path=origin.path, format="tflite", sha256=origin.sha256)
+    return replace(reference, model=model, framework="tflite")
+
+
 def load_saved_outputs(path: Path) -> tuple[list[str], list[np.ndarray]]:
     """The names and arrays of an outputs ``.npz`` the runner wrote."""
     with np.load(path, allow_pickle=False) as data:
@@ -67,6 +78,10 @@ class ReferenceOutputs:
         self._cache: dict[tuple, tuple[list[str], list[np.ndarray]]] = {}
         self._lock = threading.Lock()
         self.version = ""
+        #: LiteRT's version, once it has run a .tflite original (``litert=True``).
+        self.litert_version = ""
+        #: The twin checks made (``twin_check``), by model and input.
+        self.twin_checks: dict[tuple, object] = {}
 
     def __reduce__(self) -> tuple:
         # Sent to another host (edgebench run --cluster): that host computes its own reference.
@@ -78,10 +93,13 @@ class ReferenceOutputs:
         seed: int,
         input_file: Path | None = None,
         eval_file: Path | None = None,
+        *,
+        litert: bool = False,
     ) -> tuple[list[str], list[np.ndarray]]:
         """The reference outputs for ``cell``'s seeded inputs or ``input_file``; with
-        ``eval_file``, those of each of its samples, stacked on a leading axis."""
-        reference = reference_cell(cell)
+        ``eval_file``, those of each of its samples, stacked on a leading axis. ``litert``:
+        those of LiteRT on the original .tflite of a model given as one."""
+        reference = litert_cell(cell) if litert else reference_cell(cell)
         key = (
             str(reference.model.path),
             repr(list(reference.inputs)),
@@ -116,13 +134,19 @@ class ReferenceOutputs:
         try:
             outcome = self._runner.run_runner(spec, None, timeout=reference.timeout_s)
             result = outcome.result or {}
+            ort = reference.framework == "onnxruntime"
             if result.get("status") != Status.OK:
                 error = result.get("error") or {}
                 raise ReferenceUnavailable(
-                    "ONNX Runtime reference failed: "
+                    ("ONNX Runtime reference" if ort else "LiteRT on the original .tflite")
+                    + " failed: "
                     + (error.get("message") or outcome.error or "no result")
                 )
-            self.version = str(result.get("framework_version") or "")
+            version = str(result.get("framework_version") or "")
+            if ort:
+                self.version = version
+            else:
+                self.litert_version = version
             local = self._runner.fetch_outputs(out_path)
             if local is None:
                 raise ReferenceUnavailable("ONNX Runtime reference wrote no outputs")

@@ -240,7 +240,10 @@ def _resolve_matrix(config: RunConfig) -> Matrix:
     sweep = config.sweep
     return Matrix(
         model_refs=resolve_models(
-            sweep.models or list(BUILTIN_MODELS), cache_dir(), config.checks.reference
+            sweep.models or list(BUILTIN_MODELS),
+            cache_dir(),
+            config.checks.reference,
+            config.checks.from_tflite,
         ),
         framework_names=check_frameworks(sweep.frameworks or DEFAULT_FRAMEWORKS),
         thread_counts=sweep.threads,

@@ -36,6 +36,7 @@ from edgebench.planning.modelref import (
     check_shape_overrides,
     input_shapes,
 )
+from edgebench.planning.tflite_origin import cell_model
 from edgebench.quantization.calibration import PreparedSets
 from edgebench.runners.spec import RunSpec, TelemetrySpec
 from edgebench.statuses import ErrorKind, Status
@@ -399,7 +400,8 @@ def build_cells(
             pairs = defaulted_pairs(device, frameworks, frameworks_chosen)
         for model in models:
             for framework, backend in pairs:
-                convert_to, verdict = _model_route(model, framework, precision, backend)
+                ran = cell_model(model, framework, precision)  # a .tflite's twin or original
+                convert_to, verdict = _model_route(ran, framework, precision, backend)
                 if model.error:
                     verdict = (Status.FAILED, ErrorKind.MODEL_LOAD, model.error)
                 if unreachable:
@@ -418,7 +420,7 @@ def build_cells(
                         cells.append(
                             Cell(
                                 device=device,
-                                model=model,
+                                model=ran,
                                 framework=framework,
                                 precision=precision,
                                 threads=n_threads,

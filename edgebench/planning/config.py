@@ -230,6 +230,12 @@ class CheckConfig:
         "ONNX -> TFLite converter: edgebench's own writer, or onnx2tf for comparison (needs "
         "`edgebench toolchains install tflite`).",
     )
+    from_tflite: str = setting(
+        "onnx",
+        choice("onnx", "direct"),
+        "A model given as a .tflite: every framework converts from its ONNX twin (onnx), or "
+        "OpenVINO and MNN read the .tflite itself (direct; the others still use the twin).",
+    )
 
     def tolerances(self) -> dict[str, float]:
         return {"fp32": self.tolerance, "fp16": self.tolerance_fp16}

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import onnx
 
-from edgebench.converters import artifact_format
+from edgebench.converters import ConversionError, artifact_format
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.errors import UserError
 from edgebench.models import BUILTIN_MODELS, TensorSpec, builtin_model_path, summarize_model
 from edgebench.planning.limits import tensor_problem
+from edgebench.planning.tflite_origin import TfliteOrigin, make_twin, twin_problem
 from edgebench.runners.backends.io_map import IO_MAP_FILE
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,8 @@ class ModelRef:
     reference: Path | None = None
     #: Files that travel with ``path`` (ncnn .bin, OpenVINO .bin, TNN .tnnmodel).
     companions: list[Path] = field(default_factory=list)
+    #: A model given as a .tflite: the original and its ONNX twin (``path`` is the twin).
+    tflite: TfliteOrigin | None = None
 
 
 @dataclass(frozen=True)
@@ -121,10 +124,32 @@ def _resolve_artifact(
     return ref
 
 
-def resolve_model(source: str, cache: Path, reference: Path | None = None) -> ModelRef:
+def _resolve_tflite(source: str, path: Path, cache: Path, from_tflite: str) -> ModelRef:
+    """A .tflite without --reference: measured through its ONNX twin, which every framework
+    converts from and ONNX Runtime's reference runs (``tflite_origin``)."""
+    try:
+        origin = make_twin(path, cache, from_tflite)
+    except ConversionError as exc:
+        # LiteRT still runs the file as it is: the other frameworks are skipped.
+        log.warning("warning: %s", twin_problem(path, exc))
+        return _resolve_artifact(source, path, "tflite", None, None)
+    ref = ModelRef(path.stem, source, origin.twin, tflite=origin)
+    inputs = _read_onnx(ref, origin.twin, "ONNX twin")
+    if inputs is None:
+        return ref
+    ref.sha256 = origin.twin_sha256
+    ref.inputs = inputs
+    ref.reference = origin.twin
+    return ref
+
+
+def resolve_model(
+    source: str, cache: Path, reference: Path | None = None, from_tflite: str = "onnx"
+) -> ModelRef:
     """A path that is not a file is a UserError (a mistake in the invocation, found before
     any run exists). A file that is not a usable model never raises: the error travels with the
-    model to its cells, so the other models are still measured."""
+    model to its cells, so the other models are still measured. A .tflite without
+    ``reference`` is measured through its ONNX twin (``from_tflite``: ``--from-tflite``)."""
     if source in BUILTIN_MODELS:
         path = builtin_model_path(source, cache / "models")
         name = source
@@ -143,6 +168,8 @@ def resolve_model(source: str, cache: Path, reference: Path | None = None) -> Mo
                 "or the path of an .onnx file or a converted model"
             )
         artifact = artifact_format(path)
+        if artifact is not None and artifact[0] == "tflite" and reference is None:
+            return _resolve_tflite(source, path, cache, from_tflite)
         if artifact is not None:
             return _resolve_artifact(source, path, artifact[0], artifact[1], reference)
     ref = ModelRef(name, source, path)
@@ -156,9 +183,9 @@ def resolve_model(source: str, cache: Path, reference: Path | None = None) -> Mo
 
 
 def resolve_models(
-    sources: Sequence[str], cache: Path, reference: Path | None = None
+    sources: Sequence[str], cache: Path, reference: Path | None = None, from_tflite: str = "onnx"
 ) -> list[ModelRef]:
-    refs = [resolve_model(s, cache, reference) for s in sources]
+    refs = [resolve_model(s, cache, reference, from_tflite) for s in sources]
     onnx_models = [r.name for r in refs if r.format == "onnx" and r.error is None]
     if reference is not None and onnx_models:
         log.warning(

@@ -8,6 +8,7 @@ from edgebench.converters import ArtifactCache, ConversionError, ConversionOptio
 from edgebench.converters.base import CALIBRATED_PRECISIONS
 from edgebench.planning.cells import Cell
 from edgebench.planning.config import RunConfig
+from edgebench.planning.tflite_origin import direct_conversion
 from edgebench.quantization import QUANTIZED_PRECISIONS
 from edgebench.quantization.calibration import (
     CalibrationConfig,
@@ -108,18 +109,24 @@ def prepare_cells(
             cell.verdict = (Status.FAILED, ErrorKind.BAD_SPEC, "int8 cell without calibration")
             continue
         options = conversion_options(cell)
-        key = (cell.model.sha256, cell.convert_to, repr(options))
+        # --from-tflite direct: OpenVINO and MNN read the .tflite, not its ONNX twin.
+        direct = direct_conversion(cell.model, cell.convert_to, cell.precision)
+        source, sha256 = cell.model.path, cell.model.sha256
+        if direct is not None and cell.model.tflite is not None:
+            source, sha256 = cell.model.tflite.path, cell.model.tflite.sha256
+        key = (sha256, cell.convert_to, repr(options))
         if key not in done:
             label = f"convert {cell.model.name} -> {cell.convert_to} ({cell.precision})"
+            label += " from the .tflite" if direct is not None else ""
             try:
-                converter = get_converter(cell.convert_to, (choices or {}).get(cell.convert_to))
-                artifact = None if force else cache.lookup(converter, cell.model.sha256, options)
+                converter = direct or get_converter(
+                    cell.convert_to, (choices or {}).get(cell.convert_to)
+                )
+                artifact = None if force else cache.lookup(converter, sha256, options)
                 if artifact is None:
                     # Calibration can take minutes: say what is happening before it starts.
                     report(f"{label}: converting{_calibrating(cell)}...")
-                    artifact = cache.convert(
-                        converter, cell.model.path, cell.model.sha256, options, force=True
-                    )
+                    artifact = cache.convert(converter, source, sha256, options, force=True)
             except ConversionError as exc:
                 status = _STATUS_OF_KIND.get(exc.kind, Status.FAILED)
                 done[key] = (status, exc.kind, exc.message)

@@ -25,6 +25,14 @@ class Artifact(RecordPart):
     convert_s: float | None = None
     files: list[dict[str, str]] = field(default_factory=list)
     path: str | None = None
+    #: A model given as a .tflite: how the file the cell ran was made ("onnx-twin": from its
+    #: ONNX twin, "direct": from the .tflite by the framework's own reader, "original": the
+    #: .tflite itself), the .tflite's and the twin's sha256, and whether the twin is a float
+    #: model of an int8 file.
+    route: str | None = None
+    tflite_sha256: str | None = None
+    twin_sha256: str | None = None
+    twin_dequantized: bool | None = None
 
 
 @dataclass

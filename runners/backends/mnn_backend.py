@@ -158,7 +158,10 @@ class MnnBackend(Backend):
         interpreter.resizeSession(session)
         for name, value in feeds.items():
             host = mnn.Tensor(
-                tuple(value.shape), mnn.Halide_Type_Float, value.astype(np.float32), caffe
+                tuple(value.shape),
+                mnn.Halide_Type_Float,
+                value.astype(np.float32),
+                _layout(inputs[name], caffe),
             )
             staged.append((inputs[name], host))
         outputs = interpreter.getSessionOutputAll(session)
@@ -166,7 +169,8 @@ class MnnBackend(Backend):
         for name in self.output_names():
             device_tensor = outputs[name]
             shape = tuple(device_tensor.getShape())
-            host = mnn.Tensor(shape, mnn.Halide_Type_Float, np.zeros(shape, np.float32), caffe)
+            zeros = np.zeros(shape, np.float32)
+            host = mnn.Tensor(shape, mnn.Halide_Type_Float, zeros, _layout(device_tensor, caffe))
             fetch.append((device_tensor, host, shape))
 
         def copy_in() -> None:
@@ -198,3 +202,11 @@ class MnnBackend(Backend):
 
 
 BACKEND = MnnBackend
+
+
+def _layout(tensor: Any, default: Any) -> Any:
+    """The host tensor's dimension type: the session tensor's own, so that copyFrom and
+    copyToHostTensor copy the data as it is. A model MNNConvert made from a .tflite has NHWC
+    (Tensorflow) tensors, whose shapes a Caffe host tensor would read as NCHW and transpose."""
+    get = getattr(tensor, "getDimensionType", None)
+    return get() if get is not None else default

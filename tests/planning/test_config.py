@@ -57,6 +57,7 @@ PLAN_VALUES = {
     ("checks", "tolerance"): "0.01",
     ("checks", "tolerance_fp16"): "0.05",
     ("checks", "tflite_converter"): '"onnx2tf"',
+    ("checks", "from_tflite"): '"direct"',
     ("quantization", "calibration"): None,  # needs files: tests/quantization/ feeds them
     ("quantization", "eval"): None,
     ("quantization", "calibration_samples"): "5",
@@ -133,6 +134,7 @@ def test_every_plan_key_reaches_the_configuration_and_what_is_built_from_it(tmp_
     assert (checks.seed, checks.reference) == (7, model)
     assert checks.tolerances() == {"fp32": 0.01, "fp16": 0.05}
     assert checks.tflite_converter == "onnx2tf"
+    assert checks.from_tflite == "direct"
     quant = config.quantization
     assert (quant.calibration_samples, quant.eval_samples) == (5, 3)
     assert (quant.int8_min_top1, quant.int8_min_sqnr_db) == (0.5, 12.5)

@@ -18,6 +18,7 @@ from edgebench.measure.output_check import compare_with_reference
 from edgebench.measure.quantized_check import check_quantized
 from edgebench.measure.records import STDERR_TAIL_CHARS, failed_record, record_from_result
 from edgebench.measure.reference_outputs import ReferenceUnavailable
+from edgebench.measure.twin_check import failed_twin
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.quantization import QUANTIZED_PRECISIONS
 from edgebench.results.record_warnings import NO_ACCURACY, NO_OUTPUT_CHECK
@@ -126,6 +127,11 @@ class PythonRunner:
         visit: Visit,
     ) -> None:
         try:
+            twin = failed_twin(cell, visit.checks)
+            if twin is not None:
+                record.output_check, record.status = twin, Status.MISMATCH
+                record.error = twin.problem
+                return
             evaluated = device.fetch_outputs(eval_at) if eval_at is not None else None
             single = None if evaluated is not None else device.fetch_outputs(outputs_at)
             check_quantized(record, cell, visit.checks, evaluated, single)
@@ -136,7 +142,8 @@ class PythonRunner:
     def _check(record: Record, cell: Cell, device: Device, outputs_at: str, visit: Visit) -> None:
         try:
             ran_at = record.accelerator.precision if record.accelerator is not None else None
-            check = compare_with_reference(
+            # A .tflite's twin that LiteRT does not agree with is no reference.
+            check = failed_twin(cell, visit.checks) or compare_with_reference(
                 cell, device.fetch_outputs(outputs_at), visit.checks, ran_at
             )
         except (ReferenceUnavailable, InputUnavailable, TransportError) as exc:
