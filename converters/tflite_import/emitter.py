@@ -18,12 +18,13 @@ from onnx import helper, numpy_helper
 from edgebench.errors import UserError
 
 from ..tflite.layout import TO_NCHW, TO_NHWC
-from .reader import OpSpec, TensorSpec, TfliteGraph
+from .reader import OpSpec, Quantization, TensorSpec, TfliteGraph
 
 #: fusedActivationFunction values of the schema: NONE 0, RELU 1, RELU_N1_TO_1 2, RELU6 3, TANH 4,
 #: SIGN_BIT 5.
 _ACTIVATION_BOUNDS = {1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
 _IGNORED_ACTIVATIONS = {4: "TANH", 5: "SIGN_BIT"}
+_INT8_TYPES = (np.dtype(np.int8), np.dtype(np.uint8))
 
 
 @dataclass(frozen=True)
@@ -177,8 +178,26 @@ class Emitter:
         index = op.outputs[position]
         result = self.node(op_type, inputs, self.spec(index).name, **attrs)
         result = self.activate(op, result, activation)
+        result = self.saturate(op, index, result)
         self.held[index] = Held(result, nchw)
         return result
+
+    def saturate(self, op: OpSpec, index: int, name: str) -> str:
+        """An int8 (or uint8) activation computed in float, clamped to the range its int8
+        values can hold, as LiteRT's int8 kernels saturate. Not needed when the op's first
+        input has the same parameters (moving values cannot leave the range)."""
+        spec = self.spec(index)
+        quant = spec.quantization
+        if quant is None or spec.dtype not in _INT8_TYPES or quant.scale.size != 1:
+            return name
+        source = self.spec(op.inputs[0]).quantization if op.inputs and op.inputs[0] >= 0 else None
+        if source is not None and _same(source, quant) and op.code != "QUANTIZE":
+            return name
+        info = np.iinfo(spec.dtype)
+        zero, scale = float(quant.zero_point.reshape(-1)[0]), float(quant.scale[0])
+        bounds = [(info.min - zero) * scale, (info.max - zero) * scale]
+        limits = [self.constant(np.float32(b), "int8_bound") for b in bounds]
+        return self.node("Clip", [name, *limits], name + "_int8_range")
 
     def activate(self, op: OpSpec, name: str, activation: int) -> str:
         """The fused activation after ``name``. LiteRT's kernels clamp only for the ReLU
@@ -212,6 +231,10 @@ class Emitter:
             ".tflite reader; measure the model with tflite only, or convert it to ONNX with a "
             "tool that knows this op and pass the .onnx"
         )
+
+
+def _same(a: Quantization, b: Quantization) -> bool:
+    return np.array_equal(a.scale, b.scale) and np.array_equal(a.zero_point, b.zero_point)
 
 
 def dequantize(

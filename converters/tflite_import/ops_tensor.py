@@ -187,15 +187,17 @@ def broadcast_to(em: Emitter, op: OpSpec) -> None:
 
 @translates("QUANTIZE", "DEQUANTIZE")
 def requantize(em: Emitter, op: OpSpec) -> None:
-    """DEQUANTIZE of a constant (fp16 or int8 weights) folds to a float32 constant; QUANTIZE
-    and DEQUANTIZE of activations vanish, since the int8 tensors are computed in float."""
+    """DEQUANTIZE of a constant (fp16 or int8 weights) folds to a float32 constant. Between
+    activations, the int8 tensors are computed in float: DEQUANTIZE vanishes, and QUANTIZE
+    keeps only its saturation (a Clip to the int8 range), not its rounding."""
     source = op.inputs[0]
     array = em.const(source)
     if array is not None:
         em.folded[op.outputs[0]] = np.asarray(array, np.float32)
         return
     em.flag_dequantized(
-        "int8 activations computed in float32: QUANTIZE/DEQUANTIZE dropped, so the ONNX "
-        "twin follows the float model the int8 file approximates"
+        "int8 activations computed in float32 and clamped to each tensor's int8 range "
+        "(no rounding): the ONNX twin follows the float model the int8 file approximates"
     )
-    em.alias(op.outputs[0], em.value(source))
+    held = em.value(source)
+    em.alias(op.outputs[0], Held(em.saturate(op, op.outputs[0], held.name), held.nchw))
