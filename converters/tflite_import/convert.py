@@ -67,7 +67,7 @@ def build_onnx(graph: TfliteGraph) -> tuple[onnx.ModelProto, ImportReport]:
             raise em.unsupported(op)
         try:
             translate(em, op)
-        except (IndexError, KeyError, ValueError, TypeError) as exc:
+        except (IndexError, KeyError, ValueError, TypeError, ArithmeticError) as exc:
             # A malformed operator (missing inputs, options of the wrong table) or a reader bug.
             detail = (str(exc).splitlines() or [""])[0]
             raise UserError(
@@ -116,7 +116,7 @@ def _input(em: Emitter, index: int) -> IoTensor:
         name = _dequantized_input(em, spec)
     em.held[index] = Held(name)
     if len(spec.shape) == 4:
-        em.held[index] = Held(em.nchw(index), True)
+        em.hold_nchw(index)
     return IoTensor(spec.name, list(spec.shape), spec.dtype.name, _layout(spec))
 
 

@@ -161,6 +161,12 @@ class Emitter:
             )
         return self.get(index, True)
 
+    def hold_nchw(self, index: int) -> None:
+        """Hold a tensor held as is NCHW from now on; readers in NHWC order get the original."""
+        as_is = self.value(index).name
+        self.held[index] = Held(self.nchw(index), True)
+        self._views[(index, False)] = as_is
+
     def alias(self, index: int, held: Held) -> None:
         self.held[index] = held
 

@@ -290,3 +290,25 @@ def test_op_matches_litert(tmp_path: Path, case: str) -> None:
     (output,) = report.outputs
     assert_fp32_close(got, want[output.name])
     assert any("TANH" in w for w in report.warnings) == ("tanh" in case)
+
+
+def test_an_input_read_in_both_orders_is_transposed_once(tmp_path: Path) -> None:
+    """A RESHAPE reads the NHWC input itself; a CONV_2D reads the one NCHW copy of it."""
+    import onnx
+
+    b = ModelBuilder()
+    x = b.tensor("image", [1, 4, 5, 3])
+    flat = _op(b, "RESHAPE", [x, _int32(b, [1, 60], "shape")], [1, 60], "ReshapeOptions")
+    w, bias = b.constant(weights(2, 1, 1, 3), "w"), b.constant(weights(2), "b")
+    features = _op(b, "CONV_2D", [x, w, bias], [1, 4, 5, 2], "Conv2DOptions", strideH=1, strideW=1)
+    source = tmp_path / "both.tflite"
+    source.write_bytes(b.serialize([x], [flat, features], "both"))
+    report = tflite_to_onnx(source, tmp_path / "both.onnx")
+    nodes = onnx.load(tmp_path / "both.onnx").graph.node
+    reading_input = sorted(n.op_type for n in nodes if "image" in n.input)
+    assert reading_input == ["Reshape", "Transpose"]
+    image = RNG.standard_normal([1, 4, 5, 3]).astype(np.float32)
+    want = run_litert(source.read_bytes(), {"image": image})
+    got = run_onnx(tmp_path / "both.onnx", {"image": image})
+    for tensor, out in zip(report.outputs, got, strict=True):
+        assert_fp32_close(out, want[tensor.name])
