@@ -35,6 +35,7 @@ from edgebench.planning.config import (
     QuantizationConfig,
     Tolerance,
 )
+from edgebench.planning.tflite_origin import check_precision
 from edgebench.quantization.accuracy import AccuracyRule
 from edgebench.results.output_check_part import NAN, OutputCheck, OutputComparison
 from edgebench.results.record_warnings import BLANK_REFERENCE
@@ -209,7 +210,7 @@ def compare_with_reference(
         return None
     names, outputs = load_saved_outputs(result_file)
     ref_names, ref_outputs = checks.reference.outputs(cell, checks.seed, checks.input_file(cell))
-    precision = ran_at if ran_at in TOLERANCES else cell.precision
+    precision = check_precision(cell.model, ran_at if ran_at in TOLERANCES else cell.precision)
     rule = tolerance_for(precision, checks.tolerance.get(precision))
     label = f"onnxruntime {checks.reference.version} on the host"
     origin = getattr(cell.model, "tflite", None)

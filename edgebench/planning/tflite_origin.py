@@ -105,6 +105,16 @@ def cell_model(model: ModelRef, framework: str, precision: str) -> ModelRef:
     return replace(model, path=origin.path, format="tflite", sha256=origin.sha256, companions=[])
 
 
+def check_precision(model: ModelRef, precision: str) -> str:
+    """The precision whose output-check rule applies to a cell of ``model``: an int8 .tflite
+    that LiteRT runs as it is, against its dequantized (float) twin, is held to the fp16 rule,
+    as the twin itself is against LiteRT (``twin_check``)."""
+    origin = getattr(model, "tflite", None)
+    if origin is not None and origin.dequantized and model.format == "tflite":
+        return "fp16"
+    return precision
+
+
 def direct_conversion(model: ModelRef, fmt: str | None, precision: str) -> Converter | None:
     """The converter that reads the .tflite itself, when ``--from-tflite direct`` applies to
     this cell (OpenVINO and MNN, fp32 and fp16); None: convert from the twin."""

@@ -9,10 +9,12 @@ The model is MediaPipe's face detector (tests/data/mediapipe/PROVENANCE.md).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+from fakes.models import save_conv_model
 from fakes.native_builds import host_native_lab
 from fakes.records import stored_records
 
@@ -20,6 +22,7 @@ from edgebench.builds.native_runner import BuiltRunner
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.converters.onnx_from_tflite import OnnxFromTfliteConverter
 from edgebench.converters.tflite.schema import schema_missing
+from edgebench.measure.output_check import tolerance_for
 
 MEDIAPIPE = Path(__file__).resolve().parents[1] / "data" / "mediapipe"
 FACE = MEDIAPIPE / "face_detection_short_range.tflite"
@@ -152,3 +155,30 @@ def test_tnn_measures_the_twin_with_edgebench_native(
     assert tnn["status"] == "ok", tnn["error"]
     assert tnn["output_check"]["passed"], tnn["output_check"]
     assert tnn["artifact"]["route"] == "onnx-twin"
+
+
+def test_an_int8_tflite_is_measured_through_its_dequantized_twin_and_says_so(
+    run_cli, eb_env, tmp_path: Path
+):
+    """An int8 file (the writer's, from a one-conv model): its twin is float, every record
+    says so, the run warns once, and LiteRT's cell runs the int8 file under the fp16 rule."""
+    onnx_path = save_conv_model(tmp_path / "conv.onnx", [1, 3, 32, 32])
+    made = run_cli(["convert", str(onnx_path), "--to", "tflite", "--precision", "int8"])
+    assert made.returncode == 0, made.stderr[-2000:]
+    (folder,) = re.findall(r"-> (\S+) \(", made.stdout)
+    int8 = tmp_path / "conv_int8.tflite"
+    shutil.copyfile(Path(folder) / "model.tflite", int8)
+
+    args = ["run", "--models", str(int8), "--frameworks", "onnxruntime,tflite", *QUICK]
+    result = run_cli(args, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    said = [ln for ln in result.stderr.splitlines() if "its ONNX twin is a float model" in ln]
+    assert len(said) == 1, result.stderr[-3000:]
+    records = {r["framework"]: r for r in stored_records(Path(eb_env["EDGEBENCH_RESULTS"]))}
+    for framework in ("onnxruntime", "tflite"):
+        record = records[framework]
+        assert record["status"] == "ok", (framework, record["error"])
+        assert record["artifact"]["twin_dequantized"] is True
+    tflite = records["tflite"]
+    assert tflite["artifact"]["route"] == "original" and tflite["model_path"] == str(int8)
+    assert tflite["output_check"]["tolerance"] == tolerance_for("fp16").rtol
