@@ -131,6 +131,26 @@ def gelu(em: Emitter, op: OpSpec) -> None:
     em.output(op, "Mul", [half, one_plus], held.nchw)
 
 
+@translates("SQUARE")
+def square(em: Emitter, op: OpSpec) -> None:
+    held = em.value(op.inputs[0])
+    em.output(op, "Mul", [held.name, held.name], held.nchw)
+
+
+@translates("L2_NORMALIZATION")
+def l2_normalization(em: Emitter, op: OpSpec) -> None:
+    """x / max(||x||, 1e-6) over TFLite's last axis (LiteRT's epsilon; ONNX's LpNormalization
+    has none and divides by zero)."""
+    held = em.value(op.inputs[0])
+    rank = em.rank(op.inputs[0])
+    axes = em.int64([to_held_axis(rank - 1, rank, held.nchw)], "axes")
+    squares = em.node("Mul", [held.name, held.name], "squares")
+    total = em.node("ReduceSum", [squares, axes], "sum", keepdims=1)
+    norm = em.node("Sqrt", [total], "norm")
+    floor = em.node("Max", [norm, em.constant(np.float32(1e-6), "epsilon")], "floored")
+    em.output(op, "Div", [held.name, floor], held.nchw, op.option("fusedActivationFunction", 0))
+
+
 @translates("SOFTMAX", "LOG_SOFTMAX")
 def softmax(em: Emitter, op: OpSpec) -> None:
     """Over TFLite's last axis: the channel axis of an NCHW-held tensor."""

@@ -185,6 +185,48 @@ def broadcast_to(em: Emitter, op: OpSpec) -> None:
     em.output(op, "Expand", [em.as_is(op.inputs[0]), em.int64(shape, "shape")], False)
 
 
+@translates("PACK")
+def pack(em: Emitter, op: OpSpec) -> None:
+    rank = em.rank(op.outputs[0])
+    axis = int(op.option("axis", 0)) % rank
+    axes = em.int64([axis], "axes")
+    parts = [em.node("Unsqueeze", [em.as_is(i), axes], "unsqueezed") for i in op.inputs]
+    em.output(op, "Concat", parts, False, axis=axis)
+
+
+@translates("UNPACK")
+def unpack(em: Emitter, op: OpSpec) -> None:
+    rank = em.rank(op.inputs[0])
+    axis = int(op.option("axis", 0)) % rank
+    count = len(op.outputs)
+    sizes = em.int64([1] * count, "split")
+    parts = em.node_n("Split", [em.as_is(op.inputs[0]), sizes], "part", count, axis=axis)
+    axes = em.int64([axis], "axes")
+    for index, part in zip(op.outputs, parts, strict=True):
+        name = em.node("Squeeze", [part, axes], em.spec(index).name)
+        em.alias(index, Held(name))
+
+
+@translates("DEPTH_TO_SPACE", "SPACE_TO_DEPTH")
+def depth_space(em: Emitter, op: OpSpec) -> None:
+    """TFLite's channel order is ONNX's DCR mode (and SpaceToDepth's only one)."""
+    block = int(op.option("blockSize", 1))
+    if op.code == "DEPTH_TO_SPACE":
+        em.output(op, "DepthToSpace", [em.nchw(op.inputs[0])], True, blocksize=block, mode="DCR")
+    else:
+        em.output(op, "SpaceToDepth", [em.nchw(op.inputs[0])], True, blocksize=block)
+
+
+@translates("ARG_MAX", "ARG_MIN")
+def arg_extreme(em: Emitter, op: OpSpec) -> None:
+    rank = em.rank(op.inputs[0])
+    axis = int(np.asarray(em.require_const(op, 1, "the axis")).reshape(-1)[0]) % rank
+    onnx_op = "ArgMax" if op.code == "ARG_MAX" else "ArgMin"
+    found = em.node(onnx_op, [em.as_is(op.inputs[0])], "index", axis=axis, keepdims=0)
+    target = em.spec(op.outputs[0]).dtype.name
+    em.output(op, "Cast", [found], False, to=_ONNX_TYPES[target])
+
+
 @translates("QUANTIZE", "DEQUANTIZE")
 def requantize(em: Emitter, op: OpSpec) -> None:
     """DEQUANTIZE of a constant (fp16 or int8 weights) folds to a float32 constant. Between

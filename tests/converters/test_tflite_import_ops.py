@@ -227,6 +227,27 @@ def concat_with_constant(b: ModelBuilder, _x: int, f: int) -> int:
     return _op(b, "CONCATENATION", [f, extra], [1, 7, 7, 8], "ConcatenationOptions", axis=-1)
 
 
+def pack_unpack(b: ModelBuilder, _x: int, f: int) -> int:
+    rows = [b.tensor(f"row{i}", [1, 7, 6]) for i in range(7)]
+    b.op("UNPACK", [f], rows, "UnpackOptions", num=7, axis=1)
+    return _op(b, "PACK", rows[::2], [1, 7, 4, 6], "PackOptions", valuesCount=4, axis=2)
+
+
+def depth_to_space(b: ModelBuilder, _x: int, f: int) -> int:
+    deep = _op(b, "SPACE_TO_DEPTH", [f], [1, 3, 3, 24], "SpaceToDepthOptions", blockSize=2)
+    return _op(b, "DEPTH_TO_SPACE", [deep], [1, 6, 6, 6], "DepthToSpaceOptions", blockSize=2)
+
+
+def arg_max(b: ModelBuilder, _x: int, f: int) -> int:
+    out = b.tensor("argmax", [1, 7, 7], np.int32)
+    b.op("ARG_MAX", [f, _int32(b, [3], "axis")], [out], "ArgMaxOptions", outputType=2)
+    return out
+
+
+def l2_normalization(b: ModelBuilder, _x: int, f: int) -> int:
+    return _op(b, "L2_NORMALIZATION", [f], [1, 7, 7, 6], "L2NormOptions")
+
+
 CASES: dict[str, tuple[list[int], Build]] = {
     "transpose_conv_same_even": ([1, 7, 7, 3], transpose_conv(SAME, 14)),
     "transpose_conv_same_odd": ([1, 7, 7, 3], transpose_conv(SAME, 13)),
@@ -262,6 +283,11 @@ CASES: dict[str, tuple[list[int], Build]] = {
     "split_channels": ([1, 7, 7, 3], split_channels),
     "transpose_held": ([1, 7, 7, 3], transpose_held),
     "concat_constant": ([1, 7, 7, 3], concat_with_constant),
+    "pack_unpack": ([1, 7, 7, 3], pack_unpack),
+    "space_to_depth_and_back": ([1, 6, 6, 3], depth_to_space),
+    "arg_max_channels": ([1, 7, 7, 3], arg_max),
+    "l2_normalization": ([1, 7, 7, 3], l2_normalization),
+    "square": ([1, 7, 7, 3], unary("SQUARE")),
 }
 
 
