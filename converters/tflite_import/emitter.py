@@ -46,6 +46,7 @@ class Emitter:
     dequantized: bool = False
     _names: set[str] = field(default_factory=set)
     _views: dict[tuple[int, bool], str] = field(default_factory=dict)
+    _next: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # The model's own io names are kept for the ONNX graph's inputs and outputs.
@@ -54,11 +55,14 @@ class Emitter:
 
     # --- names and nodes -----------------------------------------------------------------
     def unique(self, hint: str) -> str:
+        """``hint``, or ``hint__N`` with the next free N (counted per hint, so that thousands
+        of "shape" constants do not rescan the taken names)."""
         base = hint or "t"
-        name, n = base, 1
+        name, n = base, self._next.get(base, 1)
         while name in self._names:
             name = f"{base}__{n}"
             n += 1
+        self._next[base] = n
         self._names.add(name)
         return name
 
