@@ -147,7 +147,7 @@ def pad(em: Emitter, op: OpSpec) -> None:
     if held.nchw:
         pairs = pairs[list(TO_NCHW)]
     inputs = [held.name, em.int64(np.concatenate([pairs[:, 0], pairs[:, 1]]), "pads")]
-    attrs: dict[str, object] = {}
+    attrs: dict[str, object] = {"mode": "constant"}  # written out: pnnx reads only a given mode
     if op.code == "PADV2" and len(op.inputs) > 2:
         fill = em.require_const(op, 2, "the constant value").reshape(-1)[:1]
         inputs.append(em.constant(fill.reshape(()).astype(np.float32), "value"))
