@@ -18,7 +18,7 @@ class FakeDevice:
         self.name = name
         self.unreachable = "not probed in this test"  # records carry no device facts
         self.device_lock = None
-        self.transport = SimpleNamespace(close=lambda: None)
+        self.transport = SimpleNamespace(close=lambda: None, kind="local")
         self.renewals = 0
         self.renew_error = renew_error
 
