@@ -182,3 +182,18 @@ def test_an_int8_tflite_is_measured_through_its_dequantized_twin_and_says_so(
     tflite = records["tflite"]
     assert tflite["artifact"]["route"] == "original" and tflite["model_path"] == str(int8)
     assert tflite["output_check"]["tolerance"] == tolerance_for("fp16").rtol
+
+
+def test_edgebench_native_runs_mnns_direct_artifact_in_its_own_layout(
+    run_cli, eb_env, tmp_path: Path, native_x86_mnn: BuiltRunner
+):
+    """MNNConvert -f TFLITE keeps the .tflite's NHWC tensors; the native runner's host tensors
+    take each session tensor's dimension type, so the NHWC input is not read as NCHW."""
+    lab = host_native_lab(tmp_path)
+    args = ["--lab", str(lab), "--devices", "host-native", "--from-tflite", "direct"]
+    records = run_face(run_cli, eb_env, ["mnn"], *args)
+    mnn = records["mnn"]
+    assert mnn["status"] == "ok", mnn["error"]
+    assert mnn["output_check"]["passed"], mnn["output_check"]
+    assert mnn["artifact"]["route"] == "direct"
+    assert mnn["device_info"]["runner"] == "edgebench-native (x86_64-linux)"

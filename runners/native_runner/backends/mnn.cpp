@@ -41,14 +41,16 @@ public:
         interpreter_.resizeSession(session_);
         for (const auto& feed : feeds) {
             MNN::Tensor* device = interpreter_.getSessionInputAll(session_).at(feed.name);
-            std::unique_ptr<MNN::Tensor> host(new MNN::Tensor(device, MNN::Tensor::CAFFE));
+            // The device tensor's own dimension type: a model MNNConvert made from a .tflite has
+            // NHWC (TENSORFLOW) tensors, whose data a CAFFE host tensor would transpose.
+            std::unique_ptr<MNN::Tensor> host(new MNN::Tensor(device, device->getDimensionType()));
             if (static_cast<size_t>(host->elementSize()) != feed.data.size())
                 throw BackendError("bad_spec", "input " + feed.name + " does not fit the model's shape");
             std::memcpy(host->host<float>(), feed.data.data(), feed.data.size() * sizeof(float));
             staged_.emplace_back(device, std::move(host));
         }
         for (const auto& output : interpreter_.getSessionOutputAll(session_)) {
-            std::unique_ptr<MNN::Tensor> host(new MNN::Tensor(output.second, MNN::Tensor::CAFFE));
+            std::unique_ptr<MNN::Tensor> host(new MNN::Tensor(output.second, output.second->getDimensionType()));
             fetch_.push_back({output.first, output.second, std::move(host)});
         }
     }
