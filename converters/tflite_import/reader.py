@@ -4,6 +4,7 @@ the ai-edge-litert wheel (``converters/tflite/schema.py``)."""
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,8 +92,12 @@ def read_tflite(path: Path) -> TfliteGraph:
     except UserError:
         raise
     except Exception as exc:  # any decoding failure of a damaged flatbuffer
+        if isinstance(exc, struct.error):
+            why = f"its tables point past its {len(raw)} bytes"
+        else:
+            why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         raise UserError(
-            f"{path.name}: the .tflite file is corrupt or truncated ({type(exc).__name__}); "
+            f"{path.name}: the .tflite file is corrupt or truncated ({why}); "
             "download or export it again"
         ) from exc
 
