@@ -8,18 +8,14 @@ The text table and the SVG chart of these are drawn in reporting.text and report
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from edgebench.analysis.index_schema import RunRow
-from edgebench.analysis.index_schema import plan_name as _plan_name  # noqa: F401  (nightly's)
-from edgebench.analysis.index_schema import wrong_field as _wrong_field
 from edgebench.analysis.metrics import get_metric
-from edgebench.analysis.night_summary import CellSummary
+from edgebench.analysis.night_summary import CellSummary, best_cell
 from edgebench.analysis.results_index import ResultsIndex
 from edgebench.results.records import Record
-from edgebench.results.store import ResultsStore, RunDir, RunFileError, created_at
+from edgebench.results.store import ResultsStore
 from edgebench.statuses import Status
 
 log = logging.getLogger(__name__)
@@ -51,24 +47,6 @@ class HistoryPoint:
     #: Which trend the point belongs to: the precision, and the streams, instances or input
     #: shape when those differ between the cells (points of different series never compare).
     series: str = ""
-
-
-def _readable_runs(store: ResultsStore) -> Iterator[tuple[RunDir, dict[str, Any], list[Record]]]:
-    """Runs with their metadata and records, by ``created_at`` then run id (ids created in the
-    same second sort by their random suffix, not by time). A run that cannot be read is
-    skipped with a warning naming the file and what is wrong with it."""
-    runs = []
-    for run in store.runs():
-        try:
-            meta = run.metadata()
-            wrong = _wrong_field(meta)
-            if wrong is not None:
-                raise RunFileError(run.run_id, run.metadata_path, wrong, "correct or remove it")
-            runs.append((run, meta, run.records()))
-        except RunFileError as exc:
-            log.warning("warning: run %s skipped: %s %s", run.run_id, exc.path, exc.problem)
-    runs.sort(key=lambda rmr: (created_at(rmr[0].run_id, rmr[1]), rmr[0].run_id))
-    yield from runs
 
 
 def build_index(store: ResultsStore) -> list[RunSummary]:
@@ -135,7 +113,7 @@ def history(
     value measured on an emulated CPU is kept but flagged (``emulated``): it is no trend point.
     ``cells_seen``, when given, receives every (device, model, framework) of the runs read.
     """
-    tracked = get_metric(metric)
+    get_metric(metric)  # an unknown metric is refused here, by name
     with ResultsIndex.open(store) as index:
         rows = index.cell_rows(device, model, framework)
         if cells_seen is not None:
@@ -145,10 +123,8 @@ def history(
         series.setdefault((run.run_id, cell.variant), (run, []))[1].append(cell)
     points: list[tuple[tuple[str, ...], HistoryPoint]] = []
     for (_, key), (run, cells) in series.items():
-        ok = [c for c in cells if c.status == Status.OK and metric in c.values]
-        if ok:
-            pick = min if tracked.lower_is_better else max
-            best = pick(ok, key=lambda c: c.values[metric])
+        best = best_cell(cells, metric)
+        if best is not None:
             point = HistoryPoint(
                 run.run_id,
                 run.meta_created_at,

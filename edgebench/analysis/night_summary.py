@@ -17,6 +17,7 @@ import numpy as np
 
 from edgebench.analysis.metrics import METRICS
 from edgebench.results.records import Record
+from edgebench.statuses import Status
 
 #: Bump when a field's meaning or computation changes: stored indexes are then rebuilt.
 SUMMARY_VERSION = 1
@@ -76,6 +77,16 @@ def summarize(record: Record, run_meta: dict[str, Any] | None = None) -> CellSum
         regime=regime_of(record),
         facts=night_facts(record, run_meta or {}),
     )
+
+
+def best_cell(rows: list[CellSummary], metric: str) -> CellSummary | None:
+    """The best ok row of ``rows`` by ``metric`` (lowest, or highest where higher is better),
+    None when no ok row has it: a run's figure for a series whose threads or cores it swept."""
+    ok = [r for r in rows if r.status == Status.OK and metric in r.values]
+    if not ok:
+        return None
+    pick = min if METRICS[metric].lower_is_better else max
+    return pick(ok, key=lambda r: r.values[metric])
 
 
 def median_spread(samples_ns: list[int]) -> float | None:

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 from edgebench.analysis.change_points import ChangePoint, change_points, night_weights
 from edgebench.analysis.history import _series_labels
+from edgebench.analysis.index_schema import RunRow
 from edgebench.analysis.metrics import get_metric
-from edgebench.analysis.night_summary import CellSummary, changed_facts
+from edgebench.analysis.night_summary import CellSummary, best_cell, changed_facts
 from edgebench.results.store import ResultsStore
 from edgebench.statuses import Status
 
@@ -140,6 +141,13 @@ def run_rows(
 
     with ResultsIndex.open(store) as index:
         rows = index.cell_rows(device, model, engine)
+    yield from with_run_info(rows)
+
+
+def with_run_info(
+    rows: Iterable[tuple[RunRow, CellSummary]],
+) -> Iterator[tuple[RunInfo, CellSummary]]:
+    """``ResultsIndex.cell_rows`` as (RunInfo, summary): one RunInfo per run."""
     infos: dict[str, RunInfo] = {}
     for run, summary in rows:
         info = infos.get(run.run_id)
@@ -166,15 +174,6 @@ def night_of(info: RunInfo, row: CellSummary, metric: str) -> Night:
     )
 
 
-def _best(rows: list[CellSummary], metric: str) -> CellSummary | None:
-    tracked = get_metric(metric)
-    ok = [r for r in rows if r.status == Status.OK and metric in r.values]
-    if not ok:
-        return None
-    pick = min if tracked.lower_is_better else max
-    return pick(ok, key=lambda r: r.values[metric])
-
-
 def nights_by_cell(
     rows: Iterable[tuple[RunInfo, CellSummary]], metric: str = "p50"
 ) -> dict[CellKey, list[Night]]:
@@ -196,7 +195,7 @@ def nights_by_cell(
             per_run = grouped[(device, model, engine, variant)]
             for run_id, cells in per_run.items():
                 info = runs[run_id]
-                best = _best(cells, metric)
+                best = best_cell(cells, metric)
                 nights.append(night_of(info, best or cells[0], metric))
             nights.sort(key=lambda n: (n.created_at, n.run_id))
             out[CellKey(device, model, engine, labels[variant])] = nights

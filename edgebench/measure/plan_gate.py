@@ -12,7 +12,7 @@ from typing import Protocol
 
 from edgebench.analysis.compare import CellVerdict, any_regression, compare_runs
 from edgebench.analysis.night_summary import summarize
-from edgebench.analysis.nightly import RunInfo, run_rows
+from edgebench.analysis.nightly import RunInfo, with_run_info
 from edgebench.analysis.nightly_gate import GateSettings, gate_cells, recent_rows
 from edgebench.planning.config import RunConfig
 from edgebench.results.records import Record
@@ -27,14 +27,6 @@ class Progress(Protocol):
     def message(self, text: str) -> None: ...
 
 
-def _last_good_run(store: ResultsStore, run_dir: RunDir, name: str) -> RunDir | None:
-    from edgebench.analysis.results_index import ResultsIndex
-
-    with ResultsIndex.open(store) as index:
-        found = index.last_good_run(name, run_dir.run_id)
-    return None if found is None else RunDir(found.folder)
-
-
 def gate_run(
     config: RunConfig,
     store: ResultsStore,
@@ -45,8 +37,13 @@ def gate_run(
 ) -> bool:
     """Judge tonight's records; True when a cell regressed. The verdicts are printed (and
     written as JUnit XML when asked) and the run.json says what they were judged against."""
+    from edgebench.analysis.results_index import ResultsIndex
+
     name = config.plan_name
     thresholds = config.thresholds
+    with ResultsIndex.open(store) as index:  # one sync for both what the gate reads
+        rows = index.cell_rows() if thresholds.gate == "history" else []
+        last_good = index.last_good_run(name, run_dir.run_id)
     history_verdicts: list[CellVerdict] = []
     by_history: set[str] = set()
     nights = 0
@@ -54,14 +51,15 @@ def gate_run(
         meta = run_dir.metadata()
         info = RunInfo(run_dir.run_id, "", name)
         tonight = [(info, summarize(r, meta)) for r in latest_per_cell(records)]
-        history = recent_rows(run_rows(store), name, run_dir.run_id, thresholds.history_nights)
+        nights_rows = with_run_info(rows)
+        history = recent_rows(nights_rows, name, run_dir.run_id, thresholds.history_nights)
         settings = GateSettings(thresholds.metric, thresholds.min_effect, thresholds.history_nights)
         history_verdicts, _ = gate_cells(tonight, history, settings)
         by_history = {v.cell_id for v in history_verdicts}
         nights = max((len(rows) for rows in history.values()), default=0)
     rest = [r for r in records if r.cell_id not in by_history]
     last_verdicts: list[CellVerdict] = []
-    baseline = _last_good_run(store, run_dir, name) if rest else None
+    baseline = RunDir(last_good.folder) if rest and last_good is not None else None
     if rest and baseline is not None:
         last_verdicts = compare_runs(
             baseline.records(),
