@@ -75,6 +75,10 @@ WHEELS = (
     "protobuf",
     "packaging",
 )
+#: The frameworks those wheels install: the probe demands exactly these. TNN has no wheel (it
+#: runs through edgebench-native) and TensorRT needs an NVIDIA GPU, so a registry framework
+#: outside this list is never a reason to refuse the board.
+FRAMEWORKS = ("onnxruntime", "ncnn", "mnn", "openvino", "tflite")
 #: Newest first: the first that runs an inference under this machine's qemu is kept.
 ONNXRUNTIME_CANDIDATES = (
     "1.32.0",
@@ -430,14 +434,16 @@ def _probe(root: Path) -> dict:
     if probe is None:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         raise _BuildError(f"the runner does not run inside the root: {tail[0][:300]}")
-    missing = [
-        name
-        for name, info in probe.get("frameworks", {}).items()
-        if not info.get("available") and name != "tnn"
-    ]
+    missing = missing_frameworks(probe)
     if missing:
         raise _BuildError(f"frameworks that do not import inside the root: {', '.join(missing)}")
     return probe
+
+
+def missing_frameworks(probe: dict) -> list[str]:
+    """The recipe's frameworks that the runner's probe inside the root did not find."""
+    found = probe.get("frameworks", {})
+    return [name for name in FRAMEWORKS if not found.get(name, {}).get("available")]
 
 
 def _qemu_version() -> str | None:

@@ -8,11 +8,15 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from edgebench.lab import emulated_board as boards
+from edgebench.lab.device import parse_runner_output
+
+RUNNER = Path(__file__).parents[2] / "runners" / "runner.py"
 
 
 @pytest.fixture
@@ -89,3 +93,24 @@ def test_a_board_command_keeps_every_argument_and_leaves_no_mount_behind(tmp_pat
     # The binds lived in the command's own mount namespace only.
     assert str(root) not in Path("/proc/self/mounts").read_text().replace("\\040", " ")
     assert not any((root / "proc").iterdir())
+
+
+def test_the_build_demands_the_recipes_frameworks_not_the_whole_registry() -> None:
+    # The real runner's probe on this host: a framework the board does not install (TensorRT
+    # needs an NVIDIA GPU, TNN has no wheel) is unavailable here as it is on the board.
+    from edgebench.frameworks import FRAMEWORKS
+
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), "--probe"], capture_output=True, text=True, timeout=120
+    )
+    probe = parse_runner_output(proc.stdout)
+    assert probe is not None, proc.stderr
+    assert not probe["frameworks"]["tensorrt"]["available"]
+    everything_found = {
+        "frameworks": {f.name: {"available": f.name in boards.FRAMEWORKS} for f in FRAMEWORKS}
+    }
+    assert boards.missing_frameworks(everything_found) == []
+    assert set(boards.FRAMEWORKS) < {f.name for f in FRAMEWORKS}
+    without_ort = {"frameworks": dict(everything_found["frameworks"], onnxruntime={})}
+    assert boards.missing_frameworks(without_ort) == ["onnxruntime"]
+    assert "tensorrt" not in boards.missing_frameworks(probe)
