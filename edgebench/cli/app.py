@@ -12,6 +12,7 @@ import click
 
 from edgebench import __version__, process_group
 from edgebench.errors import UserError
+from edgebench.terminal import printable
 
 #: The exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
@@ -71,16 +72,22 @@ class LazyGroup(click.Group):
             return None
 
 
+class _PrintableFormatter(logging.Formatter):
+    """Log lines (warnings name models, whose file names may hold escape sequences or line
+    breaks) are escaped: each message stays one line and sends the terminal nothing."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return printable(super().formatMessage(record))
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="edgebench")
 @click.option("-v", "--verbose", is_flag=True, help="Log what edgebench does.")
 def cli(verbose: bool) -> None:
     """Compare on-device inference frameworks with numbers you can trust."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.WARNING,
-        format="edgebench: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_PrintableFormatter("edgebench: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, handlers=[handler])
     # paramiko logs its own tracebacks (e.g. a banner read cut short by a dropped link) from
     # its transport thread; edgebench reports those failures itself, in one line.
     logging.getLogger("paramiko").setLevel(logging.WARNING if verbose else logging.CRITICAL)
@@ -99,7 +106,7 @@ def _main() -> None:
     try:
         cli(standalone_mode=False)
     except UserError as exc:
-        click.echo(f"edgebench: error: {exc}", err=True)
+        click.echo(f"edgebench: error: {printable(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt) as exc:
         # Ctrl-C or a signal outside a run's own handling: the shell's code for the signal
@@ -112,12 +119,13 @@ def _main() -> None:
         sys.exit(INTERRUPTED)
     except click.UsageError as exc:
         # One line, like every other user error (click's default is a usage block).
-        message = " ".join(exc.format_message().split())
+        message = printable(" ".join(exc.format_message().split()))
         command = exc.ctx.command_path if exc.ctx else "edgebench"
         click.echo(f"edgebench: error: {message} (see `{command} --help`)", err=True)
         sys.exit(2)
     except click.ClickException as exc:
-        click.echo(f"edgebench: error: {' '.join(exc.format_message().split())}", err=True)
+        message = printable(" ".join(exc.format_message().split()))
+        click.echo(f"edgebench: error: {message}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

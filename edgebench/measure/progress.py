@@ -11,6 +11,7 @@ from typing import TextIO
 from edgebench.planning.cells import Cell
 from edgebench.results.records import Record
 from edgebench.statuses import Status
+from edgebench.terminal import printable
 
 
 def describe_cell(cell: Cell) -> str:
@@ -22,7 +23,7 @@ def describe_cell(cell: Cell) -> str:
         parts.append(f"{cell.concurrency} streams")
     if cell.shape_mode:
         parts.append(f"{cell.shape_label}, {cell.shape_mode}")
-    return " · ".join(parts)
+    return printable(" · ".join(parts))  # a model's file name may hold escapes or line breaks
 
 
 def describe_outcome(record: Record) -> str:
@@ -40,7 +41,7 @@ def describe_outcome(record: Record) -> str:
         if record.warnings:
             text += f"  [{len(record.warnings)} warning{'s' if len(record.warnings) > 1 else ''}]"
         return text
-    return f"{record.status}: {record.error or 'no reason given'}"
+    return printable(f"{record.status}: {record.error or 'no reason given'}")
 
 
 class LineProgress:
@@ -67,7 +68,7 @@ class LineProgress:
 
     def message(self, text: str) -> None:
         with self._lock:
-            self.stream.write(text + "\n")
+            self.stream.write(printable(text) + "\n")
             self.stream.flush()
 
     def message_from_signal_handler(self, text: str) -> None:

@@ -41,6 +41,7 @@ from edgebench.results.record_warnings import (
 )
 from edgebench.results.records import Record
 from edgebench.statuses import MEASURED, ErrorKind, Status
+from edgebench.terminal import printable_lines
 
 GroupKey = tuple[str, str, int, str, int, str]
 
@@ -200,7 +201,7 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
         out.extend(format_table(["device", *frameworks], rows))
         out.append("")
     out.extend(emulation_notes(records))
-    return "\n".join(out).rstrip() + "\n"
+    return printable_lines(out).rstrip() + "\n"
 
 
 def group_warnings(
@@ -336,7 +337,7 @@ def format_details(records: Sequence[Record]) -> str:
         lines += ["", "notes:", *notes]
     if advice:
         lines += ["", "noise:", *(f"  {line}" for line in advice)]
-    return "\n".join(lines) + "\n"
+    return printable_lines(lines) + "\n"
 
 
 def describe_accelerator_run(r: Record) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Iterable, Sequence
 
+from edgebench.terminal import printable
+
 
 def format_table(
     header: Sequence[str],
@@ -16,10 +18,12 @@ def format_table(
     """The lines of a table: columns two spaces apart, as wide as their widest cell.
 
     Columns are left-aligned except those whose index is in ``right``; ``underline`` puts a
-    row of dashes under the header; trailing spaces are stripped from every line.
+    row of dashes under the header; trailing spaces are stripped from every line. Cells are
+    escaped (edgebench.terminal): a name's line break never splits a row.
     """
-    body = [[str(cell) for cell in row] for row in rows]
-    widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
+    header = [printable(str(cell)) for cell in header]
+    body = [[printable(str(cell)) for cell in row] for row in rows]
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
 
     def line(cells: Sequence[str]) -> str:
         parts = [
@@ -28,7 +32,7 @@ def format_table(
         ]
         return "  ".join(parts).rstrip()
 
-    lines = [line([str(h) for h in header])]
+    lines = [line(header)]
     if underline:
         lines.append(line(["-" * w for w in widths]))
     lines.extend(line(row) for row in body)

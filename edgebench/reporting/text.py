@@ -15,6 +15,7 @@ from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.ranking import EMULATED_RULE
 from edgebench.analysis.recommend import Recommendation, cell_suffix
 from edgebench.reporting.tables import fmt_or_dash, format_table
+from edgebench.terminal import printable_lines
 
 
 def format_comparison(verdicts: Sequence[CellVerdict]) -> str:
@@ -43,7 +44,7 @@ def format_comparison(verdicts: Sequence[CellVerdict]) -> str:
     counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in VERDICTS}
     out.append("")
     out.append(", ".join(f"{counts[k]} {k}" for k in VERDICTS if counts[k]) or "no cells")
-    return "\n".join(out + _regime_lines(verdicts))
+    return printable_lines(out + _regime_lines(verdicts))
 
 
 def _regime_lines(verdicts: Sequence[CellVerdict]) -> list[str]:
@@ -98,7 +99,7 @@ def format_recommendation(rec: Recommendation) -> str:
     else:
         out.append(f"recommendation: {rec.best or 'none'}")
     out += [f"  - {r}" for r in rec.reasoning]
-    return "\n".join(out)
+    return printable_lines(out)
 
 
 def format_history(points: list[HistoryPoint]) -> str:
@@ -114,7 +115,7 @@ def format_history(points: list[HistoryPoint]) -> str:
         out += _history_table([p for p in points if p.series == name])
     if any(p.emulated for p in points):
         out.append(f"(emulated): measured on an emulated CPU, {EMULATED_RULE}")
-    return "\n".join(out)
+    return printable_lines(out)
 
 
 def _history_table(points: list[HistoryPoint]) -> list[str]:
