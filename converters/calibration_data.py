@@ -74,4 +74,4 @@ def sample_count(arrays: dict[str, np.ndarray]) -> int:
 def iter_samples(arrays: dict[str, np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
     """One feed dict per sample, each array with the model input's shape."""
     for i in range(sample_count(arrays)):
-        yield {name: np.ascontiguousarray(a[i]) for name, a in arrays.items()}
+        yield {name: np.asarray(a[i], order="C") for name, a in arrays.items()}

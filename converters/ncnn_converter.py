@@ -118,6 +118,15 @@ class NcnnConverter(ToolchainConverter):
             if spell_out_pad_mode(model) or emptied:
                 onnx.save(model, str(staged.path))
         args = [staged.path.name]
+        scalars = [s.name for s in (staged.io.inputs if staged.io else []) if not s.shape]
+        if scalars:
+            # pnnx's inputshape list drops an empty [] (and ncnn Mats have no rank 0), so pnnx
+            # would only say it counted one shape fewer than the model's inputs.
+            raise ConversionError(
+                "failed",
+                f"ncnn cannot take a rank-0 (scalar) input: {', '.join(map(repr, scalars))}; "
+                "pnnx reads only inputs of rank 1 or more",
+            )
         if staged.io and staged.io.inputs:
             args.append("inputshape=" + ",".join(_shape_arg(s) for s in staged.io.inputs))
         second = self._second

@@ -99,7 +99,7 @@ class Samples(CalibrationDataReader):
     def get_next(self):
         if self.index >= count:
             return None
-        feed = {name: np.ascontiguousarray(a[self.index]) for name, a in arrays.items()}
+        feed = {name: np.asarray(a[self.index], order="C") for name, a in arrays.items()}
         self.index += 1
         return feed
 

@@ -285,7 +285,7 @@ def _mnn_feed(mnn: Any, np: Any, interpreter: Any, session: Any, feeds: Dict[str
         host = mnn.Tensor(
             tuple(value.shape),
             mnn.Halide_Type_Float,
-            np.ascontiguousarray(value, dtype=np.float32),
+            np.asarray(value, dtype=np.float32, order="C"),
             mnn.Tensor_DimensionType_Caffe,
         )
         inputs[name].copyFrom(host)

@@ -81,7 +81,7 @@ def tensor_ranges(
                     f"calibration samples of input {tensor.onnx_name!r} hold NaN or infinity: "
                     "give finite values",
                 )
-            interpreter.set_tensor(by_name[tensor.name], np.ascontiguousarray(value))
+            interpreter.set_tensor(by_name[tensor.name], np.asarray(value, order="C"))
         try:
             interpreter.invoke()
         except RuntimeError as exc:

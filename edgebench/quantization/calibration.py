@@ -90,7 +90,7 @@ def set_sha256(arrays: dict[str, np.ndarray]) -> str:
     gives the same digest, whatever file it came from."""
     digest = hashlib.sha256()
     for name in sorted(arrays):
-        array = np.ascontiguousarray(arrays[name])
+        array = np.asarray(arrays[name], order="C")
         digest.update(f"{name}\0{array.dtype.str}\0{list(array.shape)}\0".encode())
         digest.update(array.tobytes())
     return digest.hexdigest()

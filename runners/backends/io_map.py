@@ -44,7 +44,7 @@ class TensorMap:
         shape = _fit(self.shape, value.shape)
         if shape is not None and list(value.shape) != shape:
             value = value.reshape(shape)
-        return np.ascontiguousarray(value)
+        return np.asarray(value, order="C")  # keeps a 0-d tensor 0-d
 
     def to_onnx(self, value: Any) -> Any:
         value = np.asarray(value)

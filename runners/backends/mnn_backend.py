@@ -1,4 +1,4 @@
-"""MNN through its Interpreter/Session API."""
+"""MNN through its Interpreter/Session API; a control-flow model through its Module API."""
 
 from __future__ import annotations
 
@@ -39,6 +39,12 @@ BOUNDARIES = {
     "compute": "Interpreter.runSession",
     "copy_out": "copyToHostTensor of each output, then a numpy copy",
 }
+#: A control-flow model, run through the Module API (MNN computes in forward, eagerly).
+MODULE_BOUNDARIES = {
+    "copy_in": "VARP.write of each input placeholder",
+    "compute": "Module.forward",
+    "copy_out": "VARP.read of each output, then a numpy copy",
+}
 
 
 def session_config(threads: int, precision: str, compute_backend: str = CPU) -> Dict[str, Any]:
@@ -67,6 +73,8 @@ class MnnBackend(Backend):
         self._interpreter = None
         self._config: Dict[str, Any] = {}
         self._sessions: List[Any] = []
+        self._modules: List[Any] = []
+        self._model_path = ""
 
     def version(self) -> str:
         mnn = self._mnn
@@ -75,6 +83,7 @@ class MnnBackend(Backend):
     def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
         check_precision(self, precision)
         mnn = self._mnn
+        self._model_path = model_path
         try:
             self._interpreter = mnn.Interpreter(model_path)
         except Exception as exc:
@@ -155,12 +164,18 @@ class MnnBackend(Backend):
             tensor = inputs[name]
             if list(tensor.getShape()) != list(value.shape):
                 interpreter.resizeTensor(tensor, tuple(value.shape))
-        interpreter.resizeSession(session)
+        with native_output() as said:
+            interpreter.resizeSession(session)
+        unsized = said.matching("Compute Shape Error")
+        if unsized:
+            return self._module_stream(feeds, unsized)
         for name, value in feeds.items():
+            # MNN keeps integer inputs (ONNX int64 included) as int32 tensors.
+            integer = np.dtype(value.dtype).kind in "iub"
             host = mnn.Tensor(
                 tuple(value.shape),
-                mnn.Halide_Type_Float,
-                value.astype(np.float32),
+                mnn.Halide_Type_Int if integer else mnn.Halide_Type_Float,
+                value.astype(np.int32 if integer else np.float32),
                 _layout(inputs[name], caffe),
             )
             staged.append((inputs[name], host))
@@ -193,7 +208,54 @@ class MnnBackend(Backend):
 
         return Stream(copy_in, compute, copy_out, BOUNDARIES)
 
+    def _module_stream(self, feeds: Dict[str, Any], unsized: List[str]) -> Stream:
+        """A model the Session API cannot size at any input shape (control flow: MNNConvert
+        keeps ONNX If and Loop as MNN control-flow ops) runs through MNN's Module API, which
+        executes the branch each inference takes."""
+        import numpy as np
+
+        if self.compute_backend != CPU:
+            raise BackendError(
+                "unsupported",
+                "MNN's Session API cannot size this model (%s); edgebench runs such models "
+                "through MNN's Module API on the CPU only" % "; ".join(unsized),
+            )
+        nn, expr = self._mnn.nn, self._mnn.expr
+        names = self.output_names()
+        runtime = nn.create_runtime_manager((dict(self._config),))
+        module = nn.load_module_from_file(
+            self._model_path, list(feeds), names, runtime_manager=runtime
+        )
+        self._modules.append(module)
+        variables = []
+        for value in feeds.values():
+            integer = np.dtype(value.dtype).kind in "iub"
+            variable = expr.placeholder(
+                list(value.shape), expr.NCHW, expr.int if integer else expr.float
+            )
+            variables.append((variable, value.astype(np.int32 if integer else np.float32)))
+        produced: List[Any] = []
+
+        def copy_in() -> None:
+            for variable, value in variables:
+                variable.write(value)
+
+        def compute() -> None:
+            produced[:] = module.forward([variable for variable, _ in variables]) or []
+            if len(produced) != len(names):
+                raise BackendError(
+                    "inference",
+                    "MNN's Module API computed %d of the model's %d outputs (MNN said: %s)"
+                    % (len(produced), len(names), "; ".join(unsized)),
+                )
+
+        def copy_out() -> List[Any]:
+            return [np.array(out.read(), dtype=np.float32) for out in produced]
+
+        return Stream(copy_in, compute, copy_out, MODULE_BOUNDARIES)
+
     def close(self) -> None:
+        self._modules = []
         for session in self._sessions:
             with contextlib.suppress(Exception):
                 self._interpreter.releaseSession(session)

@@ -54,6 +54,15 @@ def seeded_bits(seed: int, name: str, count: int) -> Any:
     return _mix64(np.uint64(key) + counter * np.uint64(_GOLDEN))
 
 
+def c_order(value: Any, dtype: Any = None) -> Any:
+    """``value`` as a C-ordered array (a copy only when it is not one already). A 0-d tensor
+    (a scalar input such as a sample rate) stays 0-d, where numpy's ascontiguousarray would
+    make it 1-d and a framework would then refuse it for the model's rank-0 input."""
+    import numpy as np
+
+    return np.asarray(value, dtype=dtype, order="C")
+
+
 def seeded_values(seed: int, name: str, shape: List[int], dtype: Any) -> Any:
     """One seeded input: floats with mean 0 and variance 1 (the sum of four 16-bit uniforms,
     centred and scaled: only exact integer steps and one rounded multiply, so C++ gets the same
@@ -79,7 +88,7 @@ def seeded_values(seed: int, name: str, shape: List[int], dtype: Any) -> Any:
         value = (bits & np.uint64(1)).astype(bool)
     else:
         value = (bits % np.uint64(100)).astype(dtype)
-    return np.ascontiguousarray(value.reshape(shape))
+    return c_order(value.reshape(shape))
 
 
 def make_inputs(specs: List[InputSpec], seed: int) -> Dict[str, Any]:
@@ -385,16 +394,14 @@ def _fit(name: str, array: Any, spec: InputSpec) -> Any:
         raise ValueError(
             "array %s is %s; input %s wants %s" % (name, array.dtype, spec.name, wanted)
         )
-    return np.ascontiguousarray(array.astype(wanted))
+    return c_order(array, wanted)
 
 
 def fit_sample(arrays: Dict[str, Any], specs: List[InputSpec], label: str) -> Dict[str, Any]:
     """Arrays by name (or one unnamed array for a one-input model) as the model's inputs
     want them; ValueError says what does not fit. ``label`` names where they came from."""
-    import numpy as np
-
     if not specs:
-        return {k: np.ascontiguousarray(v) for k, v in arrays.items() if k}
+        return {k: c_order(v) for k, v in arrays.items() if k}
     by_name = {s.name: s for s in specs}
     if set(by_name) <= set(arrays):
         return {n: _fit(n, arrays[n], s) for n, s in by_name.items()}

@@ -87,7 +87,7 @@ class GpuModel:
         staged = []
         for tensor, position in zip(self.io.inputs, self.in_positions):
             dtype = np.dtype(self.in_details[position]["dtype"])
-            value = np.ascontiguousarray(tensor.to_artifact(feeds[tensor.onnx_name]), dtype)
+            value = np.asarray(tensor.to_artifact(feeds[tensor.onnx_name]), dtype, order="C")
             staged.append((inputs[position], value))
         fetch = []
         for tensor, position in zip(self.io.outputs, self.out_positions):

@@ -82,7 +82,7 @@ class EngineStream:
         self.feeds: List[Tuple[Any, TensorBuffers]] = []
         for name in inputs:
             dtype = trt.nptype(engine.get_tensor_dtype(name))
-            value = np.ascontiguousarray(feeds[name], dtype=dtype)
+            value = np.asarray(feeds[name], dtype=dtype, order="C")
             if not self.context.set_input_shape(name, tuple(value.shape)):
                 raise BackendError(
                     "bad_spec",
