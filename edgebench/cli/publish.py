@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from datetime import date
 from pathlib import Path
 
 import click
@@ -20,9 +21,13 @@ DEFAULT_OUT = Path("reports/site")
 def _since(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-        raise click.BadParameter(f"{value!r} is no date; write it as YYYY-MM-DD")
-    return value
+    problem = "is no date"
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        try:  # the form alone lets 2026-13-45, 2026-02-31 and 0000-00-00 through
+            return date.fromisoformat(value).isoformat()
+        except ValueError as exc:
+            problem = f"is no calendar date ({exc})"
+    raise click.BadParameter(f"{value!r} {problem}; write it as YYYY-MM-DD")
 
 
 @cli.command()

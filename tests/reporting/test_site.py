@@ -193,6 +193,9 @@ def test_second_publish_into_the_same_folder_is_refused(
         ("file", (), "is a file, not a folder"),
         ("foreign", (), "holds files but no edgebench site"),
         ("", ("--since", "last week"), "write it as YYYY-MM-DD"),
+        ("", ("--since", "2026-13-45"), "'--since': '2026-13-45' is no calendar date"),
+        ("", ("--since", "2026-02-31"), "'--since': '2026-02-31' is no calendar date"),
+        ("", ("--since", "0000-00-00"), "'0000-00-00' is no calendar date (year 0 is out of"),
     ],
 )
 def test_bad_publish_input_is_one_line(
