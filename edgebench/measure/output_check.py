@@ -59,6 +59,15 @@ def tolerance_for(precision: str, rtol: float | None = None) -> Tolerance:
     )
 
 
+def nan_max(values: np.ndarray) -> float:
+    """The largest value that is not NaN; NaN when every value is (without numpy's "All-NaN
+    slice" warning on the terminal: the comparison says what is NaN itself); 0.0 when empty."""
+    if not values.size:
+        return 0.0
+    numbers = values[~np.isnan(values)]
+    return float(numbers.max()) if numbers.size else float("nan")
+
+
 def compare_arrays(
     name: str,
     ref_name: str,
@@ -80,7 +89,7 @@ def compare_arrays(
         name=name,
         reference_name=ref_name,
         shape=list(b.shape),
-        max_abs_diff=float(np.nanmax(diff)) if diff.size else 0.0,
+        max_abs_diff=nan_max(diff),
         rel_error=rel_l2(a, b),
         cosine=cosine(a, b),
         top1_agreement=float(np.mean(top_k_hits(a, b, 1))) if b.ndim and b.size else 1.0,
@@ -89,7 +98,7 @@ def compare_arrays(
         over_fraction=float(np.mean(over > 1.0)) if over.size else 0.0,
         rtol=rtol,
         atol=atol,
-        peak=float(np.nanmax(np.abs(b))) if b.size else 0.0,
+        peak=nan_max(np.abs(b)),
         degenerate=degenerate_reason(b, rule) if not integer else None,
     )
     cmp.ratio = cmp.excess

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -310,3 +311,16 @@ def test_an_input_that_does_not_fit_fails_its_cell_with_the_reason(tmp_path, con
     record = run_cell("input-test", _cell(conv_model), CheckSettings(input=InputFiles(small)))
     assert record.status == "failed" and record.error_kind == "bad_spec"
     assert "--input" in record.error and "[1, 3, 32, 32]" in record.error
+
+
+def test_an_all_nan_output_is_judged_without_numpys_all_nan_warning() -> None:
+    # numpy's nanmax warns "All-NaN slice encountered" on the terminal; the comparison itself
+    # says what is wrong (a NaN maximum difference, a failed check).
+    reference = np.linspace(-1.0, 1.0, 12, dtype=np.float32).reshape(3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = compare_arrays("y", "y", np.full((3, 4), np.nan, np.float32), reference)
+        blank = compare_arrays("y", "y", reference, np.full((3, 4), np.nan, np.float32))
+    assert np.isnan(result.max_abs_diff) and not result.passed
+    assert result.peak == 1.0
+    assert np.isnan(blank.peak) and not blank.passed
