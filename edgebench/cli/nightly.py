@@ -21,6 +21,13 @@ def accept(run_ref: str, results_dir: Path | None) -> None:
     history gate judges later nights from its level on (the nights before it no longer weigh)."""
     from edgebench.analysis.results_index import open_run
 
+    if not run_ref.strip():
+        # Never the newest run by default: a nightly script's unset $RUN would re-baseline
+        # the gate on whatever ran last.
+        raise UserError(
+            f"accept: RUN is empty ({run_ref!r}); name the night to accept by its id, id "
+            "prefix or folder (`edgebench history` lists the runs)"
+        )
     run_dir = open_run(ResultsStore(results_dir or default_results_dir()), run_ref)
     run_dir.check_files()
     meta = run_dir.metadata()

@@ -134,6 +134,23 @@ def test_accept_refuses_a_run_that_is_no_plans_night(run_cli, eb_env):
     assert refused.returncode == 2 and f"run {run.name} is running; accept a run" in refused.stderr
 
 
+def test_accept_refuses_an_empty_run_id(run_cli, eb_env):
+    """A nightly script's unset $RUN gives `accept ""`: refused, never the newest night."""
+    run = Path(eb_env["EDGEBENCH_RESULTS"]) / "20261201-020000-ab12"
+    run.mkdir(parents=True)
+    night = {"run_id": run.name, "plan": "nightly", "status": "complete", "good": False}
+    (run / "run.json").write_text(json.dumps(night))
+    (run / "records.jsonl").write_text("")
+    for empty in ("", "  "):
+        refused = run_cli(["accept", empty])
+        assert refused.returncode == 2, refused.stdout
+        (line,) = refused.stderr.strip().splitlines()
+        assert line.startswith(f"edgebench: error: accept: RUN is empty ({empty!r}); name")
+        assert json.loads((run / "run.json").read_text()) == night
+    assert run_cli(["accept", run.name]).returncode == 0  # named, the same night is accepted
+    assert json.loads((run / "run.json").read_text())["accepted"] is True
+
+
 def test_history_says_where_a_cell_stepped_and_what_changed(run_cli, eb_env, tmp_path):
     """Twelve nights 25% slower on an older framework version, then six at today's level:
     `edgebench history` of the cell names the change point, its night and the version."""
