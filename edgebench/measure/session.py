@@ -172,6 +172,7 @@ def _run_session(
         )
     ]
     cells = expand(base_cells, breakdown_of(config), cache_dir())
+    warn_unused(config, cells)
     check_memory(cells)
     conversions = prepare_cells(
         cells,

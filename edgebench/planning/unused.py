@@ -7,7 +7,9 @@ but an option the user typed changed nothing, and they should know it and why.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
+from edgebench.planning.cells import Cell
 from edgebench.planning.config import RunConfig
 from edgebench.quantization import QUANTIZED_PRECISIONS
 
@@ -41,6 +43,23 @@ def unused_settings(config: RunConfig) -> list[str]:
     return lines
 
 
-def warn_unused(config: RunConfig) -> None:
-    for line in unused_settings(config):
+def unused_by_cells(config: RunConfig, cells: Sequence[Cell]) -> list[str]:
+    """One line per setting that none of the planned ``cells`` takes up, saying why: these
+    are known only once the devices are probed and the matrix is built."""
+    lines: list[str] = []
+    if config.breakdown.cuda_graphs and not any(c.cuda_graph for c in cells):
+        engines = ", ".join(dict.fromkeys(f"{c.framework} on {c.backend}" for c in cells))
+        lines.append(
+            "--cuda-graphs has no effect: no cell runs on CUDA (this run has "
+            f"{engines or 'no cell'}); it adds a CUDA Graphs variant to TensorRT cells and to "
+            "ONNX Runtime's on cuda or tensorrt (--backends)"
+        )
+    return lines
+
+
+def warn_unused(config: RunConfig, cells: Sequence[Cell] | None = None) -> None:
+    """Warn of the settings that have no effect: those the configuration alone shows, or,
+    given the planned ``cells``, those no cell takes up."""
+    lines = unused_settings(config) if cells is None else unused_by_cells(config, cells)
+    for line in lines:
         log.warning("warning: %s", line)

@@ -187,6 +187,11 @@ def test_nan_outputs_never_cost_the_record(mod_env, tmp_path):
         (["--calibration", "stack4"], "--calibration", "no cell is quantized"),
         (["--eval", "stack4"], "--eval", "no cell is quantized"),
         (["--seed", "7", "--input", "image"], "--seed", "with --input"),
+        (
+            ["--cuda-graphs"],
+            "--cuda-graphs",
+            "no cell runs on CUDA (this run has onnxruntime on cpu)",
+        ),
     ],
 )
 def test_an_option_with_no_effect_gets_one_warning_line(files, mod_env, extra, option, why):
