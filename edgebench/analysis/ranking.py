@@ -2,8 +2,18 @@
 
 The matrix, the HTML and Markdown reports and ``recommend`` all ask the same question: of
 these cells (one per framework on a device, say), which is best? ``rank`` answers it. The
-cell with the best value is the front runner; every other cell is tested against it, and the
-*leading group* is the front runner plus every cell that is not clearly worse. One cell in
+cell with the best value is the front runner; every other cell is tested against it. The
+*leading group* is then:
+
+1. the front runner and every cell that is not clearly worse than it (``separate``), and
+2. every cell whose value is at least as good as the value of a cell in (1).
+
+Every other cell is *behind*. (2) makes the verdicts monotone in the value: a cell is behind
+only when it and every cell with a worse value are clearly worse than the front runner, so a
+faster cell is never behind a slower one that ties, however noisy the slower one is. (Its own
+samples may set it apart from the front runner: a quiet cell 6% behind is; but a slower,
+noisier cell that cannot be told from the front runner makes the whole stretch between them a
+tie, since any cell of it may be the best once the noisy cell is measured better.) One cell in
 the leading group is the best; more than one is a tie, whatever the values say to the
 hundredth of a millisecond.
 
@@ -109,9 +119,55 @@ class Ranking(Generic[K]):
     versus: Mapping[K, Separation]
 
     @property
+    def boundary(self) -> K | None:
+        """The worst-valued candidate not clearly worse than the front runner (the front runner
+        itself when every other candidate is): the leading group ends with it."""
+        unseparated = [
+            k for k in self.order if k not in self.versus or not self.versus[k].separated
+        ]
+        return unseparated[-1] if unseparated else None
+
+    @property
     def leaders(self) -> tuple[K, ...]:
-        """The front runner and every candidate not clearly worse than it."""
-        return tuple(k for k in self.order if k not in self.versus or not self.versus[k].separated)
+        """Every candidate up to the boundary in value order, and any whose value equals the
+        boundary's (module docstring): monotone in the value."""
+        if self.boundary is None:
+            return ()
+        limit = self.values[self.boundary]
+        end = self.order.index(self.boundary) + 1
+        while end < len(self.order) and self.values[self.order[end]] == limit:
+            end += 1
+        return self.order[:end]
+
+    def behind(self, key: K) -> bool:
+        """Whether a ranked candidate trails the leading group."""
+        return key in self.values and key not in self.leaders
+
+    def tied_through(self, key: K) -> K | None:
+        """For a leader that is itself clearly worse than the front runner, the worse-valued
+        candidate that ties it (the boundary); None for any other candidate."""
+        versus = self.versus.get(key)
+        if versus is None or not versus.separated or key not in self.leaders:
+            return None
+        return self.boundary
+
+    def verdict(self, key: K) -> str:
+        """Why a candidate stands where it does, against the front runner:
+        ``tied with a: +1.2% (p=0.41, CIs overlap)``, ``behind a: +30% (p=1e-40)``, or
+        ``tied: +6.0% (p=1e-12) behind a, but b, slower, is not clearly behind a``; "" for
+        the front runner and for a candidate without a value."""
+        versus = self.versus.get(key)
+        if versus is None:
+            return ""
+        front = self.order[0]
+        through = self.tied_through(key)
+        if through is not None:
+            return (
+                f"tied: {versus.describe()} behind {front}, but {through}, slower, "
+                f"is not clearly behind {front}"
+            )
+        relation = "behind" if self.behind(key) else "tied with"
+        return f"{relation} {front}: {versus.describe()}"
 
     @property
     def best(self) -> K | None:
@@ -280,14 +336,23 @@ def tie_rule(metric: Metric, rankings: Iterable[Ranking] = ()) -> str:
 RULE_SUMMARY = (
     f"a cell is best only when every other cell on the device is at least {MIN_LEAD:.0%} "
     "behind it and, for latency, significantly so on the raw samples (Mann-Whitney "
-    f"p < {ALPHA:g}, 95% CIs apart); otherwise the cells not clearly behind the fastest tie; "
-    "cells measured on an emulated CPU are never ranked"
+    f"p < {ALPHA:g}, 95% CIs apart); otherwise the cells not clearly behind the fastest tie, "
+    "and so does every cell faster than one of them; cells measured on an emulated CPU or a "
+    "software device are never ranked"
 )
 
 
 def separation_hint(separations: Iterable[Separation]) -> str:
-    """What would tell tied cells apart, or why nothing will."""
-    seps = list(separations)
+    """What would tell tied cells apart, or why nothing will. A cell that is clearly behind the
+    front runner and ties only through a slower, noisier one (``Ranking.tied_through``) needs
+    no more samples of its own: the noisy cell's would separate them."""
+    given = list(separations)
+    seps = [s for s in given if not s.separated]
+    if given and not seps:
+        return (
+            "more samples of the slower, noisier cell they tie through could separate them: a "
+            "longer --min-time, more --rounds, or a --target-ci, on a quiet machine"
+        )
     if any(s.more_samples_could_separate for s in seps):
         # Two medians known to +-t% each are apart when they differ by more than 2t%.
         gap_pct = min(max(s.behind for s in seps if s.more_samples_could_separate) - 1, 1) * 100

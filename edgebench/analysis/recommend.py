@@ -375,6 +375,10 @@ def _score_reason(
         parts.append(f"{budget_metric} over {budget_ms:g} ms budget on {', '.join(over)}")
     versus = worst_cases.versus.get(s.framework)
     if versus is not None:
-        relation = "behind" if versus.separated else "tied with"
-        parts.append(f"{relation} {worst_cases.order[0]}'s worst case: {versus.describe()}")
+        relation = "behind" if worst_cases.behind(s.framework) else "tied with"
+        line = f"{relation} {worst_cases.order[0]}'s worst case: {versus.describe()}"
+        through = worst_cases.tied_through(s.framework)
+        if through is not None:
+            line += f", tied through {through}'s, slower and not clearly behind"
+        parts.append(line)
     return ", ".join(parts)

@@ -138,7 +138,7 @@ def _heatmap(
             mark = REPORT_MARKS.get(ranking.standing(framework), "")
             tip = f"{device} / {framework}: {fmt_number(value, metric.unit)}"
             if framework in ranking.versus:
-                tip += f", behind {ranking.order[0]} by {ranking.versus[framework].describe()}"
+                tip += f", {ranking.verdict(framework)}"
             out.append(
                 f'<td class="cell" style="background:{_heat_colour(t)}" title="{esc(tip)}">'
                 f'<a href="#{link}">{esc(fmt_number(value))}{mark}</a></td>'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fakes.real_samples import noisy_tie_case, real_cell
 from fakes.records import sampled_record
 
 from edgebench.analysis.metrics import get_metric
@@ -199,3 +200,75 @@ def test_metric_ci_brackets_the_true_quantile() -> None:
     assert 0.93 <= hits / 400 <= 0.995
     lo, hi = metric_ci(np.arange(5.0), 0.5)
     assert lo == -np.inf and hi == np.inf
+
+
+def assert_monotone(ranking) -> None:
+    """No cell is behind while a cell with a worse value leads, and ``behind`` means what it
+    says: every cell outside the leading group is clearly worse than the front runner."""
+    for worse_pos, worse in enumerate(ranking.order):
+        for better in ranking.order[:worse_pos]:
+            if worse in ranking.leaders:
+                assert better in ranking.leaders, (better, worse, ranking.values)
+    for key in ranking.order[1:]:
+        if not ranking.versus[key].separated:
+            assert key in ranking.leaders, (key, ranking.values)
+        if ranking.behind(key):
+            assert ranking.versus[key].separated and ranking.standing(key) == ""
+
+
+def test_a_faster_quieter_cell_is_never_behind_a_slower_noisier_tied_one() -> None:
+    cells = noisy_tie_case()
+    a, b, c = cells["a"], cells["b"], cells["c"]
+    # The case is what it claims: c is clearly behind a on its own, b is not.
+    assert separate(a, c, P50).separated
+    assert not separate(a, b, P50).separated
+    assert P50.value(a) < P50.value(c) < P50.value(b)
+    ranking = rank(cells, P50)
+    assert ranking.order == ("a", "c", "b")
+    # b ties with a, so c, faster than b, ties too: never "behind" while b is "tied".
+    assert ranking.leaders == ("a", "c", "b") and ranking.best is None
+    assert {ranking.standing(f) for f in cells} == {"tied"}
+    assert not any(ranking.behind(f) for f in cells)
+    assert ranking.tied_through("c") == "b" and ranking.tied_through("b") is None
+    assert ranking.verdict("c").startswith("tied: +6") and "but b, slower" in ranking.verdict("c")
+    assert ranking.verdict("b").startswith("tied with a: +10")
+    assert "tie through" in separation_hint([ranking.versus["c"]])
+    assert_monotone(ranking)
+    # Without the noisy cell c is clearly behind, and a is best.
+    alone = rank({"a": a, "c": c}, P50)
+    assert alone.best == "a" and alone.behind("c")
+    assert alone.verdict("c").startswith("behind a: +6")
+
+
+def test_a_slower_cell_past_the_noisy_tie_is_still_behind() -> None:
+    cells = noisy_tie_case() | {"d": real_cell("d", 140, 0.01, 300, seed=34)}
+    ranking = rank(cells, P50)
+    assert ranking.leaders == ("a", "c", "b") and ranking.behind("d")
+    assert tiers(cells, P50)[0] == ranking.leaders
+
+
+def test_verdicts_are_monotone_in_the_value_over_many_sample_sets() -> None:
+    """Random mixes of quiet and noisy, many- and few-sample cells around close medians: the
+    leading group is always a prefix of the value order that holds every cell the front
+    runner cannot be told from, and tiers never interleave."""
+    rng = np.random.default_rng(35)
+    pulled_in = 0
+    for case in range(200):
+        count = int(rng.integers(2, 6))
+        cells = {
+            f"f{i}": real_cell(
+                f"f{i}",
+                float(rng.uniform(95, 135)),
+                float(rng.choice([0.01, 0.03, 0.1, 0.4])),
+                int(rng.choice([20, 60, 300])),
+                seed=1000 * case + i,
+            )
+            for i in range(count)
+        }
+        ranking = rank(cells, P50)
+        assert_monotone(ranking)
+        pulled_in += sum(ranking.tied_through(f) is not None for f in cells)
+        flat = [k for tier in tiers(cells, P50) for k in tier]
+        assert flat == list(ranking.order)
+    # The sets include the issue's case many times over, so the property was put to the test.
+    assert pulled_in >= 3

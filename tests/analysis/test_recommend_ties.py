@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from fakes.real_samples import noisy_tie_case
 from fakes.records import sampled_record
 
 from edgebench.analysis.recommend import recommend
@@ -94,3 +95,16 @@ def test_a_clear_winner_is_still_recommended() -> None:
     assert re.match(
         r"worst p50 1[12]\d\.?\d* ms on phone, behind a's worst case: \+2", rec.table[1].reason
     )
+
+
+def test_a_faster_cell_is_never_behind_a_slower_noisier_one_that_ties() -> None:
+    """Real timings: c is clearly behind a, but b, slower and noisy, cannot be told from a."""
+    cells = noisy_tie_case("phone")
+    rec = recommend(list(cells.values()), ["phone"], "net")
+    assert rec.best is None and rec.tied == ["a", "c", "b"]
+    reasons = {s.framework: s.reason for s in rec.table}
+    assert "tied with a's worst case: +6" in reasons["c"]
+    assert reasons["c"].endswith("tied through b's, slower and not clearly behind")
+    assert "tied with a's worst case: +10" in reasons["b"] and "behind" not in reasons["b"]
+    hint = next(line for line in rec.reasoning if line.startswith("to separate them"))
+    assert "more samples" in hint

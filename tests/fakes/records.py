@@ -29,21 +29,28 @@ def sampled_record(
     ``median_ms`` and the statistics computed from them; ``fields`` set any other field."""
     rng = np.random.default_rng(seed)
     samples = (median_ms * 1e6 * rng.lognormal(0.0, cv, n)).astype(np.int64).tolist()
+    return record_of_samples(
+        device, framework, samples, model=model, run_id=run_id, status=status, **fields
+    )
+
+
+def record_of_samples(device: str, framework: str, samples: list[int], **fields: Any) -> Record:
+    """An fp32, 4-thread cell with these samples (ns) and the statistics computed from them;
+    ``fields`` set any other field (``model`` "net", ``run_id`` "r", ``status`` "ok" unless
+    given)."""
     stats = latency_stats(samples)
+    given = {"model": "net", "run_id": "r", "status": "ok", **fields}
     return Record(
-        run_id=run_id,
-        cell_id=f"{device}/{model}/{framework}/fp32/t4/call/s1",
+        cell_id=f"{device}/{given['model']}/{framework}/fp32/t4/call/s1",
         device=device,
-        model=model,
         framework=framework,
         precision="fp32",
         threads=4,
         cores="all",
-        status=status,
         samples_ns=samples,
         n_samples=len(samples),
         latency_ms=stats.as_record() if stats else None,
-        **fields,
+        **given,
     )
 
 

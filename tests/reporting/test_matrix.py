@@ -176,4 +176,4 @@ def test_reports_mark_ties_like_the_matrix() -> None:
     loaded_row = p50[p50.index(">loaded<") : p50.index(">quiet<")]
     assert loaded_row.count(" ≈</a>") == 3 and "★" not in loaded_row
     assert p50[p50.index(">quiet<") :].count(" ★</a>") == 1
-    assert "tied for best" in page and "behind onnxruntime by +" in page
+    assert "tied for best" in page and "behind onnxruntime: +" in page

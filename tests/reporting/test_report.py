@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from fakes.chromium import chromium_or_skip, console_problems, open_page, png_distinct_colours
+from fakes.real_samples import noisy_tie_case, real_cell
 
 from edgebench.errors import UserError
 from edgebench.reporting.html import render_html
@@ -181,6 +182,25 @@ def test_the_summary_comes_first_names_the_best_per_device_and_says_ties() -> No
     assert sorted(bars) == sorted(["#2ca02c", "#8ea8c3", "#2ca02c", "#2ca02c", "#2ca02c"])
     assert chart.group(0).count("<line x1") >= 4, "a p99 whisker per bar"
     assert ">failed</text>" in chart.group(0)
+
+
+def test_the_summary_chart_never_draws_a_grey_bar_shorter_than_a_green_one() -> None:
+    """Real timings: a quiet cell clearly behind the fastest, and a slower, noisy cell that
+    cannot be told from it. The slower cell ties, so the faster one does too; a clearly slower
+    quiet cell stays grey, and behind."""
+    cells = noisy_tie_case("pixel")
+    records = [*cells.values(), real_cell("d", 140, 0.01, 300, seed=34, device="pixel")]
+    page = render_html(records, _meta())
+    rows = _summary_rows(page)
+    assert re.fullmatch(r"≈ tie: a [\d.]+ ms, c [\d.]+ ms, b [\d.]+ ms", rows["pixel"][0]), rows
+    assert rows["pixel"][1] == "d +40%"
+    chart = re.search(r'<svg class="chart summary-chart".*?</svg>', page, flags=re.S)
+    assert chart is not None
+    bars = re.findall(r'<rect class="p50"[^>]* width="([\d.]+)"[^>]* fill="(#\w+)"', chart[0])
+    green = [float(w) for w, fill in bars if fill == "#2ca02c"]
+    grey = [float(w) for w, fill in bars if fill == "#8ea8c3"]
+    assert len(green) == 3 and len(grey) == 1
+    assert max(green) < min(grey)
 
 
 def test_each_note_is_given_once_and_pointed_to() -> None:
