@@ -61,8 +61,8 @@ def build_onnx(graph: TfliteGraph) -> tuple[onnx.ModelProto, ImportReport]:
     inputs = [_input(em, index) for index in graph.inputs]
     counts: dict[str, int] = {}
     for op in graph.ops:
-        counts[op.code] = counts.get(op.code, 0) + 1
-        translate = TRANSLATORS.get(op.code)
+        counts[op.kind] = counts.get(op.kind, 0) + 1
+        translate = TRANSLATORS.get(op.kind)
         if translate is None:
             raise em.unsupported(op)
         try:

@@ -89,19 +89,61 @@ def transpose_conv(em: Emitter, op: OpSpec) -> None:
     size = em.shape(x)[1:3]
     kernel = em.shape(op.inputs[1])[1:3]
     strides = (op.option("strideH", 1), op.option("strideW", 1))
-    pads_begin, pads_end, extra = [], [], []
+    crops = []
     for axis in range(2):
         full = (size[axis] - 1) * strides[axis] + kernel[axis]
         out = out_shape[1 + axis]
         begin = 0
         if op.option("padding", SAME) == SAME:
             begin = same_padding(out, kernel[axis], strides[axis])[0]
-        end = full - out - begin
-        pads_begin.append(begin)
-        pads_end.append(max(end, 0))
-        extra.append(max(-end, 0))
-    inputs = [em.nchw(x), _weight(em, op, 1, (3, 0, 1, 2)), *_bias(em, op, 3)]
+        crops.append((begin, full - out - begin))
+    _deconvolution(em, op, x, strides, crops, bias=3)
+
+
+#: TfLitePadding, the C enum MediaPipe's custom options hold (not the schema's Padding).
+_C_SAME, _C_VALID = 1, 2
+
+
+@translates("CUSTOM:Convolution2DTransposeBias")
+def transpose_conv_bias(em: Emitter, op: OpSpec) -> None:
+    """MediaPipe's transposed convolution with a bias: inputs data, filter [C_out, kh, kw,
+    C_in], bias [C_out]; its custom options are the raw C struct TfLiteTransposeConvParams
+    (int32 padding, stride_w, stride_h, little-endian). The output size follows from the
+    input: SAME trims max(0, k - (in - 1) % s - 1) from the full (in - 1) * s + k result,
+    half of it (rounded down) at the start; VALID trims nothing."""
+    if len(op.inputs) != 3 or len(op.custom_options) < 12:
+        raise em.unsupported(op, "needs 3 inputs and 12 bytes of options")
+    padding, stride_w, stride_h = (int(v) for v in np.frombuffer(op.custom_options[:12], "<i4"))
+    if padding not in (_C_SAME, _C_VALID) or stride_w < 1 or stride_h < 1:
+        raise em.unsupported(op, f"padding {padding}, strides {stride_h}x{stride_w}")
+    x = op.inputs[0]
+    size = em.shape(x)[1:3]
+    kernel = em.shape(op.inputs[1])[1:3]
+    strides = (stride_h, stride_w)
+    crops = []
+    for axis in range(2):
+        trim = 0
+        if padding == _C_SAME:
+            trim = max(0, kernel[axis] - (size[axis] - 1) % strides[axis] - 1)
+        crops.append((trim // 2, trim - trim // 2))
+    _deconvolution(em, op, x, strides, crops, bias=2)
+
+
+def _deconvolution(
+    em: Emitter,
+    op: OpSpec,
+    x: int,
+    strides: tuple[int, int],
+    crops: list[tuple[int, int]],
+    bias: int,
+) -> None:
+    """ConvTranspose of tensor ``x`` by the op's filter (input 1, [C_out, kh, kw, C_in]) and
+    bias (input ``bias``), its full result cropped by (begin, end) per spatial axis; a negative
+    end (an output larger than the full result) is ``output_padding``."""
+    kernel = em.shape(op.inputs[1])[1:3]
+    inputs = [em.nchw(x), _weight(em, op, 1, (3, 0, 1, 2)), *_bias(em, op, bias)]
     attrs: dict[str, object] = {}
+    extra = [max(-end, 0) for _, end in crops]
     if any(extra):
         attrs["output_padding"] = extra
     em.output(
@@ -112,7 +154,7 @@ def transpose_conv(em: Emitter, op: OpSpec) -> None:
         op.option("fusedActivationFunction", 0),
         kernel_shape=list(kernel),
         strides=list(strides),
-        pads=pads_begin + pads_end,
+        pads=[begin for begin, _ in crops] + [max(end, 0) for _, end in crops],
         **attrs,
     )
 

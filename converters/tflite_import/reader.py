@@ -57,6 +57,12 @@ class OpSpec:
     inputs: list[int]
     outputs: list[int]
     options: Any
+    custom_options: bytes = b""
+
+    @property
+    def kind(self) -> str:
+        """The translator's key: the builtin code, or ``CUSTOM:name`` for a custom op."""
+        return f"CUSTOM:{self.custom_code}" if self.code == "CUSTOM" else self.code
 
     def option(self, field: str, default: Any = None) -> Any:
         return getattr(self.options, field, default) if self.options is not None else default
@@ -139,6 +145,9 @@ def _graph(schema: Any, model: Any, raw: bytes, path: Path) -> TfliteGraph:
                 [int(i) for i in (op.inputs if op.inputs is not None else [])],
                 [int(i) for i in (op.outputs if op.outputs is not None else [])],
                 op.builtinOptions,
+                bytes(np.asarray(op.customOptions, np.uint8))
+                if op.customOptions is not None
+                else b"",
             )
         )
     inputs = [int(i) for i in subgraph.inputs]

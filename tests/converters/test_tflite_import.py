@@ -127,8 +127,9 @@ def test_random_graphs_both_directions(tmp_path_factory, seed: int) -> None:
         assert_fp32_close(value, want[out.onnx_name])
 
 
-def _with_custom_op(data: bytes, position: int, custom: str) -> bytes:
-    """The model with operator ``position`` turned into a CUSTOM op of that name."""
+def _with_custom_op(data: bytes, position: int, custom: str, options: bytes = b"") -> bytes:
+    """The model with operator ``position`` turned into a CUSTOM op of that name, holding
+    ``options`` as its custom options."""
     import flatbuffers
 
     schema = load_schema()
@@ -140,6 +141,7 @@ def _with_custom_op(data: bytes, position: int, custom: str) -> bytes:
     op = model.subgraphs[0].operators[position]
     op.opcodeIndex = len(model.operatorCodes) - 1
     op.builtinOptionsType, op.builtinOptions = 0, None
+    op.customOptions = list(options) or None
     builder = flatbuffers.Builder(len(data) + 4096)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
@@ -148,13 +150,13 @@ def _with_custom_op(data: bytes, position: int, custom: str) -> bytes:
 def test_unsupported_op_is_one_line(tmp_path: Path) -> None:
     data = (MEDIAPIPE / "face_detection_short_range.tflite").read_bytes()
     source = tmp_path / "face.tflite"
-    source.write_bytes(_with_custom_op(data, 17, "Convolution2DTransposeBias"))
+    source.write_bytes(_with_custom_op(data, 17, "MaxPoolingWithArgmax2D"))
     with pytest.raises(UserError) as caught:
         tflite_to_onnx(source, tmp_path / "face.onnx")
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith(
-        'face.tflite: op 17 (CUSTOM "Convolution2DTransposeBias") is not supported by '
+        'face.tflite: op 17 (CUSTOM "MaxPoolingWithArgmax2D") is not supported by '
         "edgebench's .tflite reader;"
     )
     assert not (tmp_path / "face.onnx").exists()
@@ -276,3 +278,130 @@ def test_int8_saturation_follows_litert(tmp_path: Path) -> None:
     (twin,) = run_onnx(tmp_path / "narrow.onnx", {tensor.name: image})
     (int8,) = run_litert(quantized.flatbuffer, {tensor.name: image}).values()
     assert np.linalg.norm(twin - int8) / np.linalg.norm(int8) < 0.05
+
+
+SELFIE = MEDIAPIPE / "selfie_segmentation.tflite"
+SELFIE_SHA256 = "8d13b7fae74af625c641226813616a2117bd6bca19eb3b75574621fc08557f27"
+
+
+def _with_outputs(data: bytes, names: list[str]) -> bytes:
+    """The model with the named tensors added to its outputs."""
+    import flatbuffers
+
+    schema = load_schema()
+    model = schema.ModelT.InitFromPackedBuf(data, 0)
+    graph = model.subgraphs[0]
+    index = {t.name.decode(): i for i, t in enumerate(graph.tensors)}
+    graph.outputs = [*graph.outputs, *(index[name] for name in names)]
+    model.signatureDefs = None
+    builder = flatbuffers.Builder(len(data) + 4096)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _smooth_image(shape) -> np.ndarray:
+    """Colour ramps in [-1, 1]: the segmenter's output is not all zero on them (on noise it
+    is, and a check of zeros proves little)."""
+    _, height, width, _ = shape
+    y, x = np.mgrid[0:height, 0:width] / np.float32(max(height, width) - 1)
+    return (np.stack([x, y, x * y], axis=-1)[None] * 2 - 1).astype(np.float32)
+
+
+def test_mediapipe_segmentation_with_its_custom_transposed_convolution(tmp_path: Path) -> None:
+    """MediaPipe's selfie segmenter ends in its custom Convolution2DTransposeBias: the twin
+    reads it, and matches LiteRT on the mask and on the custom op's own output (the logits)."""
+    data = SELFIE.read_bytes()
+    assert hashlib.sha256(data).hexdigest() == SELFIE_SHA256
+    exposed = tmp_path / "selfie_logits.tflite"
+    exposed.write_bytes(_with_outputs(data, ["segment"]))
+    report = tflite_to_onnx(exposed, tmp_path / "twin.onnx")
+    assert report.op_counts["CUSTOM:Convolution2DTransposeBias"] == 1 and not report.dequantized
+    assert [o.name for o in report.outputs] == ["activation_10", "segment"]
+    (image,) = report.inputs
+    for x in (_smooth_image(image.shape), seeded(image.shape, 2)):
+        want = run_litert(exposed.read_bytes(), {image.name: x})
+        got = run_onnx(tmp_path / "twin.onnx", {image.name: x})
+        for tensor, out in zip(report.outputs, got, strict=True):
+            assert list(out.shape) == tensor.shape == [1, 256, 256, 1]
+            assert_fp32_close(out, want[tensor.name])
+        assert np.ptp(want["segment"]) > 10  # the logits vary: the check is not of a constant
+
+
+def test_litert_runs_the_custom_op_only_through_its_default_xnnpack_delegate() -> None:
+    """No kernel for Convolution2DTransposeBias is registered in LiteRT's interpreter; its
+    default XNNPACK delegate claims the op. Without the default delegates it is unresolved."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    bare = Interpreter(
+        model_path=str(SELFIE),
+        num_threads=1,
+        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    )
+    with pytest.raises(RuntimeError, match="unresolved custom op: Convolution2DTransposeBias"):
+        bare.allocate_tensors()
+        bare.invoke()
+
+
+#: TfLitePadding of MediaPipe's custom options (1 SAME, 2 VALID), not the schema's.
+C_SAME, C_VALID = 1, 2
+
+
+@pytest.mark.parametrize(
+    ("size", "kernel", "strides", "padding"),
+    [
+        ((7, 7), (3, 3), (2, 2), C_SAME),  # trims 2: 13x13
+        ((8, 8), (3, 3), (2, 2), C_SAME),  # trims 1, at the end: 16x16
+        ((7, 7), (2, 2), (2, 2), C_SAME),  # trims 1 of the full 14: 13x13
+        ((7, 7), (3, 3), (2, 2), C_VALID),  # the full 15x15
+        ((6, 5), (3, 2), (1, 2), C_SAME),  # unequal strides, read as (w, h) from the options
+        ((5, 6), (4, 4), (3, 3), C_VALID),
+    ],
+)
+def test_convolution_2d_transpose_bias_matches_litert(
+    tmp_path: Path, size, kernel, strides, padding
+) -> None:
+    from edgebench.converters.tflite.model_builder import ModelBuilder
+
+    rng = np.random.default_rng(sum(size) + 10 * padding)
+    out_hw = []
+    for n, k, s in zip(size, kernel, strides, strict=True):
+        trim = max(0, k - (n - 1) % s - 1) if padding == C_SAME else 0
+        out_hw.append(s * (n - 1) + k - trim)
+    b = ModelBuilder()
+    x = b.tensor("image", [1, *size, 5])
+    w = b.constant(rng.standard_normal((4, *kernel, 5)).astype(np.float32), "w")
+    bias = b.constant(rng.standard_normal(4).astype(np.float32), "bias")
+    out = b.tensor("deconv", [1, *out_hw, 4])
+    b.op("TRANSPOSE_CONV", [x, w, bias], [out])  # becomes the custom op below
+    options = np.asarray([padding, strides[1], strides[0]], "<i4").tobytes()
+    data = _with_custom_op(
+        b.serialize([x], [out], "deconv"), 0, "Convolution2DTransposeBias", options
+    )
+    source = tmp_path / "deconv.tflite"
+    source.write_bytes(data)
+    tflite_to_onnx(source, tmp_path / "deconv.onnx")
+    image = rng.standard_normal((1, *size, 5)).astype(np.float32)
+    want = run_litert(data, {"image": image})["deconv"]
+    (got,) = run_onnx(tmp_path / "deconv.onnx", {"image": image})
+    assert want.shape == (1, *out_hw, 4)
+    assert_fp32_close(got, want)
+
+
+def test_convolution_2d_transpose_bias_without_its_options_is_one_line(tmp_path: Path) -> None:
+    from edgebench.converters.tflite.model_builder import ModelBuilder
+
+    b = ModelBuilder()
+    x = b.tensor("image", [1, 4, 4, 2])
+    w = b.constant(np.ones((3, 2, 2, 2), np.float32), "w")
+    out = b.tensor("deconv", [1, 8, 8, 3])
+    b.op("TRANSPOSE_CONV", [x, w, b.constant(np.zeros(3, np.float32), "bias")], [out])
+    source = tmp_path / "bare.tflite"
+    source.write_bytes(
+        _with_custom_op(b.serialize([x], [out], "bare"), 0, "Convolution2DTransposeBias")
+    )
+    with pytest.raises(UserError) as caught:
+        tflite_to_onnx(source, tmp_path / "bare.onnx")
+    assert str(caught.value).startswith(
+        'bare.tflite: op 0 (CUSTOM "Convolution2DTransposeBias": needs 3 inputs and 12 bytes '
+        "of options) is not supported"
+    )
