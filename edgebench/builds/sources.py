@@ -1,8 +1,9 @@
 """The frameworks' source trees: a folder or archive the user gives, else an archive found in
 ``native_root()/sources/``. Archives are extracted once (safely) under ``native_root()/extracted``.
 
-Never from the network: when a source is missing, the error names the file and the project it
-comes from.
+A build never downloads: when a source is missing, the error names the file, the project it
+comes from and, for ncnn, the one command that fetches it (:func:`fetch_ncnn_sdist`, which asks
+pip for the pinned sdist when the user runs ``edgebench runners fetch-sources``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ import logging
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -34,14 +38,18 @@ PROJECT_PAGES = {
 }
 
 #: The pinned ncnn source: the sdist of the `ncnn` package, version 1.0.20250428 (it carries
-#: glslang and the Vulkan shaders). `pip download` cannot fetch it (its setup.py stamps today's
-#: date into the version), so the user fetches the file from the package's page.
-NCNN_SDIST_NAME = "ncnn-1.0.20250428.tar.gz"
+#: glslang and the Vulkan shaders). ``edgebench runners fetch-sources`` has pip download it.
+NCNN_VERSION = "1.0.20250428"
+NCNN_REQUIREMENT = f"ncnn=={NCNN_VERSION}"
+NCNN_SDIST_NAME = f"ncnn-{NCNN_VERSION}.tar.gz"
 NCNN_SDIST_SHA256 = "891ebd7ce68172fb8cdc2455c34c01ecf8f814ea233d043489bb35f5daab2dd2"
+FETCH_COMMAND = "edgebench runners fetch-sources"
 NCNN_SDIST_WHERE = (
-    f"the source distribution {NCNN_SDIST_NAME} of the package ncnn, version 1.0.20250428, "
-    f"from its package page (project: {PROJECT_PAGES['ncnn']})"
+    f"`{FETCH_COMMAND}` has pip download {NCNN_SDIST_NAME}, the source distribution of the "
+    f"package ncnn {NCNN_VERSION}"
 )
+#: How long one pip run may take (it builds the sdist's metadata in a fresh environment).
+PIP_TIMEOUT_S = 900
 KNOWN_SHA256 = {NCNN_SDIST_NAME: NCNN_SDIST_SHA256}
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
 UNKNOWN = "unknown"
@@ -70,14 +78,119 @@ def sources_dir() -> Path:
 def missing_source_message(framework: str) -> str:
     if framework == "ncnn":
         return (
-            f"no ncnn source: download {NCNN_SDIST_WHERE}, sha256 {NCNN_SDIST_SHA256}, into "
-            f"{sources_dir()}/ or pass --source ncnn=FILE"
+            f"no ncnn source: {NCNN_SDIST_WHERE} (sha256 {NCNN_SDIST_SHA256}), into "
+            f"{sources_dir()}/; or pass --source ncnn=FILE"
         )
     return (
         f"no {framework} source: put a {FRAMEWORKS.get(framework, framework)}-<version>.tar.gz "
         f"(or .zip) of its source from {PROJECT_PAGES.get(framework, 'its project page')} into "
         f"{sources_dir()}/ or pass --source {framework}=PATH (an archive or a checkout)"
     )
+
+
+# --- fetching the ncnn sdist through pip ---------------------------------------------------------
+
+#: pip's complaint when an sdist's metadata names another version than its file: ncnn's setup.py
+#: stamps the day it runs into the version. The URL it names is the file pip found.
+_INCONSISTENT = re.compile(r"from (\S+?) has inconsistent version", re.IGNORECASE)
+
+
+def pip_download_argv(requirement: str, dest: Path, project: str = "ncnn") -> list[str]:
+    """``pip download`` of ``project``'s sdist into ``dest``, by this Python's pip: its index,
+    proxy and certificates are the user's pip configuration (``PIP_INDEX_URL``, pip.conf). Only
+    ``project`` must be a source archive: the build tools pip installs to read its metadata
+    may be wheels."""
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        project,
+        "--disable-pip-version-check",
+        "--no-input",
+        "--dest",
+        str(dest),
+        requirement,
+    ]
+
+
+def fetch_ncnn_sdist(
+    dest: Path | None = None,
+    *,
+    sha256: str = NCNN_SDIST_SHA256,
+    progress: Callable[[str], None] = lambda line: None,
+) -> Path:
+    """The pinned ncnn sdist in ``dest`` (the sources folder), downloaded by pip when it is not
+    there yet and checked against ``sha256``. pip first asks for it by name and version; when
+    pip discards the file because the metadata's version is today's date, the file pip named
+    is asked for by its own reference (pip then checks the name only). BuildError in one line
+    when pip fails or the file's sha256 is not the pinned one; nothing half-fetched is kept."""
+    dest = dest or sources_dir()
+    target = dest / NCNN_SDIST_NAME
+    if target.is_file() and file_sha256(target) == sha256:
+        progress(f"{target} is here already (sha256 {sha256})")
+        return target
+    dest.mkdir(parents=True, exist_ok=True)
+    scratch = dest / f".fetch-{os.getpid()}.tmp"
+    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        problem = _pip_download(NCNN_REQUIREMENT, scratch, progress)
+        found = _INCONSISTENT.search(problem or "")
+        if problem and found and found.group(1).split("#")[0].endswith(f"/{NCNN_SDIST_NAME}"):
+            progress("pip discarded it (its setup stamps today's date as the version): by URL")
+            problem = _pip_download(f"ncnn @ {found.group(1)}", scratch, progress)
+        if problem:
+            raise BuildError(
+                f"pip could not download {NCNN_REQUIREMENT}: {problem}; or put {NCNN_SDIST_NAME} "
+                f"into {dest}/ yourself, or pass --source ncnn=FILE"
+            )
+        got = scratch / NCNN_SDIST_NAME
+        if not got.is_file():
+            listed = ", ".join(sorted(p.name for p in scratch.iterdir())) or "nothing"
+            raise BuildError(f"pip downloaded {listed} into {scratch}, not {NCNN_SDIST_NAME}")
+        digest = file_sha256(got)
+        if digest != sha256:
+            raise BuildError(
+                f"the {NCNN_SDIST_NAME} pip downloaded has sha256 {digest}, not the pinned "
+                f"{sha256}: not kept (is pip's index the one you meant?)"
+            )
+        os.replace(got, target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    progress(f"{target} (sha256 {sha256})")
+    return target
+
+
+def _pip_download(requirement: str, dest: Path, progress: Callable[[str], None]) -> str | None:
+    """Run pip download; None when it succeeded, else its error lines in one line."""
+    argv = pip_download_argv(requirement, dest)
+    progress("running: " + " ".join(_shown(arg) for arg in argv))
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        return f"pip took more than {PIP_TIMEOUT_S} s"
+    if done.returncode == 0:
+        return None
+    return _pip_problem(done.stdout + "\n" + done.stderr)
+
+
+def _pip_problem(output: str) -> str:
+    """pip's complaint in one line: the inconsistent-version line when there is one (it names
+    the file), else its ERROR lines, else its last line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        if _INCONSISTENT.search(line):
+            return line
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    return " ".join(errors or lines[-1:] or ["no output"])[:600]
+
+
+def _shown(arg: str) -> str:
+    return f"'{arg}'" if any(c in arg for c in " :*@") else arg
 
 
 def find_source(framework: str, given: Path | None = None) -> Source:

@@ -10,7 +10,13 @@ from edgebench.builds import BuildError
 from edgebench.builds.gpu_builds import GPU_DEVICES
 from edgebench.builds.libraries import CPU_FEATURES
 from edgebench.builds.native_runner import build_runner, list_runners
-from edgebench.builds.sources import FRAMEWORKS, find_source
+from edgebench.builds.sources import (
+    FRAMEWORKS,
+    NCNN_REQUIREMENT,
+    fetch_ncnn_sdist,
+    find_source,
+    sources_dir,
+)
 from edgebench.builds.targets import TARGETS, host_target, parse_target
 from edgebench.cli.app import cli
 
@@ -150,6 +156,16 @@ def default_frameworks(sources: dict[str, Path]) -> tuple[str, ...]:
             continue
         chosen.append(framework)
     return tuple(chosen)
+
+
+@runners.command(name="fetch-sources")
+def runners_fetch_sources() -> None:
+    """Download the pinned ncnn source (the sdist of the package ncnn) with pip into the
+    sources folder, checked against its sha256. pip uses its own configuration (index, proxy);
+    MNN and TNN are not on the package index: put their archives there yourself."""
+    click.echo(f"fetching {NCNN_REQUIREMENT} (sdist) with pip into {sources_dir()}/", err=True)
+    path = fetch_ncnn_sdist(progress=lambda line: click.echo(line, err=True))
+    click.echo(str(path))
 
 
 @runners.command(name="list")

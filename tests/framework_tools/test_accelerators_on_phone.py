@@ -24,6 +24,7 @@ from edgebench.lab.inventory import open_device
 from edgebench.lab.lab_file import load_lab
 from edgebench.measure.methods.framework_tools import FrameworkTools
 
+pytestmark = pytest.mark.load_sensitive
 QUICK = ["--warmup", "1", "--iterations", "8", "--min-time", "0", "--cores", "0"]
 
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from fakes.adb_fixtures import (
     PhoneProcess,
     connect_phone,
@@ -20,6 +21,8 @@ from fakes.adb_fixtures import (
 from fakes.labs import write_lab, write_phone_and_board_lab, write_phone_lab
 from fakes.ssh_fixtures import SshServer
 from fakes.tcp_relay import TcpRelay
+
+pytestmark = pytest.mark.load_sensitive
 
 
 def descendants(pid: int) -> list[int]:

@@ -30,6 +30,7 @@ from edgebench.runners import op_profile
 pytest.importorskip("onnxruntime")
 pytest.importorskip("openvino")
 pytest.importorskip("MNN")
+pytestmark = pytest.mark.load_sensitive
 
 ITERATIONS = 3
 # Measured here (mobilenetv2, 1-2 threads, 3-10 iterations): total_ms / inference_ms was
