@@ -29,6 +29,7 @@ from edgebench.measure.resume import check_same_settings, resume_hint
 from edgebench.measure.scheduler import StopRequest, execute_cells, pending_cells
 from edgebench.models import BUILTIN_MODELS
 from edgebench.paths import cache_dir, default_results_dir
+from edgebench.planning.backend_cells import no_cell_refusal, no_cells_planned
 from edgebench.planning.cells import (
     DEFAULT_FRAMEWORKS,
     Cell,
@@ -142,6 +143,9 @@ def _run_session(
     if resumed is not None:
         check_same_settings(resumed, config)
     matrix = _resolve_matrix(config)
+    refusal = no_cell_refusal(matrix.framework_names, config.sweep.backends)
+    if refusal:
+        raise UserError(refusal)
     chosen = ("sweep", "precision") in plan.values if plan is not None else precision_chosen
     by_precision = precisions_by_model(matrix.model_refs, matrix.precisions, chosen)
     check_sweep_shapes(matrix.model_refs, config.sweep.shapes)
@@ -171,6 +175,10 @@ def _run_session(
             frameworks_chosen=bool(config.sweep.frameworks),
         )
     ]
+    if not base_cells:
+        raise UserError(
+            no_cells_planned(device_list, matrix.framework_names, config.sweep.backends)
+        )
     cells = expand(base_cells, breakdown_of(config), cache_dir())
     warn_unused(config, cells)
     check_memory(cells)

@@ -91,6 +91,45 @@ def existing_pairs(
     return pairs
 
 
+#: What a run that can plan no cell is told to change.
+NO_CELL_HINT = (
+    "choose --frameworks and --backends that meet (docs/accelerators.md lists each "
+    "framework's backends)"
+)
+
+
+def no_pair_reason(frameworks: Sequence[str], backends: Sequence[str]) -> str | None:
+    """Why none of ``frameworks`` has any of ``backends`` (each missing pair's reason, once),
+    so that no device can hold a cell; None when a pair exists or no backend is named."""
+    reasons = [missing_backend_reason(f, b) for f, b in itertools.product(frameworks, backends)]
+    if not reasons or None in reasons:
+        return None
+    return "; ".join(dict.fromkeys(r for r in reasons if r is not None))
+
+
+def no_cell_refusal(frameworks: Sequence[str], backends: Sequence[str]) -> str | None:
+    """The one line that refuses a run whose named backends allow no cell at all, before a
+    device is probed; None when a cell is possible. Such a run must never be stored: an empty
+    run would become the newest, the default of `show` and `accept`."""
+    why = no_pair_reason(frameworks, backends)
+    return f"no cell is possible: {why}; {NO_CELL_HINT}" if why else None
+
+
+def no_cells_planned(
+    devices: Sequence[Device], frameworks: Sequence[str], backends: Sequence[str]
+) -> str:
+    """The one line that refuses a run that planned no cell: on each device, the backends it
+    was to use (the run's, else its lab list) that none of ``frameworks`` has."""
+    reasons = []
+    for device in devices:
+        device_backends = list(backends or getattr(device, "lab_backends", None) or [])
+        why = no_pair_reason(frameworks, device_backends)
+        if why:
+            reasons.append(f"on {device.name}: {why}")
+    where = "; ".join(reasons) or "(no device, model and framework to combine)"
+    return f"no cell is possible {where}; {NO_CELL_HINT}"
+
+
 def defaulted_pairs(
     device: Device, frameworks: Sequence[str], frameworks_chosen: bool
 ) -> list[tuple[str, str]]:
