@@ -60,11 +60,10 @@ class CellVerdict:
 
 
 def record_p50_ms(record: Record) -> float | None:
+    """The p50 from the raw samples, else the stored one (None for a NaN or an infinity)."""
     if record.samples_ns:
         return float(np.median(np.asarray(record.samples_ns, dtype=np.float64))) / 1e6
-    if record.latency_ms and record.latency_ms.get("p50") is not None:
-        return float(record.latency_ms["p50"])
-    return None
+    return get_metric("p50").stored(record)
 
 
 def _by_cell(records: Iterable[Record]) -> dict[str, Record]:
@@ -188,8 +187,7 @@ def _compare_scalar(
 ) -> CellVerdict:
     lower_better, unit = metric.lower_is_better, metric.bare_unit
     bv, nv = metric.stored(b), metric.stored(n)
-    verdict.base_value = None if bv is None else float(bv)
-    verdict.new_value = None if nv is None else float(nv)
+    verdict.base_value, verdict.new_value = bv, nv
     if bv is None or nv is None:
         side = "base" if bv is None else "new"
         verdict.reason = f"no {metric.name} value in {side} run"

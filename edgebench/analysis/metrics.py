@@ -8,6 +8,7 @@ line and plan files all look metrics up here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -18,6 +19,18 @@ from edgebench.results.records import Record
 from edgebench.statuses import Status
 
 
+def finite_or_none(value: object) -> float | None:
+    """A stored figure as a float, or None for null, NaN, ±inf or a non-number: a damaged or
+    hand-edited record's NaN is no figure, never a value to rank or compare."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _finite_only(read: Callable[[Record], float | None]) -> Callable[[Record], float | None]:
+    return lambda record: finite_or_none(read(record))
+
+
 @dataclass(frozen=True)
 class Metric:
     name: str
@@ -25,8 +38,8 @@ class Metric:
     #: The unit next to the label in a heading: "energy per inference (mJ)".
     unit: str
     lower_is_better: bool
-    #: Reads the stored value from a record (None when the record has none). Tables and
-    #: reports show this; compare, recommend and history use ``value``.
+    #: Reads the stored value from a record (None when the record has none, or a NaN or an
+    #: infinity). Tables and reports show this; compare, recommend and history use ``value``.
     stored: Callable[[Record], float | None]
     #: Latency metrics: the quantile of the raw samples (None: the mean). Others: not sampled.
     quantile: float | None = None
@@ -40,6 +53,7 @@ class Metric:
     def __post_init__(self) -> None:
         if not self.bare_unit:
             object.__setattr__(self, "bare_unit", self.unit)
+        object.__setattr__(self, "stored", _finite_only(self.stored))
 
     def value(self, record: Record) -> float | None:
         """The stored figure, recomputed from the raw samples when the record lacks it."""

@@ -149,8 +149,8 @@ def _bars(answer: DeviceAnswer, anchors: Mapping[int, str]) -> list[Bar]:
         Bar(
             answer.device,
             framework,
-            (r.latency_ms or {}).get("p50"),
-            (r.latency_ms or {}).get("p99"),
+            METRIC.stored(r),
+            METRICS["p99"].stored(r),
             answer.ranking.standing(framework) or ("only" if only == framework else ""),
             _excluded(r),
             anchors[id(r)],

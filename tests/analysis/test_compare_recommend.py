@@ -342,3 +342,45 @@ def test_history_index_and_svg(tmp_path: Path) -> None:
     assert len(root.findall("s:circle", ns)) == 2
     assert len(root.findall("s:polyline", ns)) == 1
     assert history(store, "d1", "net", "absent") == []
+
+
+def store_nan_runs(results: Path) -> tuple[str, str]:
+    """Two runs on ``board``: onnxruntime measured (samples), tflite and mnn with stored
+    figures that a hand-edited or damaged records.jsonl holds as ``NaN`` and ``Infinity``."""
+    run_ids = []
+    for k in range(2):
+        run = ResultsStore(results).create_run({"edgebench_version": "test"})
+        rng = np.random.default_rng(k)
+        samples = lognormal_ns(rng, 10.0)
+        run.append(rec("board/net/onnxruntime/fp32/t4/call", samples, run_id=run.run_id,
+                       throughput_ips=100.0, peak_rss_mb=50.0))  # fmt: skip
+        for fw in ("tflite", "mnn"):
+            figures = {"p50": 1.0, "p99": 1.0, "mean": 1.0}
+            run.append(rec(f"board/net/{fw}/fp32/t4/call", run_id=run.run_id, latency_ms=figures,
+                           throughput_ips=1.0, peak_rss_mb=1.0))  # fmt: skip
+        jsonl = run.path / "records.jsonl"
+        text = jsonl.read_text().replace('"p50":1.0', '"p50":NaN').replace('"p99":1.0', '"p99":NaN')
+        text = text.replace('"throughput_ips":1.0', '"throughput_ips":Infinity')
+        jsonl.write_text(text.replace('"peak_rss_mb":1.0', '"peak_rss_mb":-Infinity'))
+        assert text.count("NaN") == 4, text
+        run_ids.append(run.run_id)
+    return run_ids[0], run_ids[1]
+
+
+def test_a_stored_nan_or_infinity_is_no_figure_in_recommend_and_compare(run_cli, eb_env):
+    base, new = store_nan_runs(Path(eb_env["EDGEBENCH_RESULTS"]))
+    for metric in ("p50", "p99", "throughput", "memory"):
+        done = run_cli(["recommend", "--devices", "board", "--model", "net", "--metric", metric])
+        assert done.returncode == 0, done.stderr
+        out = done.stdout.lower()
+        assert "nan" not in out and "inf " not in out and "rank 0.00" not in out, done.stdout
+        for fw in ("tflite", "mnn"):
+            assert f"{fw}: ranked last: board: its ok cells have no" in done.stdout, done.stdout
+            assert "recommendation: onnxruntime" in done.stdout, done.stdout
+    for metric in ("p50", "throughput", "memory"):
+        done = run_cli(["compare", base, new, "--metric", metric])
+        rows = {line.split()[0]: line for line in done.stdout.splitlines() if "/net/" in line}
+        for fw in ("tflite", "mnn"):
+            row = rows[f"board/net/{fw}/fp32/t4/call"]
+            assert "not_comparable" in row and "nan" not in row.lower(), done.stdout
+            assert " inf" not in row.lower(), done.stdout
