@@ -42,6 +42,7 @@ from edgebench.planning.cells import (
     target_ci_fraction,
 )
 from edgebench.planning.config import RunConfig, TimingConfig
+from edgebench.planning.input_checks import check_run_inputs
 from edgebench.planning.limits import check_memory
 from edgebench.planning.model_precision import precisions_by_model
 from edgebench.planning.modelref import ModelRef, parse_shape_overrides, resolve_models
@@ -138,6 +139,7 @@ def _run_session(
     elif config.output.junit is not None:
         raise UserError("--junit needs --plan (it reports the comparison with the baseline)")
     warn_unused(config)
+    check_run_inputs(config)
     store = ResultsStore(config.output.results_dir or default_results_dir())
     resumed = store.open(config.session.resume) if config.session.resume else None
     if resumed is not None:
