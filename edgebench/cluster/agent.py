@@ -10,6 +10,7 @@ those cells. The agent itself never joins as a Ray driver: a driver dies with it
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -25,8 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgebench import __version__
+from edgebench.cluster.head_probe import NodeSeen, head_nodes
 from edgebench.cluster.host_actor import HOST_ENV
-from edgebench.cluster.naming import DeviceInfo, advertisement, is_label_safe, label_value
+from edgebench.cluster.naming import (
+    HOST_LABEL,
+    DeviceInfo,
+    advertisement,
+    identity_label,
+    is_label_safe,
+    label_value,
+    resource_name,
+)
 from edgebench.cluster.runtime import INSTALL_HINT, QUIET_ENV
 from edgebench.errors import UserError
 from edgebench.lab.host_lock import held_elsewhere
@@ -40,6 +50,11 @@ JOIN_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 #: What ``ray start`` prints once its node is up.
 STARTED_MARK = "Ray runtime started"
+#: The label that tells one start of an agent's node from any other node.
+NODE_LABEL = "edgebench-node"
+#: How long another live node may offer this host's devices (a node that is dying with its
+#: killed agent) before the agent refuses to start its own.
+STALE_NODE_WAIT_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -127,6 +142,7 @@ class Agent:
             soc=soc or "",
             abi=facts.machine or "",
             transport=entry.transport,
+            identity=identity_label(entry.identity()),
         )
 
     def busy(self, names: Sequence[str]) -> list[str]:
@@ -145,7 +161,13 @@ class Agent:
     # --- the Ray node ----------------------------------------------------------------------
 
     def start_node(self, devices: Sequence[DeviceInfo]) -> None:
+        """Start this host's node and wait until the head lists it alive; a ``UserError`` (one
+        line) when the head does not answer, another node offers these devices, or the node
+        does not join."""
+        self._refuse_offered_elsewhere(devices)
         resources, labels = advertisement(self.host, devices, __version__)
+        token = f"{os.getpid()}-{time.monotonic_ns()}"  # tells this node from any other
+        labels[NODE_LABEL] = token
         argv = [
             ray_command(),
             "start",
@@ -167,20 +189,50 @@ class Agent:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             self.node = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_dies_with(os.getpid()),
             )
-        self._wait_joined()
+        self._wait_joined(token)
         names = ", ".join(d.name for d in devices) or "none reachable yet"
         self.report(
             f"host {self.host}: joined the cluster at {self.settings.address} with "
             f"{len(devices)} devices ({names})"
         )
 
-    def _wait_joined(self) -> None:
+    def _refuse_offered_elsewhere(self, devices: Sequence[DeviceInfo]) -> None:
+        """No two live nodes may offer one device: a node left by a killed agent goes within
+        a few seconds (it dies with its agent); one that stays is refused in one line."""
+        mine = {resource_name(d.name): d.name for d in devices}
+        deadline = time.monotonic() + STALE_NODE_WAIT_S
+        while True:
+            others = [
+                (node, mine[key])
+                for node in head_nodes(self.settings.address)
+                if node.alive
+                for key in node.resources
+                if key in mine
+            ]
+            if not others or time.monotonic() >= deadline or self.stop.is_set():
+                break
+            self.stop.wait(0.5)
+        if others:
+            node, name = others[0]
+            raise UserError(
+                f"host {self.host}: device {name} is offered already by the live Ray node "
+                f"{node.node_id[:12]} at {node.address} ({_host_of(node)}); stop that node's "
+                "`ray start` (an agent that was killed left it, or another agent serves the same "
+                "lab file) and start this agent again"
+            )
+
+    def _wait_joined(self, token: str) -> None:
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         while time.monotonic() < deadline and not self.stop.is_set():
             text = self.log_path.read_text(errors="replace")
-            if STARTED_MARK in text:
+            if STARTED_MARK in text and self._listed_alive(token):
                 return
             if self.node is not None and self.node.poll() is not None:
                 raise UserError(
@@ -191,9 +243,19 @@ class Agent:
         if not self.stop.is_set():
             self.stop_node()
             raise UserError(
-                f"host {self.host}: `ray start` did not join {self.settings.address} within "
-                f"{JOIN_TIMEOUT_S:.0f} s (log: {self.log_path})"
+                f"host {self.host}: its Ray node did not join {self.settings.address} within "
+                f"{JOIN_TIMEOUT_S:.0f} s (`ray start` did not start, or the head does not list "
+                f"the node; log: {self.log_path})"
             )
+
+    def _listed_alive(self, token: str) -> bool:
+        """Whether the head answers and lists this agent's node (``ray start`` may say it
+        started when no head runs)."""
+        try:
+            nodes = head_nodes(self.settings.address)
+        except UserError:
+            return False
+        return any(n.alive and n.labels.get(NODE_LABEL) == token for n in nodes)
 
     def stop_node(self) -> None:
         node, self.node = self.node, None
@@ -210,18 +272,22 @@ class Agent:
 
     def run(self) -> None:
         """Join, then follow the devices until stopped (SIGTERM, SIGINT)."""
+        self._note_aliases()
         advertised = self.reachable()
         self.start_node(advertised)
         deferred: tuple[str, ...] = ()
+        not_joined: str | None = None  # why the last try to (re)join failed, said once
         try:
             while not self.stop.wait(self.settings.poll_s):
                 if self.node is None or self.node.poll() is not None:
-                    self.report(
-                        f"host {self.host}: its Ray node stopped "
-                        f"({_last_error(self.log_path.read_text(errors='replace'))}); rejoining"
-                    )
+                    if not_joined is None:
+                        self.report(
+                            f"host {self.host}: its Ray node stopped "
+                            f"({_last_error(self.log_path.read_text(errors='replace'))}); "
+                            "rejoining"
+                        )
                     advertised = self.reachable()
-                    self.start_node(advertised)
+                    not_joined = self._try_join(advertised, not_joined)
                     continue
                 now = self.reachable()
                 if now == advertised:
@@ -239,11 +305,58 @@ class Agent:
                     continue
                 self.report(f"host {self.host}: devices changed ({change}); restarting its node")
                 self.stop_node()
-                self.start_node(now)
                 advertised, deferred = now, ()
+                not_joined = self._try_join(advertised, not_joined)
         finally:
             self.stop_node()
             self.report(f"host {self.host}: left the cluster")
+
+    def _try_join(self, devices: Sequence[DeviceInfo], failed_before: str | None) -> str | None:
+        """Start the node; None once joined, else why not (said once, not at every poll)."""
+        try:
+            self.start_node(devices)
+        except UserError as exc:
+            self.stop_node()
+            if str(exc) != failed_before:
+                self.report(
+                    f"host {self.host}: not joined: {exc}; trying again every "
+                    f"{self.settings.poll_s:g} s"
+                )
+            return str(exc)
+        return None
+
+    def _note_aliases(self) -> None:
+        """One line per pair of lab entries that reach one device: a run may choose one."""
+        first: dict[str, str] = {}
+        for entry in self.entries:
+            identity = entry.identity()
+            name = first.setdefault(identity, entry.name)
+            if name != entry.name:
+                self.report(
+                    f"host {self.host}: devices {name} and {entry.name} are the same device "
+                    f"({identity}); a run may choose only one of them"
+                )
+
+
+def _dies_with(parent: int) -> Callable[[], None]:
+    """What ``ray start`` runs before it starts: the kernel sends it SIGTERM when the agent
+    dies, however it dies (``kill -KILL`` included), and its ``--block`` reaper then stops the
+    node's processes. Without it a killed agent's node would serve on, unsupervised, and the
+    restarted agent would add a second node offering the same devices."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    pr_set_pdeathsig = 1
+
+    def in_child() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the agent died before the line above
+            os._exit(1)
+
+    return in_child
+
+
+def _host_of(node: NodeSeen) -> str:
+    host = node.labels.get(HOST_LABEL)
+    return f"lab host {host}" if host else "not an edgebench agent's node"
 
 
 def _describe_change(before: Sequence[DeviceInfo], after: Sequence[DeviceInfo]) -> str:

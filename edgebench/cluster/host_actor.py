@@ -9,10 +9,9 @@ process (the runner or the native tool), so the actor only ever waits on them.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,8 +34,6 @@ from edgebench.paths import cache_dir
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind
-
-log = logging.getLogger(__name__)
 
 #: Set by ``edgebench agent`` on its Ray node: the host's name in the cluster.
 HOST_ENV = "EDGEBENCH_CLUSTER_HOST"
@@ -81,7 +78,6 @@ class Opened:
     describe: str
     #: Why the device cannot be measured now (its host-side lock is held, with --no-wait).
     refused: str | None = None
-    messages: list[str] = field(default_factory=list)
 
 
 class DeviceHost:
@@ -96,21 +92,31 @@ class DeviceHost:
         self.inbox: Inbox | None = None
         #: ONNX Runtime's reference outputs on this host, kept across the run's cells.
         self.reference = ReferenceOutputs()
+        #: What ``open`` or ``lock`` waits for now (a lock another run holds), for the client.
+        self.waiting_for: str | None = None
 
     def ping(self) -> str:
         return self.name
 
+    def waiting(self) -> str | None:
+        """What this actor waits for now, if anything; the client asks while a call waits."""
+        return self.waiting_for
+
+    def _waits(self, line: str) -> None:
+        self.waiting_for = f"{line} on lab host {host_name()}"
+
     def open(self, wait: bool, sender: str) -> Opened:
-        messages: list[str] = []
         device, method = self.opener(self.name)
         self.device, self.method = device, method
         self.inbox = Inbox(cache_dir() / "cluster", sender)
         refused = None
         self.host_lock = DeviceLock(device.name, device.transport.describe())
         try:
-            self.host_lock.acquire(wait=wait, report=messages.append, timeout_s=LOCK_WAIT_S)
+            self.host_lock.acquire(wait=wait, report=self._waits, timeout_s=LOCK_WAIT_S)
         except UserError as exc:
             refused = str(exc)
+        finally:
+            self.waiting_for = None
         device.unreachable = probe_device(device)
         facts = None if device.unreachable else device.facts()
         availability = {
@@ -129,7 +135,6 @@ class DeviceHost:
             availability=availability,
             describe=f"{device.transport.describe()} on {host_name()}",
             refused=refused,
-            messages=messages,
         )
 
     def lock(self, lease_s: float, wait: bool) -> str | None:
@@ -141,9 +146,11 @@ class DeviceHost:
             lock = DeviceLockFile(
                 device.name, device.transport, device.work_dir, lease_s, "-", LEASE_MARGIN_S
             )
-            lock.acquire(wait=wait, report=log.info, timeout_s=LOCK_WAIT_S)
+            lock.acquire(wait=wait, report=self._waits, timeout_s=LOCK_WAIT_S)
         except (LockUnavailable, TransportError) as exc:
             return str(exc) if str(exc).startswith("device ") else f"device {device.name}: {exc}"
+        finally:
+            self.waiting_for = None
         device.device_lock = lock
         return None
 

@@ -11,6 +11,7 @@ Nothing here imports Ray.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -22,6 +23,8 @@ HOST_LABEL = "edgebench-host"
 VERSION_LABEL = "edgebench-version"
 #: The facts a device selector may name (``--devices profile=kirin-9000``).
 SELECTOR_KEYS = ("name", "host", "profile", "soc", "abi", "transport")
+#: Every fact a device's labels carry; ``identity`` tells two lab entries for one device apart.
+FACT_KEYS = (*SELECTOR_KEYS, "identity")
 #: Ray's label syntax (Kubernetes'): 63 characters at most, alphanumeric at both ends.
 _LABEL_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?")
 #: ``uname -m`` and Android's ABI names for the same instruction sets.
@@ -43,6 +46,15 @@ def resource_name(device: str) -> str:
     return RESOURCE_PREFIX + device
 
 
+def identity_label(identity: str) -> str:
+    """A lab entry's identity ("this machine", "ssh orin:22") as a label value; a long one
+    keeps a digest of the whole, so two identities never share a label."""
+    value = label_value(identity)
+    if len(value) < 48:
+        return value
+    return f"{value[:40].strip('-_.')}-{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """One device of the cluster as its host advertises it."""
@@ -53,6 +65,9 @@ class DeviceInfo:
     soc: str = ""
     abi: str = ""
     transport: str = ""
+    #: Which device the lab entry reaches (``identity_label``): two entries of one host with
+    #: the same identity are two names for one device.
+    identity: str = ""
 
     def matches(self, key: str, value: str) -> bool:
         have = getattr(self, key)
@@ -61,7 +76,7 @@ class DeviceInfo:
         return label_value(have).lower() == label_value(value).lower()
 
     def describe(self) -> str:
-        facts = [f"{k} {v}" for k, v in asdict(self).items() if k not in ("name", "host") and v]
+        facts = [f"{k} {v}" for k, v in asdict(self).items() if k in SELECTOR_KEYS[2:] and v]
         return f"{self.name} on {self.host}" + (f" ({', '.join(facts)})" if facts else "")
 
 
@@ -88,7 +103,7 @@ def devices_of_node(resources: Mapping[str, float], labels: Mapping[str, str]) -
     by_index: dict[int, dict[str, str]] = {}
     for key, value in labels.items():
         found = re.fullmatch(r"edgebench-dev(\d+)-([a-z]+)", key)
-        if found and found.group(2) in SELECTOR_KEYS:
+        if found and found.group(2) in FACT_KEYS:
             by_index.setdefault(int(found.group(1)), {})[found.group(2)] = value
     owned = {key[len(RESOURCE_PREFIX) :] for key in resources if key.startswith(RESOURCE_PREFIX)}
     devices = []
@@ -122,6 +137,32 @@ def choose_devices(wanted: Sequence[str], available: Sequence[DeviceInfo]) -> li
         for device in found:
             chosen.setdefault(device.name, device)
     return list(chosen.values())
+
+
+def refuse_shared_devices(chosen: Sequence[DeviceInfo], available: Sequence[DeviceInfo]) -> None:
+    """One line, before any actor is placed, when a chosen device could be opened twice: its
+    name offered by two live nodes (a lab host's node that outlived its agent, beside the node
+    of the agent that replaced it), or two chosen names for one device of one host."""
+    for device in chosen:
+        offers = [d for d in available if d.name == device.name]
+        if len(offers) > 1:
+            hosts = ", ".join(d.host or "?" for d in offers)
+            raise UserError(
+                f"device {device.name} is offered by {len(offers)} live Ray nodes (hosts "
+                f"{hosts}), so two runs could measure it at once; stop the extra node on its lab "
+                "host (a `ray start` left by an agent that was killed) and run again"
+            )
+    first: dict[tuple[str, str], str] = {}
+    for device in chosen:
+        if not device.identity:
+            continue
+        name = first.setdefault((device.host, device.identity), device.name)
+        if name != device.name:
+            raise UserError(
+                f"devices {name} and {device.name} are the same device on lab host {device.host} "
+                f"({device.identity}); a run measures a device under one name: keep one of them "
+                "in --devices"
+            )
 
 
 def listing(available: Sequence[DeviceInfo]) -> str:

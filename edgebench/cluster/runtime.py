@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
+import time
+from collections.abc import Callable
 from typing import Any
 
+from edgebench.cluster.head_probe import head_nodes
 from edgebench.cluster.host_actor import DeviceHost, Opener
 from edgebench.cluster.naming import DeviceInfo, devices_of_node, resource_name
 from edgebench.errors import UserError
@@ -23,8 +25,10 @@ QUIET_ENV = {
     "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
     "RAY_BACKEND_LOG_LEVEL": "error",  # the driver's C++ core logs only errors to stderr
 }
-#: How long the head's port may take to accept before the address is called unreachable.
-REACH_TIMEOUT_S = 10.0
+#: How often a client waiting on a device says so (placement, the device's locks).
+WAIT_REPORT_S = 60.0
+#: How long a call may go unanswered before the client looks at what it waits for.
+WAIT_CHECK_S = 5.0
 INSTALL_HINT = "pip install 'edgebench[cluster]'"
 
 
@@ -39,28 +43,12 @@ def import_ray() -> Any:
     return ray
 
 
-def check_reachable(address: str) -> None:
-    """A one-line error at once for an address nothing listens on (Ray itself retries for
-    minutes before it gives up)."""
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise UserError(f"--cluster {address!r}: give the Ray head as host:port (e.g. lab0:6379)")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S):
-            pass
-    except OSError as exc:
-        raise UserError(
-            f"cannot reach the Ray head at {address}: {exc.strerror or exc}; start it with "
-            "`ray start --head` on the head host (docs/cluster.md)"
-        ) from None
-
-
 def connect(address: str) -> Any:
     """Join the cluster at ``address`` (host:port of its head) as a driver."""
     ray = import_ray()
     if ray.is_initialized():
         return ray
-    check_reachable(address)
+    head_nodes(address)  # a bounded probe: Ray's own client waits minutes on a wrong address
     try:
         ray.init(
             address=address,
@@ -125,15 +113,59 @@ class ActorLink:
 
     def call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
         """``actor.method(*args)``, waited for; HostLost when the actor's host is gone."""
+        return self._get(getattr(self.actor, method).remote(*args), timeout)
+
+    def call_waiting(
+        self,
+        method: str,
+        *args: Any,
+        timeout: float,
+        report: Callable[[str], None],
+        every_s: float = WAIT_REPORT_S,
+    ) -> Any:
+        """``call``, for a call that may wait (the actor's placement, a device's lock): while
+        it waits, one line says what for, first after ``WAIT_CHECK_S``, then every
+        ``every_s``."""
         ref = getattr(self.actor, method).remote(*args)
+        started = time.monotonic()
+        deadline = started + timeout
+        said: tuple[str, float] | None = None  # the last line and when
+        asking: Any = None  # the actor's answer to "what are you waiting for?", pending
+        while True:
+            now = time.monotonic()
+            ready, _ = self.ray.wait([ref], timeout=max(0.0, min(WAIT_CHECK_S, deadline - now)))
+            if ready:
+                return self._get(ref, None)
+            if time.monotonic() >= deadline:
+                raise self._no_answer(timeout)
+            if asking is None:
+                asking = self.actor.waiting.remote()
+            answered, _ = self.ray.wait([asking], timeout=min(WAIT_CHECK_S, 2.0))
+            if answered:
+                waiting_for = self._get(asking, 0)
+                asking = None
+            else:
+                waiting_for = self._unplaced()  # a placed actor answers at once
+            now = time.monotonic()
+            if waiting_for and (said is None or said[0] != waiting_for or now - said[1] >= every_s):
+                report(f"{waiting_for} ({now - started:.0f} s so far)")
+                said = (waiting_for, now)
+
+    def _unplaced(self) -> str:
+        """What an actor that does not answer yet waits for (another run's actor may hold the
+        device's resource, or Ray is still starting this one)."""
+        return (
+            f"device {self.info.name}: waiting for its actor to be placed and started on lab "
+            f"host {self.info.host} (Ray resource {resource_name(self.info.name)})"
+        )
+
+    def _get(self, ref: Any, timeout: float | None) -> Any:
         try:
             return self.ray.get(ref, timeout=timeout)
         except self.lost_errors as exc:
             raise HostLost(self._lost_reason(exc)) from None
         except self.ray.exceptions.GetTimeoutError:
-            raise NoAnswer(
-                f"lab host {self.info.host} did not answer for {timeout:.0f} s ({self.info.name})"
-            ) from None
+            raise self._no_answer(timeout or 0.0) from None
         except self.ray.exceptions.RayTaskError as exc:
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
             raise cause from None
@@ -153,6 +185,11 @@ class ActorLink:
             self.ray.kill(self.actor, no_restart=True)
         except Exception as exc:
             log.debug("could not stop the actor of %s: %s", self.info.name, exc)
+
+    def _no_answer(self, timeout: float) -> NoAnswer:
+        return NoAnswer(
+            f"lab host {self.info.host} did not answer for {timeout:.0f} s ({self.info.name})"
+        )
 
     def _lost_reason(self, exc: BaseException) -> str:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

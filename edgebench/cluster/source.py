@@ -14,7 +14,13 @@ from typing import Any
 from edgebench import __version__
 from edgebench.cluster.devices import VISIT_MARGIN_S, ClusterDevice, ClusterMethod
 from edgebench.cluster.host_actor import Opened, Opener
-from edgebench.cluster.naming import DeviceInfo, choose_devices, listing, resource_name
+from edgebench.cluster.naming import (
+    DeviceInfo,
+    choose_devices,
+    listing,
+    refuse_shared_devices,
+    resource_name,
+)
 from edgebench.cluster.runtime import (
     ActorLink,
     HostLost,
@@ -63,6 +69,7 @@ class ClusterLab:
                 f"such as profile=kirin-9000); {listing(available)}"
             )
         chosen = choose_devices(wanted, available)
+        refuse_shared_devices(chosen, available)
         progress.message(
             f"cluster {self.address}: {len(chosen)} of {len(available)} devices chosen, on "
             f"{len({d.host for d in chosen})} lab hosts"
@@ -85,7 +92,9 @@ class ClusterLab:
         with ThreadPoolExecutor(max_workers=min(32, max(1, len(chosen)))) as pool:
             opened = list(
                 pool.map(
-                    lambda info: refused.get(info.name) or self._open_one(info, wait, sender),
+                    lambda info: (
+                        refused.get(info.name) or self._open_one(info, wait, sender, progress)
+                    ),
                     chosen,
                 )
             )
@@ -98,10 +107,14 @@ class ClusterLab:
             self._report(device, result, progress)
         return list(self.devices)
 
-    def _open_one(self, info: DeviceInfo, wait: bool, sender: str) -> Opened:
+    def _open_one(
+        self, info: DeviceInfo, wait: bool, sender: str, progress: LineProgress
+    ) -> Opened:
         link = self.links[info.name]
         try:
-            opened: Opened = link.call("open", wait, sender, timeout=OPEN_TIMEOUT_S)
+            opened: Opened = link.call_waiting(
+                "open", wait, sender, timeout=OPEN_TIMEOUT_S, report=progress.message
+            )
         except HostLost as exc:
             return _unopened(info, str(exc))
         except UserError as exc:
@@ -115,8 +128,6 @@ class ClusterLab:
 
     @staticmethod
     def _report(device: ClusterDevice, opened: Opened, progress: LineProgress) -> None:
-        for line in opened.messages:
-            progress.message(f"  {device.name}: {line}")
         progress.message(f"device {device.name}: on lab host {device.host} ({opened.describe})")
         if device.unreachable:
             progress.message(f"  unreachable: {device.unreachable}; its cells are marked failed")
@@ -142,7 +153,9 @@ class ClusterLab:
             if device.unreachable or device.link is None:
                 continue
             try:
-                refused = device.link.call("lock", lease_s, wait, timeout=OPEN_TIMEOUT_S)
+                refused = device.link.call_waiting(
+                    "lock", lease_s, wait, timeout=OPEN_TIMEOUT_S, report=progress.message
+                )
             except HostLost as exc:
                 refused, kind = str(exc), ErrorKind.HOST_LOST
             else:

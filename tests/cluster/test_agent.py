@@ -3,12 +3,7 @@ phone that dies, waits for a running measurement before it restarts its node, an
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -17,51 +12,17 @@ pytest.importorskip("ray")
 
 from fakes.adb_fixtures import stop_phone_process
 from fakes.labs import write_phone_and_board_lab
-from fakes.ray_cluster import LOOPBACK, LabCluster
+from fakes.ray_agent import agent_env, start_agent, stop_agent, wait_until
+from fakes.ray_cluster import LabCluster
 from fakes.ssh_fixtures import free_port
 
-from edgebench.cluster.naming import DeviceInfo
-
-
-class Lines:
-    """A process's stderr, read as it comes (bounded waits for a line)."""
-
-    def __init__(self, process: subprocess.Popen) -> None:
-        self.lines: list[str] = []
-        self._changed = threading.Condition()
-        self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
-        self._thread.start()
-
-    def _read(self, process: subprocess.Popen) -> None:
-        for line in process.stderr:
-            with self._changed:
-                self.lines.append(line.rstrip())
-                self._changed.notify_all()
-
-    def wait_for(self, text: str, limit_s: float = 120.0) -> str:
-        deadline = time.monotonic() + limit_s
-        with self._changed:
-            while (left := deadline - time.monotonic()) > 0:
-                found = [line for line in self.lines if text in line]
-                if found:
-                    return found[-1]
-                self._changed.wait(left)
-        raise AssertionError(f"no line with {text!r} in: {self.lines}")
+from edgebench.cluster.naming import DeviceInfo, identity_label
 
 
 def advertised(ray) -> dict[str, DeviceInfo]:
     from edgebench.cluster.runtime import cluster_devices
 
     return {d.name: d for d in cluster_devices()}
-
-
-def wait_until(condition, what: str, limit_s: float = 120.0) -> None:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_the_agent_advertises_and_follows_its_devices(tmp_path: Path, sshd, phone_process, eb_env):
@@ -83,30 +44,17 @@ def test_the_agent_advertises_and_follows_its_devices(tmp_path: Path, sshd, phon
             f'port = {free_port()}\nuser = "{box.user}"\nkey = "{box.client_key}"\n'
             f'known_hosts = "{box.known_hosts}"\nwork_dir = "/tmp/x"\n'
         )
-        # The agent runs `ray start`, which refuses worker nodes under the loopback switch the
-        # rest of the tests use; the shim keeps its head address on 127.0.0.1 instead.
-        agent_env = {k: v for k, v in eb_env.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
-        shim = str(Path(__file__).resolve().parents[1] / "fakes" / "ray_loopback")
-        agent_env.update(
-            EDGEBENCH_TEST_RAY_LOOPBACK="1",
-            PYTHONPATH=os.pathsep.join(filter(None, [shim, eb_env.get("PYTHONPATH")])),
-        )
-        argv = ["agent", "--cluster", cluster.address, "--lab", str(lab), "--host", "lab-x"]
-        agent = subprocess.Popen(
-            [sys.executable, "-m", "edgebench", *argv, "--node-ip", LOOPBACK, "--poll", "1"],
-            stderr=subprocess.PIPE,
-            text=True,
-            env=agent_env,
-        )
-        lines = Lines(agent)
+        agent, lines = start_agent(agent_env(eb_env), cluster.address, lab, "lab-x")
         joined = lines.wait_for("joined the cluster")
         assert "with 2 devices" in joined, joined
         ray.init(address=cluster.address, logging_level="ERROR")
         wait_until(lambda: len(advertised(ray)) == 2, "two advertised devices")
         devices = advertised(ray)
+        box_entry = load_lab(lab).devices["ssh-box"]
         assert devices["ssh-box"] == DeviceInfo(
-            "ssh-box", "lab-x", "x86-generic", devices["ssh-box"].soc, "x86_64", "ssh"
-        )
+            "ssh-box", "lab-x", "x86-generic", devices["ssh-box"].soc, "x86_64", "ssh",
+            identity_label(box_entry.identity()),
+        )  # fmt: skip
         assert devices["emu-phone"].host == "lab-x" and devices["emu-phone"].transport == "adb"
 
         # A run measures on ssh-box (its host lock is held) when the phone dies: the agent
@@ -129,9 +77,8 @@ def test_the_agent_advertises_and_follows_its_devices(tmp_path: Path, sshd, phon
         lines.wait_for("left the cluster")
         wait_until(lambda: not advertised(ray), "the host to leave")
     finally:
-        if agent is not None and agent.poll() is None:
-            agent.kill()
-            agent.wait(timeout=30)
+        if agent is not None:
+            stop_agent(agent)
         if ray.is_initialized():
             ray.shutdown()
         cluster.shutdown()

@@ -21,6 +21,7 @@ pytest.importorskip("ray")
 from fakes.adb_fixtures import connect_phone, disconnect_phone
 from fakes.labs import write_lab, write_phone_lab
 from fakes.models import save_conv_model
+from fakes.ray_agent import Lines
 from fakes.ray_cluster import LabCluster
 
 from edgebench.cluster.naming import DeviceInfo
@@ -340,3 +341,111 @@ def test_a_device_another_cluster_run_holds_is_refused_with_no_wait(lab: Lab, eb
     assert by_device["ssh-box"]["error_kind"] == "lock"
     assert "taken on lab-a (another cluster run)" in by_device["ssh-box"]["error"]
     assert by_device["emu-phone"]["status"] == "ok"
+
+
+def test_a_device_that_could_be_opened_twice_is_refused_before_any_actor(
+    lab: Lab, eb_env, tmp_path
+):
+    from edgebench.cluster.naming import identity_label
+    from edgebench.lab.lab_file import load_lab
+
+    # One lab host whose lab file names this machine twice, and which also offers ssh-box,
+    # as lab-a's node does (a node that outlived its agent, beside the agent's new one).
+    twins = tmp_path / "lab-twins.toml"
+    twins.write_text(
+        '[devices.twin-1]\ntransport = "local"\n[devices.twin-2]\ntransport = "local"\n'
+    )
+    entries = load_lab(twins).devices
+    devices = [
+        DeviceInfo(
+            name, "lab-twins", transport="local", identity=identity_label(entries[name].identity())
+        )
+        for name in ("twin-1", "twin-2")
+    ]
+    lab.cluster.add_host("lab-twins", twins, [*devices, DeviceInfo("ssh-box", "lab-twins")])
+    common = ["--models", str(lab.model), "--frameworks", "onnxruntime", *FAST]
+    try:
+        same = edgebench(
+            eb_env, "run", "--cluster", lab.cluster.address, "--devices", "twin-1,twin-2",
+            *common, timeout=120,
+        )  # fmt: skip
+        offered_twice = edgebench(
+            eb_env, "run", "--cluster", lab.cluster.address, "--devices", "ssh-box",
+            *common, timeout=120,
+        )  # fmt: skip
+    finally:
+        lab.cluster.remove_host("lab-twins")
+    assert same.returncode == 2, same.stderr
+    assert same.stderr.strip().splitlines()[-1] == (
+        "edgebench: error: devices twin-1 and twin-2 are the same device on lab host lab-twins "
+        "(this-machine); a run measures a device under one name: keep one of them in --devices"
+    )
+    assert "placing" not in same.stderr
+    assert offered_twice.returncode == 2, offered_twice.stderr
+    last = offered_twice.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "edgebench: error: device ssh-box is offered by 2 live Ray nodes (hosts "
+    ), last
+    assert "lab-a" in last and "lab-twins" in last
+
+
+def test_a_run_waiting_for_a_device_says_what_it_waits_for(lab: Lab, eb_env, monkeypatch):
+    from edgebench.lab.host_lock import DeviceLock
+
+    host_a = lab.cluster.hosts["lab-a"]
+    monkeypatch.setenv("EDGEBENCH_CACHE", str(host_a.cache))
+    plain_lock = DeviceLock("ssh-box", _identity(host_a.lab, "ssh-box"))
+    plain_lock.acquire(wait=False, report=print, timeout_s=1.0)
+    run = _start(
+        eb_env, "run", "--cluster", lab.cluster.address, "--devices", "ssh-box",
+        "--models", str(lab.model), "--frameworks", "onnxruntime", *FAST,
+    )  # fmt: skip
+    try:
+        lines = Lines(run)
+        waiting = lines.wait_for("waiting for it on lab host lab-a", 180)
+        assert waiting.startswith("device ssh-box is busy (pid "), waiting
+        assert waiting.endswith(" s so far)"), waiting
+        plain_lock.release()
+        run.wait(timeout=300)
+    finally:
+        plain_lock.release()
+        if run.poll() is None:
+            run.kill()
+            run.wait(timeout=30)
+    assert run.returncode == 0, lines.lines
+    assert all(r["status"] == "ok" for r in stored(eb_env))
+
+
+def test_waiting_for_an_actor_to_be_placed_is_said_again_while_it_lasts(lab: Lab):
+    import ray
+
+    from edgebench.cluster.runtime import ActorLink
+
+    ray.init(address=lab.cluster.address, logging_level="ERROR", log_to_driver=False)
+    holder = waiter = None
+    said: list[str] = []
+    try:
+        holder = ActorLink(DeviceInfo("emu-phone", "lab-b"))
+        assert holder.call("ping", timeout=120) == "emu-phone"
+        waiter = ActorLink(DeviceInfo("emu-phone", "lab-b"))
+        answer: list[str] = []
+        calling = threading.Thread(
+            target=lambda: answer.append(
+                waiter.call_waiting("ping", timeout=300, report=said.append, every_s=1.0)
+            ),
+            daemon=True,
+        )
+        calling.start()
+        _wait_for(lambda: len(said) >= 2, "the wait to be said twice", 120)
+        holder.kill()
+        calling.join(timeout=120)
+        assert answer == ["emu-phone"]
+    finally:
+        for link in (holder, waiter):
+            if link is not None:
+                link.kill()
+        ray.shutdown()
+    assert said[0].startswith(
+        "device emu-phone: waiting for its actor to be placed and started on lab host lab-b "
+        "(Ray resource edgebench-device:emu-phone) ("
+    ), said[0]
