@@ -63,14 +63,19 @@ def behind_relay(server: SshServer, relay: TcpRelay, folder: Path) -> SshServer:
 RUN_LIMIT_S = 180.0
 
 
-def wait_for_line(path: Path, found: Callable[[str], bool], proc: subprocess.Popen) -> None:
+def wait_for_line(
+    path: Path, found: Callable[[str], bool], proc: subprocess.Popen, err_path: Path
+) -> None:
     """Until a complete line of the file ``path`` is one ``found`` accepts (bounded)."""
     deadline = time.monotonic() + RUN_LIMIT_S
     while time.monotonic() < deadline:
         lines = path.read_text(errors="replace").splitlines(keepends=True)
         if any(line.endswith("\n") and found(line) for line in lines):
             return
-        assert proc.poll() is None, f"edgebench ended first: {path.read_text()[-2000:]}"
+        assert proc.poll() is None, (
+            f"edgebench ended first (exit {proc.returncode}): stdout {path.read_text()[-2000:]!r}, "
+            f"stderr {err_path.read_text()[-3000:]!r}"
+        )
         time.sleep(0.02)
     raise AssertionError(f"never saw the line to act on in {path}")
 
@@ -121,9 +126,13 @@ def run_and_drop(
         )
     try:
         if on_stdout:
-            wait_for_line(out_path, lambda line: json.loads(line)["device"] == device, proc)
+            wait_for_line(
+                out_path, lambda line: json.loads(line)["device"] == device, proc, err_path
+            )
         else:
-            wait_for_line(err_path, lambda line: line.startswith("[") and device in line, proc)
+            wait_for_line(
+                err_path, lambda line: line.startswith("[") and device in line, proc, err_path
+            )
         drop()
         proc.wait(timeout=RUN_LIMIT_S)
     finally:
