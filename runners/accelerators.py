@@ -14,7 +14,9 @@ the API's own extras (Vulkan: driver_name, driver_version, vendor_id, memory_bud
 platform, platform_vendor, platform_version, platform_index, vendor, version, memory_mb;
 CUDA: compute_capability, memory_mb, uuid, and ``api_version`` the CUDA driver's version).
 Problem kinds: ``no_loader`` (the API's library is missing), ``no_device`` (it is there and
-finds none), ``failed`` (an error, a crash or no answer in time).
+finds none), ``misconfigured`` (Vulkan: VK_DRIVER_FILES or VK_ICD_FILENAMES name no driver,
+so the installed ones are ignored; the line names the variable), ``failed`` (an error, a
+crash or no answer in time).
 
 For a GPU cell's device memory, ``vulkan_info.memory_budget(device_index)`` gives the heaps
 with VK_EXT_memory_budget's budget and usage (see there).

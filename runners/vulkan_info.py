@@ -18,8 +18,10 @@ from typing import Any, Dict, Iterator, List, Optional
 
 if __package__:
     from .opencl_info import loader_errors
+    from .vulkan_env import driver_env_problem
 else:
     from opencl_info import loader_errors
+    from vulkan_env import driver_env_problem
 
 #: The loader to open instead of the usual names (a loader outside the library path).
 LOADER_ENV = "EDGEBENCH_VULKAN_LOADER"
@@ -50,7 +52,8 @@ PROPERTIES2_OFFSET = 16
 
 class VulkanUnavailable(Exception):
     """No loader, or no instance: why, in one line, and its ``kind`` (``no_loader``,
-    ``no_device``: a loader without a driver, ``failed``)."""
+    ``no_device``: a loader without a driver, ``misconfigured``: VK_DRIVER_FILES or
+    VK_ICD_FILENAMES point the loader at no driver, ``failed``)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -181,6 +184,9 @@ class Instance:
                 return self
             if result != ERROR_INCOMPATIBLE_DRIVER or api == make_version(1, 0):
                 break
+        # A manifest that is no JSON makes some loaders fail with another error than "no
+        # driver": the variable that named it is the cause either way.
+        _refuse_steered_loader()
         if result == ERROR_INCOMPATIBLE_DRIVER:
             raise VulkanUnavailable("no_device", "the Vulkan loader found no driver (no ICD)")
         raise VulkanUnavailable("failed", "vkCreateInstance failed (VkResult %d)" % result)
@@ -277,9 +283,19 @@ def vulkan_devices() -> List[Dict[str, Any]]:
     API 1.2 or VK_KHR_driver_properties, driver_name and driver_info."""
     with Instance() as instance:
         devices = list(_each_device(instance))
+    if not devices:
+        _refuse_steered_loader()
     for entry in devices:
         del entry["_handle"]
     return devices
+
+
+def _refuse_steered_loader() -> None:
+    """The loader found no driver: where VK_DRIVER_FILES or VK_ICD_FILENAMES point it at
+    nothing usable, that is why (``misconfigured``), not a missing driver."""
+    problem = driver_env_problem()
+    if problem is not None:
+        raise VulkanUnavailable("misconfigured", problem)
 
 
 def memory_budget(device_index: int = 0) -> Optional[List[Dict[str, Any]]]:

@@ -11,6 +11,11 @@ from typing import Any, Dict, List
 from .accelerator import accelerator_report, fallback
 from .base import BackendError
 
+try:
+    from ..vulkan_env import driver_env_problem
+except ImportError:  # on the device: backends/ is a top-level package beside vulkan_env.py
+    from vulkan_env import driver_env_problem  # type: ignore
+
 API = "Vulkan"
 NO_DEVICE = (
     "no Vulkan device on this machine: install mesa-vulkan-drivers libvulkan1 (software) or "
@@ -39,7 +44,8 @@ def require_device(ncnn: Any, precision: str) -> None:
             "(run int8 on cpu)",
         )
     if ncnn.get_gpu_count() == 0:
-        raise BackendError("unsupported", NO_DEVICE)
+        # Drivers that are installed but hidden by VK_DRIVER_FILES need no install advice.
+        raise BackendError("unsupported", driver_env_problem() or NO_DEVICE)
 
 
 def check_kept(net: Any, said: List[str]) -> None:

@@ -4,12 +4,23 @@ the tool or a device is missing), and the skip reasons naming the Debian package
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 VULKAN_SKIP = "needs a Vulkan device: apt-get install mesa-vulkan-drivers libvulkan1 vulkan-tools"
 OPENCL_SKIP = "needs an OpenCL device: apt-get install pocl-opencl-icd ocl-icd-libopencl1 clinfo"
+
+
+def driver_manifest(path: Path, library: str = "libedgebench_no_such_driver.so") -> Path:
+    """A Vulkan driver manifest naming ``library``. Given in VK_DRIVER_FILES, the default (a
+    library found nowhere) leaves the loader with no driver, as a machine without one; a path
+    that names no manifest at all is the variable's fault instead (runners/vulkan_env.py)."""
+    icd = {"library_path": library, "api_version": "1.3.0"}
+    path.write_text(json.dumps({"file_format_version": "1.0.0", "ICD": icd}))
+    return path
 
 
 def tool_output(*argv: str) -> str:

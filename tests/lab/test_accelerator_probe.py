@@ -14,6 +14,7 @@ from fakes.gpu_tools import (
     OPENCL_SKIP,
     VULKAN_SKIP,
     clinfo_devices,
+    driver_manifest,
     tool_output,
     vulkaninfo_devices,
 )
@@ -96,8 +97,9 @@ def test_without_a_loader_the_facts_say_none_and_name_the_packages(monkeypatch):
 def test_a_loader_without_a_driver_finds_no_device(monkeypatch, tmp_path):
     if not vulkaninfo_devices():
         pytest.skip(VULKAN_SKIP)
-    monkeypatch.setenv("VK_ICD_FILENAMES", str(tmp_path / "no-such-icd.json"))
-    monkeypatch.setenv("VK_DRIVER_FILES", str(tmp_path / "no-such-icd.json"))
+    manifest = driver_manifest(tmp_path / "no-driver.json")  # a driver found nowhere
+    monkeypatch.setenv("VK_ICD_FILENAMES", str(manifest))
+    monkeypatch.setenv("VK_DRIVER_FILES", str(manifest))
     answer = probe(["Vulkan"])
     assert answer["devices"] == []
     assert answer["problems"]["Vulkan"]["kind"] == "no_device"

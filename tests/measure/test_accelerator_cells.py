@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 import pytest
 from fakes.cli_checks import cli
+from fakes.gpu_tools import driver_manifest
 from fakes.models import save_conv_model
 from onnx import TensorProto, helper, numpy_helper
 
@@ -131,7 +132,7 @@ def test_a_gpu_result_broken_by_fp16_storage_is_a_mismatch(run_cli, tmp_path):
 
 def test_without_a_vulkan_driver_the_cell_names_the_packages(run_cli, eb_env, tmp_path):
     pytest.importorskip("ncnn")
-    empty = tmp_path / "no-driver.json"
+    empty = driver_manifest(tmp_path / "no-driver.json")  # a driver found nowhere
     env = dict(eb_env, VK_ICD_FILENAMES=str(empty), VK_DRIVER_FILES=str(empty))
     model = save_conv_model(tmp_path / "conv.onnx", [1, 3, 16, 16])
     run = cli(

@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 import pytest
 from fakes.dynamic_models import INPUT, LARGE_SHAPE, SMALL_SHAPE, dynamic_classifier
+from fakes.gpu_tools import driver_manifest
 from fakes.quant_models import small_classifier
 from fakes.runner_process import run_runner
 
@@ -150,10 +151,8 @@ def test_ncnn_on_vulkan_without_a_device_is_unsupported_naming_the_packages(
 ) -> None:
     pytest.importorskip("ncnn")
     model = converted(classifier, "ncnn")
-    # The Vulkan loader reads only the drivers these name: an empty manifest, so none.
-    (tmp_path / "drivers").mkdir()
-    manifest = tmp_path / "drivers" / "none.json"
-    manifest.write_text("{}")
+    # The Vulkan loader reads only the drivers these name: one found nowhere, so none.
+    manifest = driver_manifest(tmp_path / "no-driver.json")
     env = dict(os.environ, VK_ICD_FILENAMES=str(manifest), VK_DRIVER_FILES=str(manifest))
     result = run_runner(spec_for(model, "ncnn", "vulkan"), env=env)
     assert result["status"] == "unsupported"
