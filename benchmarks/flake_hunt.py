@@ -38,7 +38,10 @@ REPO = Path(__file__).resolve().parent.parent
 MARKER = "load_sensitive"
 #: How long a pytest process may take to exit once signalled before it is killed.
 STOP_GRACE_S = 10.0
-SUMMARY_LINE = re.compile(r"^=+ (.*\b(passed|failed|error|skipped)\b.*) =+$")
+#: pytest's last line, "12 passed, 3 skipped in 40.1s" (between "=" rules without -q).
+SUMMARY_LINE = re.compile(
+    r"^=*\s*(\d+ (?:passed|failed|errors?|skipped|deselected)\b.* in [\d.]+s\b.*?)\s*=*$"
+)
 
 
 @dataclass
