@@ -12,7 +12,6 @@ from .base import BackendError, InputSpec
 
 # --- inputs and outputs ----------------------------------------------------------------------
 
-
 #: The seeded-input generator, named in every result. The native runner implements the same
 #: one (runners/native_runner/seeded.cpp); docs/edgebench-native.md gives its definition.
 INPUT_GENERATOR = "edgebench.ctr/1"
@@ -55,9 +54,8 @@ def seeded_bits(seed: int, name: str, count: int) -> Any:
 
 
 def c_order(value: Any, dtype: Any = None) -> Any:
-    """``value`` as a C-ordered array (a copy only when it is not one already). A 0-d tensor
-    (a scalar input such as a sample rate) stays 0-d, where numpy's ascontiguousarray would
-    make it 1-d and a framework would then refuse it for the model's rank-0 input."""
+    """``value`` C-ordered (copied only if needed), a 0-d tensor kept 0-d: numpy's
+    ascontiguousarray makes it 1-d, which a framework refuses for a rank-0 input."""
     import numpy as np
 
     return np.asarray(value, dtype=dtype, order="C")
