@@ -15,7 +15,7 @@ from edgebench.errors import UserError
 from edgebench.models.graph import OPSET
 
 from . import ops_conv, ops_math, ops_tensor  # noqa: F401  (registration)
-from .emitter import TRANSLATORS, Emitter, Held
+from .emitter import TRANSLATORS, Emitter, Held, dequantize
 from .reader import TensorSpec, TfliteGraph, read_tflite
 
 log = logging.getLogger(__name__)
@@ -121,9 +121,13 @@ def _input(em: Emitter, index: int) -> IoTensor:
 
 
 def _dequantized_input(em: Emitter, spec: TensorSpec) -> str:
+    """``scale * (q - zero_point)`` written with Cast, Sub and Mul rather than DequantizeLinear,
+    which ncnn's converter refuses and MNN's converts into a graph it cannot run."""
     scale, zero = _per_tensor(em, spec)
     em.flag_dequantized(f"int8 input {spec.name!r} dequantized inside the ONNX twin")
-    return em.node("DequantizeLinear", [spec.name, scale, zero], spec.name + "__float")
+    wide = em.node("Cast", [spec.name], spec.name + "__wide", to=_ONNX_TYPES["float32"])
+    centred = em.node("Sub", [wide, zero], spec.name + "__centred")
+    return em.node("Mul", [centred, scale], spec.name + "__float")
 
 
 def _output(em: Emitter, index: int) -> IoTensor:
@@ -135,13 +139,25 @@ def _output(em: Emitter, index: int) -> IoTensor:
     if held.nchw:
         source = em.as_is(index)
     if spec.dtype.kind in "iu" and spec.quantization is not None:
-        scale, zero = _per_tensor(em, spec)
-        source = em.node("QuantizeLinear", [source, scale, zero], spec.name + "__q")
+        source = _requantized(em, spec, source)
     em.nodes.append(helper.make_node("Identity", [source], [spec.name], name=f"out_{spec.name}"))
     return IoTensor(spec.name, list(spec.shape), spec.dtype.name, _layout(spec))
 
 
+def _requantized(em: Emitter, spec: TensorSpec, source: str) -> str:
+    """``clip(round(x / scale) + zero_point)`` in the output's integer type, written out with
+    plain ops (as ``_dequantized_input``, for the converters that refuse QuantizeLinear)."""
+    scale, zero = _per_tensor(em, spec)
+    info = np.iinfo(spec.dtype)
+    steps = em.node("Round", [em.node("Div", [source, scale], spec.name + "__steps")], "rounded")
+    shifted = em.node("Add", [steps, zero], spec.name + "__shifted")
+    low, high = (em.constant(np.float32(v), "int_bound") for v in (info.min, info.max))
+    clipped = em.node("Clip", [shifted, low, high], spec.name + "__clipped")
+    return em.node("Cast", [clipped], spec.name + "__q", to=_ONNX_TYPES[spec.dtype.name])
+
+
 def _per_tensor(em: Emitter, spec: TensorSpec) -> tuple[str, str]:
+    """The io tensor's scale and zero point, as float32 constants."""
     quant = spec.quantization
     assert quant is not None
     if quant.scale.size != 1:
@@ -150,7 +166,7 @@ def _per_tensor(em: Emitter, spec: TensorSpec) -> tuple[str, str]:
             "edgebench's .tflite reader takes per-tensor int8 io only"
         )
     scale = em.constant(np.float32(quant.scale[0]), spec.name + "__scale")
-    zero = em.constant(np.asarray(quant.zero_point[0], spec.dtype), spec.name + "__zero")
+    zero = em.constant(np.float32(quant.zero_point[0]), spec.name + "__zero")
     return scale, zero
 
 
@@ -158,3 +174,22 @@ def _value_info(spec: TensorSpec) -> onnx.ValueInfoProto:
     if spec.dtype.name not in _ONNX_TYPES:
         raise UserError(f"io tensor {spec.name!r} has type {spec.dtype}, not readable")
     return helper.make_tensor_value_info(spec.name, _ONNX_TYPES[spec.dtype.name], spec.shape)
+
+
+def real_values(tflite: Path, names: list[str], arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """Each array of an int8 (or uint8) quantized output of ``tflite``, by name, as the real
+    values it stands for (``scale * (q - zero_point)``); other arrays as they are. Quantized
+    outputs are compared as values, not as the integers that encode them."""
+    graph = read_tflite(tflite)
+    quantized = {
+        spec.name: spec.quantization
+        for spec in (graph.tensors[i] for i in graph.outputs)
+        if spec.dtype.kind in "iu" and spec.quantization is not None
+    }
+    values = []
+    for name, array in zip(names, arrays, strict=True):
+        quant = quantized.get(name)
+        if quant is not None and np.asarray(array).dtype.kind in "iu":
+            array = dequantize(np.asarray(array), quant.scale, quant.zero_point, quant.axis)
+        values.append(array)
+    return values

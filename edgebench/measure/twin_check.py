@@ -15,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from edgebench.measure.output_check import check_outputs, tolerance_for
+from edgebench.measure.reference_outputs import ReferenceUnavailable
 from edgebench.results.output_check_part import OutputCheck
 
 if TYPE_CHECKING:
@@ -38,6 +39,11 @@ def twin_check(cell: Cell, checks: CheckSettings) -> OutputCheck | None:
         return found
     names, outputs = reference.outputs(cell, checks.seed, input_file)
     lite_names, lite_outputs = reference.outputs(cell, checks.seed, input_file, litert=True)
+    if origin.dequantized:  # int8 outputs compared as the values they encode, not as integers
+        from edgebench.converters.tflite_import import real_values
+
+        outputs = real_values(origin.path, names, outputs)
+        lite_outputs = real_values(origin.path, lite_names, lite_outputs)
     precision = "fp16" if origin.dequantized else "fp32"
     rule = tolerance_for(precision, checks.tolerance.get(precision))
     where = checks.input.label if checks.input is not None else f"the inputs of seed {checks.seed}"
@@ -63,10 +69,17 @@ def twin_mismatch(cell: Cell, check: OutputCheck) -> str:
 
 def failed_twin(cell: Cell, checks: CheckSettings) -> OutputCheck | None:
     """The twin check as the cell's output check when the twin fails it (its problem names
-    the twin and the figures), else None: the cell is checked against the twin as usual."""
+    the twin and the figures), else None: the cell is checked against the twin as usual.
+    LiteRT's cell on the original file is not judged by a failed twin: ReferenceUnavailable."""
     check = twin_check(cell, checks)
     if check is None or check.passed:
         return None
+    if cell.model.format == "tflite":  # LiteRT ran the original: the very reference the twin failed
+        raise ReferenceUnavailable(
+            f"LiteRT ran the original {cell.model.path.name}, the reference its ONNX twin "
+            f"failed against (max abs diff {check.max_abs_diff:.3g}), so there is nothing to "
+            "check it against"
+        )
     failed = copy.copy(check)
     failed.problem = (
         f"no reference: the ONNX twin does not match LiteRT (output {check.criterion_output}: "

@@ -249,7 +249,7 @@ def test_int8_io_is_kept_int8(tmp_path: Path) -> None:
     assert [t.dtype for t in report.inputs] == ["int8"]
     assert {t.dtype for t in report.outputs} == {"int8"}
     twin = onnx.load(tmp_path / "int8_io.onnx")
-    assert twin.graph.node[0].op_type == "DequantizeLinear"
+    assert [n.op_type for n in twin.graph.node[:3]] == ["Cast", "Sub", "Mul"]
     (image,) = report.inputs
     x = np.random.default_rng(3).integers(-128, 128, image.shape).astype(np.int8)
     want = run_litert(data, {image.name: x})
