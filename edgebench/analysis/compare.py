@@ -4,8 +4,9 @@ A cell is flagged only when the difference is both statistically significant on 
 per-iteration samples and large enough to matter (``min_effect``), and the bootstrap confidence
 interval of the ratio excludes 1. Noise alone almost never trips all three.
 
-A cell measured on an emulated CPU (``Record.emulated``) on either side is not comparable: its
-latency says nothing about any chip, so it is never a regression or an improvement. Nor is a
+A cell measured on an emulated CPU or a software device (``ranking.correctness_only``) on
+either side is not comparable: its latency says nothing about any chip, so it is never a
+regression or an improvement; the reason says which of the two, for which side. Nor is a
 cell measured in another clock regime (``results.clock_regime``: the governors, the cores'
 frequency limits, Android's fixed-performance mode, a Jetson's power mode or clock lock); its
 verdict says what differs. A different NVIDIA driver is noted in the verdict's reason.
@@ -22,14 +23,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from edgebench.analysis.metrics import Metric, get_metric
+from edgebench.analysis.ranking import correctness_only
 from edgebench.analysis.statistics import bootstrap_ratio_ci, mann_whitney_u, sample_statistic
 from edgebench.results.clock_regime import clock_regime
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
 VERDICTS = ("regressed", "improved", "unchanged", "new", "missing", "not_comparable")
-#: How a not-comparable reason starts when a side ran on an emulated CPU.
-EMULATED_CPU = "emulated CPU"
 #: How a not-comparable reason starts when two quantized cells used different calibration sets.
 DIFFERENT_CALIBRATION = "different calibration sets"
 #: How a not-comparable reason starts when the sides ran in different clock regimes.
@@ -96,6 +96,16 @@ def driver_note(b: Record, n: Record) -> str:
     return ""
 
 
+def _correctness_only_sides(b: Record, n: Record) -> str:
+    """``emulated CPU (base and new)``, ``software device (new)``, or both kinds (``emulated
+    CPU (base), software device (new)``); "" when both sides ran on real chips."""
+    sides: dict[str, list[str]] = {}
+    for side, record in (("base", b), ("new", n)):
+        if kind := correctness_only(record):
+            sides.setdefault(kind, []).append(side)
+    return ", ".join(f"{kind} ({' and '.join(names)})" for kind, names in sides.items())
+
+
 def _compare_cell(
     b: Record, n: Record, *, min_effect: float, alpha: float, metric: Metric
 ) -> CellVerdict:
@@ -126,9 +136,9 @@ def _judge_cell(
     if b.status != Status.OK or n.status != Status.OK:
         verdict.reason = f"status base={b.status} new={n.status}; only ok cells are compared"
         return verdict
-    if b.emulated or n.emulated:
-        sides = " and ".join(side for side, r in (("base", b), ("new", n)) if r.emulated)
-        verdict.reason = f"{EMULATED_CPU} ({sides}): latency is for correctness only"
+    stand_ins = _correctness_only_sides(b, n)
+    if stand_ins:
+        verdict.reason = f"{stand_ins}: latency is for correctness only"
         return verdict
     changes = clock_regime(b).differences(clock_regime(n))
     if changes:

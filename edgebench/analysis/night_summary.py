@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from edgebench.analysis.metrics import METRICS
+from edgebench.analysis.ranking import correctness_only
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
@@ -41,6 +42,8 @@ class CellSummary:
     #: input shape); each variant is a trend of its own. A tuple of strings.
     variant: tuple[str, ...]
     status: str
+    #: Measured on an emulated CPU or a software device (``ranking.correctness_only``): no
+    #: trend point.
     emulated: bool
     #: Every metric of ``analysis.metrics.METRICS`` that the record has.
     values: dict[str, float] = field(default_factory=dict)
@@ -71,7 +74,7 @@ def summarize(record: Record, run_meta: dict[str, Any] | None = None) -> CellSum
         engine=record.engine,
         variant=variant_of(record),
         status=record.status,
-        emulated=bool(record.emulated),
+        emulated=bool(correctness_only(record)),
         values=values,
         spread=median_spread(record.samples_ns),
         regime=regime_of(record),

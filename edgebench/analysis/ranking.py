@@ -33,8 +33,10 @@ hundredth of a millisecond.
   when it trails by at least ``MIN_LEAD``; closer values tie.
 
 A cell measured on an emulated CPU (``Record.emulated``: qemu user mode on another
-architecture) is never ranked: its figures say nothing about any chip, so it is left out like
-a cell that did not run ok, and the other cells on the device are ranked among themselves.
+architecture) or on a software device (``Record.software_device``: an accelerator API served by
+the CPU, lavapipe or pocl) is never ranked: its figures say nothing about any chip, so it is
+left out like a cell that did not run ok, and the other cells on the device are ranked among
+themselves. The two are never worded one for the other (``correctness_only``).
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ MARGIN = "margin"
 
 #: What an emulated cell's figures are good for, said wherever one is shown.
 EMULATED_RULE = "latencies are for correctness only, never ranked"
+#: Why a cell's latency is for correctness only, in the words every command uses.
+EMULATED_CPU = "emulated CPU"
+SOFTWARE_DEVICE = "software device"
 
 K = TypeVar("K", bound=Hashable)
 
@@ -243,9 +248,29 @@ def separate(
     return Separation(behind, separated, SAMPLES, p, apart, min_lead, alpha)
 
 
+def correctness_only(record: Record) -> str:
+    """Why a cell's latency is for correctness only: ``SOFTWARE_DEVICE`` when its accelerator
+    is a software one, ``EMULATED_CPU`` when its CPU is emulated, "" for a real chip. The
+    accelerator decides first: records written before the two were kept apart also have
+    ``emulated`` set on a software device's cell."""
+    if record.software_device:
+        return SOFTWARE_DEVICE
+    return EMULATED_CPU if record.emulated else ""
+
+
+def correctness_only_evidence(record: Record) -> str:
+    """What ran the cell, for ``correctness_only``'s word: the software device's name
+    (``llvmpipe (LLVM 15.0.6, 256 bits)``), or how the CPU was known to be emulated ("" when
+    no record says)."""
+    if record.software_device and record.accelerator is not None:
+        return record.accelerator.device or record.accelerator.api
+    return " ".join((record.emulation or "").split()) if record.emulated else ""
+
+
 def rankable(record: Record) -> bool:
-    """Whether a cell may lead or trail a comparison: ok, and not measured on an emulated CPU."""
-    return record.status == Status.OK and not record.emulated
+    """Whether a cell may lead or trail a comparison: ok, and measured on a real chip
+    (``correctness_only``)."""
+    return record.status == Status.OK and not correctness_only(record)
 
 
 def emulated_devices(records: Iterable[Record]) -> dict[str, str]:

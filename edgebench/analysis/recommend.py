@@ -5,10 +5,11 @@ skipped on a device has no result there and ranks after every framework that cov
 The choice is by: meets the latency budget on every device, then the worst case across devices
 (max latency / min throughput), then the mean per-device rank.
 
-Cells measured on an emulated CPU (``Record.emulated``) never count: their latency is for
-correctness only. A listed device whose cells are all emulated is refused, with the reason,
-and the frameworks are ranked on the other devices; when every listed device is emulated there
-is no recommendation.
+Cells measured on an emulated CPU or a software device (``ranking.correctness_only``) never
+count: their latency is for correctness only, and the reasons say which of the two. A listed
+device whose cells all ran on an emulated CPU is refused, with the reason, and the frameworks
+are ranked on the other devices; when every listed device is emulated there is no
+recommendation.
 
 Differences within noise do not decide anything (analysis.ranking, the rule the matrix marks
 its best cells by): frameworks that tie on a device share its rank, and worst cases that tie
@@ -25,6 +26,7 @@ from edgebench.analysis.metrics import RECOMMEND_METRICS, Metric, get_metric, me
 from edgebench.analysis.ranking import (
     EMULATED_RULE,
     Ranking,
+    correctness_only,
     emulated_devices,
     rank,
     separation_hint,
@@ -103,10 +105,12 @@ def _status_counts(records: list[Record]) -> str:
 def _missing_reason(records: list[Record], metric: Metric) -> str:
     if not records:
         return "no cell"
-    if any(r.status == Status.OK and not r.emulated for r in records):
+    if any(r.status == Status.OK and not correctness_only(r) for r in records):
         return f"its ok cells have no {metric.label} ({metric.unit})"
-    if any(r.status == Status.OK for r in records):
-        return f"its only ok cells ran on an emulated CPU ({EMULATED_RULE})"
+    kinds = dict.fromkeys(correctness_only(r) for r in records if r.status == Status.OK)
+    if kinds:
+        on = " or ".join(f"an {k}" if k[0] in "aeiou" else f"a {k}" for k in kinds)
+        return f"its only ok cells ran on {on} ({EMULATED_RULE})"
     return f"no ok cell ({_status_counts(records)})"
 
 
@@ -193,10 +197,10 @@ def recommend(
         score = FrameworkScore(framework=fw)
         for dev in wanted:
             cells = [r for r in relevant if r.engine == fw and r.device == dev]
-            ok = ranked_by.ok_values(r for r in cells if not r.emulated)
+            ok = ranked_by.ok_values(r for r in cells if not correctness_only(r))
             if not ok:
                 score.missing[dev] = _missing_reason(cells, ranked_by)
-                if any(r.status == Status.OK and not r.emulated for r in cells):
+                if any(r.status == Status.OK and not correctness_only(r) for r in cells):
                     score.without_value.append(dev)
                 continue
             value, best = ranked_by.best(ok)

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from edgebench.analysis.metrics import RECOMMEND_METRICS, get_metric
+from edgebench.analysis.ranking import correctness_only
 from edgebench.cli.app import cli
 from edgebench.cli.options import comma_list, metric_option, results_dir_option, setting_option
 from edgebench.cli.values import print_records
@@ -273,7 +274,10 @@ def _check_metric_measured(
     ok = [
         r
         for r in records
-        if r.model == model and r.device in devices and r.status == Status.OK and not r.emulated
+        if r.model == model
+        and r.device in devices
+        and r.status == Status.OK
+        and not correctness_only(r)
     ]
     if not ok or any(wanted.value(r) is not None for r in ok):
         return

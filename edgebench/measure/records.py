@@ -93,6 +93,7 @@ def new_record(run_id: str, cell: Cell, status: str) -> Record:
         model=cell.model.name,
         framework=cell.framework,
         precision=cell.precision,
+        precision_requested=cell.precision_requested,
         threads=cell.threads,
         cores=cell.cores_selection,
         status=status,
@@ -156,7 +157,6 @@ def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Recor
     if isinstance(result.get("nvidia"), dict):
         record.set_part("nvidia", result["nvidia"])
     refuse_unreported_accelerator(record)
-    mark_software_device(record)
     record.warnings = stats_warnings(stats)
     effective = record.cores_effective
     if cell.cores and effective is not None and sorted(effective) != sorted(cell.cores):
@@ -189,16 +189,6 @@ def refuse_unreported_accelerator(record: Record) -> None:
     record.samples_ns = []
     record.n_samples = 0
     record.stages = None
-
-
-def mark_software_device(record: Record) -> None:
-    """A cell whose accelerator is a software one (lavapipe, pocl) is treated like a cell on
-    an emulated CPU: outputs checked, its latency never starred, ranked or recommended."""
-    run = record.accelerator
-    if run is None or not run.software:
-        return
-    record.emulated = True
-    record.emulation = f"software {run.api} device: {run.device or 'unnamed'}"
 
 
 def record_from_native(run_id: str, cell: Cell, result: NativeResult) -> Record:

@@ -30,6 +30,7 @@ from edgebench.analysis.breakdowns import (
     p50_of,
     stage_summaries,
 )
+from edgebench.analysis.ranking import correctness_only
 from edgebench.frameworks import display_order
 from edgebench.reporting.matrix import emulated_mark
 from edgebench.reporting.tables import fmt_number
@@ -78,7 +79,7 @@ def ms_share(ms: float | None, share: float | None) -> str:
 
 
 def framework_text(r: Record) -> str:
-    return r.engine + (emulated_mark(r) if r.emulated else "")
+    return r.engine + (emulated_mark(r) if correctness_only(r) else "")
 
 
 def settings_of(records: Sequence[Record]) -> list[str]:

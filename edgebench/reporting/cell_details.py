@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from edgebench.analysis.ranking import EMULATED_RULE
+from edgebench.analysis.ranking import EMULATED_RULE, correctness_only, correctness_only_evidence
 from edgebench.reporting.charts import esc, latency_cdf_svg, telemetry_svgs
 from edgebench.reporting.matrix import group_warnings, status_word
 from edgebench.reporting.tables import fmt_number
@@ -22,17 +22,14 @@ def kv_table(rows: Iterable[tuple[str, Any]]) -> str:
     return f'<table class="meta">{body}</table>' if body else ""
 
 
-def _emulated_label(r: Record) -> str:
-    return "software device" if r.software_device else "emulated CPU"
-
-
 def cell_details(r: Record, anchor: str, expand: bool = False) -> str:
     lat = r.latency_ms or {}
+    stand_in = correctness_only(r)
     open_attr = " open" if expand or r.status != Status.OK else ""
     out = [
         f'<details id="{anchor}"{open_attr}><summary>{esc(r.device)} / {esc(r.engine)} '
         f'<span class="status {esc(r.status)}">{esc(status_word(r))}</span>'
-        + (f'<span class="status emu">{_emulated_label(r)}</span>' if r.emulated else ""),
+        + (f'<span class="status emu">{stand_in}</span>' if stand_in else ""),
         f" <span class='muted'>p50 {esc(fmt_number(lat.get('p50'), 'ms'))}</span></summary>",
     ]
     if r.error:
@@ -58,9 +55,10 @@ def cell_details(r: Record, anchor: str, expand: bool = False) -> str:
         stats.insert(0, ("NVIDIA", r.nvidia.describe()))
     if r.accelerator is not None:
         stats.insert(0, ("accelerator", r.accelerator.describe()))
-    if r.emulated:
-        stats.insert(0, (_emulated_label(r), f"{r.emulation or 'yes'}: {EMULATED_RULE}"))
-    hatch = f"{anchor}-emulated" if r.emulated else ""
+    if stand_in:
+        evidence = correctness_only_evidence(r) or "yes"
+        stats.insert(0, (stand_in, f"{evidence}: {EMULATED_RULE}"))
+    hatch = f"{anchor}-emulated" if stand_in else ""
     charts = [
         latency_cdf_svg(r.samples_ns, lat, hatch=hatch),
         *telemetry_svgs(r.telemetry, hatch=hatch),

@@ -20,6 +20,8 @@ from edgebench.analysis.metrics import METRICS, Metric
 from edgebench.analysis.ranking import (
     EMULATED_RULE,
     RULE_SUMMARY,
+    correctness_only,
+    correctness_only_evidence,
     emulated_devices,
     rank,
     rankable,
@@ -116,9 +118,10 @@ def _heatmap(
                 )
                 continue
             value = row_vals.get(framework)
-            if r.emulated:
-                how = f" ({r.emulation})" if r.emulation else ""
-                where = "a software device" if r.software_device else "an emulated CPU"
+            if kind := correctness_only(r):
+                evidence = correctness_only_evidence(r)
+                how = f" ({evidence})" if evidence else ""
+                where = f"a {kind}" if r.software_device else f"an {kind}"
                 label = "software" if r.software_device else "emulated"
                 tip = (
                     f"{device} / {framework}: {fmt_number(value, metric.unit)} on {where}"
@@ -277,7 +280,7 @@ def _emulated_legend(group: Sequence[Record], notes: Notes, emulated: dict[str, 
     """What the hatched cells of a group are, as references to the notes that say it."""
     out = []
     for software, legend in ((False, EMULATED_LEGEND_NOTE), (True, SOFTWARE_LEGEND_NOTE)):
-        hatched = [r for r in group if r.emulated and r.software_device == software]
+        hatched = [r for r in group if correctness_only(r) and r.software_device == software]
         if hatched:
             label = "software" if software else "emulated"
             device_notes = [n for r in hatched if (n := excluded_note(r, emulated))]

@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 
 from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.ranking import (
+    EMULATED_CPU,
     EMULATED_RULE,
     Ranking,
+    correctness_only,
     emulated_devices,
     emulation_note,
     rank,
@@ -93,7 +95,7 @@ def framework_order(records: Sequence[Record]) -> list[str]:
 def legend_for(group: Sequence[Record]) -> str:
     """The legend of the marks a table's emulated and software cells carry."""
     legends = []
-    if any(r.emulated and not r.software_device for r in group):
+    if any(correctness_only(r) == EMULATED_CPU for r in group):
         legends.append(EMULATED_LEGEND)
     if any(r.software_device for r in group):
         legends.append(SOFTWARE_LEGEND)
@@ -185,7 +187,7 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
                 else:
                     value = metric.stored(record)
                     mark = TEXT_MARKS.get(ranking.standing(framework), "")
-                    if record.emulated:
+                    if correctness_only(record):
                         mark = emulated_mark(record)
                     if value is None and record.native and (record.latency_ms or {}).get("mean"):
                         # A native tool that printed no percentiles: show its average, labelled.
@@ -298,7 +300,7 @@ def format_details(records: Sequence[Record]) -> str:
         rows.append(
             [
                 cell,
-                r.status + emulated_mark(r) if r.emulated else r.status,
+                r.status + emulated_mark(r) if correctness_only(r) else r.status,
                 _fmt(lat.get("p50")),
                 _fmt(lat.get("p90")),
                 _fmt(lat.get("p99")),

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from edgebench.analysis.metrics import get_metric
-from edgebench.analysis.ranking import RULE_SUMMARY, rank
+from edgebench.analysis.ranking import RULE_SUMMARY, correctness_only, rank
 from edgebench.errors import UserError
 from edgebench.reporting.breakdown_tables import Table, breakdown_report
 from edgebench.reporting.export import export_run
@@ -119,7 +119,7 @@ def render_markdown(records: Sequence[Record], run_id: str = "") -> str:
                     row.append("")
                 elif r.status != Status.OK:
                     row.append(_md_cell(status_word(r)))
-                elif r.emulated:
+                elif correctness_only(r):
                     row.append(fmt_number(values.get(framework)) + emulated_mark(r))
                 elif framework in values:
                     mark = REPORT_MARKS.get(ranking.standing(framework), "")

@@ -16,6 +16,7 @@ from edgebench.analysis.metrics import METRICS
 from edgebench.analysis.ranking import (
     RULE_SUMMARY,
     Ranking,
+    correctness_only,
     emulated_devices,
     emulation_note,
     rank,
@@ -54,8 +55,9 @@ def _excluded(r: Record) -> str:
     """Why a cell has no place in the ranking ("" when it has one)."""
     if r.status != Status.OK:
         return status_word(r)
-    if r.emulated:
-        return "software device" if r.software_device else "emulated CPU"
+    kind = correctness_only(r)
+    if kind:
+        return kind
     return "" if METRIC.value(r) is not None else "no p50"
 
 
@@ -107,7 +109,7 @@ def _answer(answer: DeviceAnswer) -> str:
         only = ranking.order[0]
         alone = "<span class='muted'>(the only cell ranked)</span>"
         return f"<b>{esc(only)}</b> {esc(_ms(ranking, only))} {alone}"
-    if any(r.status == Status.OK and r.emulated for r in answer.cells.values()):
+    if any(r.status == Status.OK and correctness_only(r) for r in answer.cells.values()):
         return (
             "<span class='muted'>nothing ranked: every cell that ran ok ran on an emulated CPU "
             "or a software device</span>"

@@ -172,8 +172,10 @@ class Record:
 
     @property
     def software_device(self) -> bool:
-        """Measured on a software accelerator (lavapipe, pocl, ...): like an emulated CPU,
-        its latency is for correctness only (``emulated`` is set too)."""
+        """Measured on a software accelerator (lavapipe, pocl, ...): like an emulated CPU's,
+        its latency is for correctness only, but its CPU is not emulated (``emulated`` is
+        False unless it is; records written before the two were kept apart have it set:
+        ``analysis.ranking.correctness_only`` reads the accelerator first)."""
         return self.accelerator is not None and self.accelerator.software
 
     @property

@@ -15,6 +15,7 @@ from edgebench.analysis.recommend import recommend
 from edgebench.reporting.charts import history_svg
 from edgebench.reporting.junit import junit_xml
 from edgebench.reporting.text import format_comparison, format_history, format_recommendation
+from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore
 
@@ -163,6 +164,51 @@ def test_an_emulated_side_is_not_comparable_and_never_a_regression() -> None:
     assert "1 not_comparable" in format_comparison([verdict])
     suite = ET.fromstring(junit_xml([verdict], "s"))
     assert suite.get("failures") == "0" and suite.get("skipped") == "1"
+
+
+def software_gpu(run_id: str, median_ms: float, seed: int, *, legacy: bool = False) -> Record:
+    """ncnn on lavapipe (a software Vulkan device) on a real CPU; ``legacy``: as records
+    written before the two kinds were kept apart stored it (``emulated`` set too)."""
+    record = sampled_record(
+        "pc",
+        "ncnn",
+        median_ms,
+        seed,
+        run_id=run_id,
+        backend="vulkan",
+        accelerator=AcceleratorRun("Vulkan", device="llvmpipe", software=True),
+    )
+    if legacy:
+        record.emulated, record.emulation = True, "software Vulkan device: llvmpipe"
+    return record
+
+
+def test_a_software_gpu_is_never_called_an_emulated_cpu() -> None:
+    for legacy in (False, True):
+        base, new = (
+            [software_gpu("a", 2, 1, legacy=legacy)],
+            [software_gpu("b", 6, 2, legacy=legacy)],
+        )
+        (verdict,) = compare_runs(base, new)
+        assert verdict.verdict == "not_comparable"
+        assert verdict.reason == ("software device (base and new): latency is for correctness only")
+        cpu = [cell("pc", "ncnn", 10, seed=4), cell("pc", "mnn", 12, seed=5)]
+        rec = recommend([*cpu, *new], ["pc"], "net")
+        text = format_recommendation(rec)
+        assert rec.best == "ncnn" and rec.refused == {}
+        assert (
+            "ncnn·vulkan: ranked last: pc: its only ok cells ran on a software device "
+            "(latencies are for correctness only, never ranked)"
+        ) in text
+        assert "emulated" not in text
+        assert emulated_devices(new) == {}
+
+
+def test_compare_names_each_side_by_its_own_kind() -> None:
+    qemu = cell("pc", "ncnn", 100, seed=3, emulated=True, run_id="a")
+    qemu.cell_id = software_gpu("b", 6, 2).cell_id
+    (verdict,) = compare_runs([qemu], [software_gpu("b", 6, 2)])
+    assert verdict.reason.startswith("emulated CPU (base), software device (new): ")
 
 
 def test_a_status_change_on_an_emulated_cell_is_still_reported() -> None:

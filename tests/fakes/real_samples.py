@@ -25,12 +25,16 @@ from fakes.records import record_of_samples
 #: Real timings taken once per test session.
 REAL_ITERATIONS = 400
 #: Spreads tried, in order, for the noisy cell of ``noisy_tie_case``: how wide its real
-#: timings must be stretched for 30 samples to hide a 10% gap depends on the shape of the
-#: real run's core.
-NOISY_SPREADS = (0.4, 0.8, 1.6, 3.2, 6.4)
-#: Resampled log-deviations are clipped at this many (robust) standard deviations, so that a
-#: stray pause of the real run stretched to a 40% spread does not overflow.
-CLIP = 8.0
+#: timings must be stretched for 30 samples to hide a 10% gap depends a little on the shape of
+#: the real run's core.
+NOISY_SPREADS = (0.4, 0.6, 0.8)
+#: The spread of a resampled cell is measured on the middle 30% of the real timings (the
+#: order statistics that bound a median), in units of a normal's: 0.65 - 0.35 quantiles.
+MIDDLE = (0.35, 0.65)
+MIDDLE_WIDTH = 0.7706
+#: Resampled log-deviations are clipped at this many such units, so that a stray pause of the
+#: real run stretched to a 40% spread neither overflows nor flattens a chart's scale.
+CLIP = 5.0
 
 
 @functools.cache
@@ -52,11 +56,12 @@ def real_samples_ms() -> np.ndarray:
 
 def resampled_ms(median_ms: float, spread: float, n: int, seed: int) -> np.ndarray:
     """``n`` real timings drawn with replacement (seeded), their log-deviations from the real
-    median scaled to a robust standard deviation of ``spread`` (about the CV), then scaled so
-    that their median is ``median_ms`` exactly."""
+    median scaled so that the middle of the real run spreads like a lognormal of ``spread``
+    (about the CV), then scaled so that their median is ``median_ms`` exactly."""
     logs = np.log(real_samples_ms())
     centre = float(np.median(logs))
-    scale = 1.4826 * float(np.median(np.abs(logs - centre))) or float(logs.std())
+    low, high = np.quantile(logs, MIDDLE)
+    scale = float(high - low) / MIDDLE_WIDTH or float(logs.std())
     assert scale > 0, "the real timings are all equal: nothing to resample"
     drawn = np.random.default_rng(seed).choice(logs, n)
     z = np.clip((drawn - centre) / scale, -CLIP, CLIP)

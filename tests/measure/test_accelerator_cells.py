@@ -91,7 +91,8 @@ def test_ncnn_on_software_vulkan_is_checked_recorded_and_never_starred(run_cli, 
         True,
     )
     assert accelerator["precision"] == "fp32" and accelerator["driver"]
-    assert gpu["emulated"] and "software Vulkan device" in gpu["emulation"]
+    # A software GPU, not an emulated CPU: the record's emulated flag is qemu's alone.
+    assert gpu["emulated"] is False and gpu["emulation"] is None
     assert gpu["first_inference_ms"] > 0 and gpu["cpu_ms_per_inf"] > 0
     assert (
         records["ncnn/fp32"]["cpu_ms_per_inf"] > 0 and records["ncnn/fp32"]["accelerator"] is None
@@ -111,6 +112,20 @@ def test_ncnn_on_software_vulkan_is_checked_recorded_and_never_starred(run_cli, 
     assert gpu_cell[1] == "(software)" and gpu_cell[0].replace(".", "").isdigit()
     assert row.count("CPU fallback") == 2  # mnn·vulkan and mnn·opencl: never a figure
     assert "software: local · vulkan ran on a software device" in table.stdout
+    assert "emulated" not in table.stdout
+
+    # compare and recommend say "software device", never "emulated CPU".
+    compare = run_cli(["compare", "latest", "latest"])
+    verdict = next(line for line in compare.stdout.splitlines() if "/bvulkan " in line)
+    assert "not_comparable" in verdict
+    assert "software device (base and new): latency is for correctness only" in verdict
+    chosen = run_cli(["recommend", "--devices", "local", "--model", "conv"])
+    assert chosen.returncode == 0, chosen.stderr
+    assert "ncnn·vulkan: ranked last: local: its only ok cells ran on a software device" in (
+        chosen.stdout
+    )
+    for out in (compare.stdout, chosen.stdout):
+        assert "emulated" not in out, out
 
 
 def test_a_gpu_result_broken_by_fp16_storage_is_a_mismatch(run_cli, tmp_path):

@@ -13,7 +13,7 @@ from edgebench.analysis.recommend import recommend
 from edgebench.compute_backends import ACCELERATORS, BACKEND_NAMES, backends_of, engine_label
 from edgebench.lab.accelerator_facts import Accelerator
 from edgebench.lab.runner_kinds import RunnerKind
-from edgebench.measure.records import mark_software_device, refuse_unreported_accelerator
+from edgebench.measure.records import refuse_unreported_accelerator
 from edgebench.planning.backend_cells import SOFTWARE_DEVICE_ITERATIONS
 from edgebench.planning.cells import DEFAULT_ROUNDS, auto_rounds, build_cells
 from edgebench.planning.config import TimingConfig
@@ -169,7 +169,6 @@ def test_the_matrix_has_a_column_per_engine_and_software_cells_are_never_starred
     cpu = sampled_record("pc", "ncnn", 14.0, 1)
     slow_cpu = sampled_record("pc", "mnn", 30.0, 2)
     gpu = gpu_record("pc", 2.0, 3, software=True)
-    mark_software_device(gpu)
     records = [cpu, slow_cpu, gpu]
     assert framework_order(records) == ["mnn", "ncnn", "ncnn·vulkan"]
     text = format_matrix(records)

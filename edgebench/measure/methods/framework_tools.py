@@ -35,7 +35,6 @@ from edgebench.measure.quantized_check import quant_info
 from edgebench.measure.records import (
     attach_energy,
     failed_record,
-    mark_software_device,
     new_record,
     record_from_native,
     refuse_unreported_accelerator,
@@ -229,7 +228,6 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
     if report.run is not None:
         record.set_part("accelerator", report.run)
     refuse_unreported_accelerator(record)
-    mark_software_device(record)
     if cell.precision in QUANTIZED_PRECISIONS:
         record.quant = quant_info(cell)
     if sampler is not None and settings is not None:
