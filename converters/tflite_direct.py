@@ -4,18 +4,28 @@ frontend and ``MNNConvert -f TFLITE`` read the file itself, instead of the ONNX 
 Each is its framework's ONNX converter with another source; its version says so, so that a
 direct artifact never shares a cache entry with one converted from ONNX. Input shapes are
 the .tflite's own (fixed), so none are passed.
+
+Both keep a quantized .tflite quantized (OpenVINO as FakeQuantize layers, MNN as DT_INT8
+tensors and int8 weights): at the precision the file holds (int8, int8-weights) the
+conversion is the plain one, and the manifest's ``quant`` says the file came quantized. At
+fp32 the artifact of a quantized file is quantized all the same, and its cells are recorded at
+the precision it holds (``planning/prepare.py``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .artifact_precision import QUANTIZED, read_precision
 from .base import ConversionError, ConversionOptions, Converter
 from .isolation import convert_in_python_subprocess
 from .mnn_converter import MnnConverter
 from .openvino_converter import OpenVinoConverter
 
 DIRECT = "+tflite-direct"
+#: The manifest's ``quant.method`` for a direct artifact of a quantized .tflite (the words of
+#: ``measure/quantized_check.py``'s pre-converted models).
+QUANTIZED_IN_FILE = "pre-converted (quantized outside edgebench)"
 
 _OPENVINO_SCRIPT = """
 import sys
@@ -52,8 +62,17 @@ def _read_tflite(
     return run.log
 
 
+def _kept_quantization(target: Path, fmt: str) -> dict[str, object] | None:
+    """The manifest's ``quant`` for a direct artifact that holds quantized tensors: they came
+    from the .tflite, not from a calibration of edgebench's."""
+    found = read_precision(target, fmt)
+    if not found.quantized:
+        return None
+    return {"method": QUANTIZED_IN_FILE, "granularity": None, "fp32_fallback_ops": []}
+
+
 class OpenVinoFromTflite(OpenVinoConverter):
-    precisions = ("fp32", "fp16")
+    precisions = ("fp32", "fp16", *QUANTIZED)
 
     def cache_version(self, options: ConversionOptions) -> str:
         return self.version() + DIRECT
@@ -65,12 +84,12 @@ class OpenVinoFromTflite(OpenVinoConverter):
         self.last_log = _read_tflite(
             label, _OPENVINO_SCRIPT, Path(onnx_path), xml, options.precision, markers
         )
-        self.last_quant = None
+        self.last_quant = _kept_quantization(xml, "openvino")
         return ["model.xml", "model.bin"]
 
 
 class MnnFromTflite(MnnConverter):
-    precisions = ("fp32", "fp16")
+    precisions = ("fp32", "fp16", *QUANTIZED)
 
     def cache_version(self, options: ConversionOptions) -> str:
         return self.version() + DIRECT
@@ -85,7 +104,7 @@ class MnnFromTflite(MnnConverter):
             options.precision,
             ("not support", "unsupported"),
         )
-        self.last_quant = None
+        self.last_quant = _kept_quantization(target, "mnn")
         return ["model.mnn"]
 
 

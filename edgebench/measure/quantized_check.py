@@ -24,11 +24,14 @@ def quant_info(cell: Cell) -> Quant:
     """How the cell's artifact was quantized, from its manifest, and the calibration set."""
     manifest = cell.artifact.manifest if cell.artifact is not None else {}
     quant = dict(manifest.get("quant") or {})
-    quant.setdefault("method", PRECONVERTED if cell.artifact is None else "unknown")
+    # The file came quantized (given so, or a conversion that kept a .tflite's int8 tensors).
+    outside = cell.artifact is None or cell.precision_requested is not None
+    quant.setdefault("method", PRECONVERTED if outside else "unknown")
     quant.setdefault("granularity", None)
     quant.setdefault("fp32_fallback_ops", [])
     sets = cell.quantization
-    uses_calibration = cell.artifact is not None and cell.precision == "int8"
+    outside = outside or quant["method"] == PRECONVERTED
+    uses_calibration = not outside and cell.precision == "int8"
     quant["calibration"] = sets.calibration.as_dict() if sets and uses_calibration else None
     quant["evaluation"] = sets.evaluation.as_dict() if sets else None
     return Quant.from_dict(quant)

@@ -47,7 +47,12 @@ from edgebench.planning.limits import check_memory
 from edgebench.planning.model_precision import precisions_by_model
 from edgebench.planning.modelref import ModelRef, parse_shape_overrides, resolve_models
 from edgebench.planning.plan_file import Plan, load_plan
-from edgebench.planning.prepare import calibration_sets, prepare_cells
+from edgebench.planning.prepare import (
+    calibration_sets,
+    precision_options,
+    prepare_cells,
+    settle_precisions,
+)
 from edgebench.planning.unused import warn_unused
 from edgebench.planning.variants import base_shapes, breakdown_of, check_sweep_shapes, expand
 from edgebench.results.record_warnings import ROUNDS_CUT_SHORT
@@ -184,14 +189,17 @@ def _run_session(
     cells = expand(base_cells, breakdown_of(config), cache_dir())
     warn_unused(config, cells)
     check_memory(cells)
+    calibration = calibration_sets(config)
     conversions = prepare_cells(
         cells,
         ArtifactCache(cache_dir() / "artifacts"),
         force=config.checks.force_convert,
         choices={"tflite": config.checks.tflite_converter},
-        calibration=calibration_sets(config),
+        calibration=calibration,
         report=lambda line: progress.message(f"  {line}"),
     )
+    # The precision recorded is the one of the file each cell runs, not the option's.
+    cells = settle_precisions(cells, calibration, lambda line: progress.message(f"  {line}"))
     progress.message(
         f"conversions: {conversions} run, "
         f"{sum(1 for c in cells if c.artifact is not None and c.artifact.cached)} cells from cache"
@@ -221,6 +229,7 @@ def _run_session(
         run_dir.update_metadata(status="running", resumed_at=utc_now())
     else:
         metadata = _run_metadata(config, plan, matrix, rounds, device_list)
+        metadata["options"].update(precision_options(cells, matrix.precisions))
         if source.metadata() is not None:
             metadata["cluster"] = source.metadata()
         run_dir = store.create_run(metadata)

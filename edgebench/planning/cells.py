@@ -103,6 +103,8 @@ class Cell:
     device: Device
     model: ModelRef
     framework: str
+    #: The precision the cell runs at; once the file it runs is known, the file's own
+    #: (``planning/prepare.py``, ``settle_precisions``).
     precision: str
     threads: int
     cores_selection: str
@@ -145,6 +147,8 @@ class Cell:
     #: The backend's devices here are all software ones (``software_device_timing``): one
     #: visit, never split into interleaved rounds.
     software_device: bool = False
+    #: The precision the run asked for, where the file the cell runs holds another one.
+    precision_requested: str | None = None
 
     @property
     def engine(self) -> str:

@@ -1,16 +1,19 @@
 """Pre-converted models whose file fixes the precision they run at: an int8 ncnn ``.param``
-(its quantized layers carry int8 weights; ``runners/backends/ncnn_param.py``). Such a model is
-measured at the precision its file holds, whatever precision the run sweeps by default; asking
-for another one explicitly is refused in one line."""
+(its quantized layers carry int8 weights; ``runners/backends/ncnn_param.py``), which ncnn can
+run only with int8 inference on. Such a model is measured at the precision its file holds,
+whatever precision the run sweeps by default; asking for another one explicitly is refused in
+one line. Every other file is recorded at the precision it holds once its cells are planned
+(``planning/prepare.py``, ``settle_precisions``), with a warning where that is not the one
+asked for."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
 
+from edgebench.converters.artifact_precision import read_precision
 from edgebench.errors import UserError
 from edgebench.planning.modelref import ModelRef
-from edgebench.runners.backends.ncnn_param import int8_layers
 
 log = logging.getLogger(__name__)
 
@@ -20,14 +23,10 @@ def stored_precision(model: ModelRef) -> tuple[str, str] | None:
     file leaves the precision to the run."""
     if model.error or model.format != "ncnn" or model.path is None:
         return None
-    layers = int8_layers(str(model.path))
-    if not layers:
+    found = read_precision(model.path, "ncnn")  # ncnn can read int8 weights only as int8
+    if found.precision != "int8":
         return None
-    more = f" and {len(layers) - 1} more" if len(layers) > 1 else ""
-    return "int8", (
-        f"{model.path.name} is an int8 ncnn model ({layers[0]}{more} with int8_scale_term: "
-        "int8 weights)"
-    )
+    return "int8", f"{model.path.name} is an int8 ncnn model ({found.evidence})"
 
 
 def precisions_by_model(

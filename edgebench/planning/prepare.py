@@ -1,10 +1,14 @@
-"""Convert every model a plan needs, once, before any cell is measured."""
+"""Convert every model a plan needs, once, before any cell is measured; then record each cell
+at the precision of the file it runs."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
+from edgebench.converters.artifact_precision import FilePrecision, ran_precision, read_precision
 from edgebench.converters.base import CALIBRATED_PRECISIONS
 from edgebench.planning.cells import Cell
 from edgebench.planning.config import RunConfig
@@ -16,6 +20,8 @@ from edgebench.quantization.calibration import (
     CalibrationUnavailable,
 )
 from edgebench.statuses import ErrorKind, Status
+
+log = logging.getLogger(__name__)
 
 # ConversionError kind -> the status of the cells that needed the artifact.
 _STATUS_OF_KIND = {
@@ -71,6 +77,8 @@ def attach_calibration(
     problems: dict[str, str] = {}
     for cell in cells:
         if cell.precision not in QUANTIZED_PRECISIONS or cell.verdict is not None:
+            continue
+        if cell.quantization is not None:
             continue
         key = repr(cell.inputs)
         if key not in problems:
@@ -144,3 +152,92 @@ def prepare_cells(
         else:
             cell.artifact = outcome
     return converted
+
+
+def file_precision(cell: Cell) -> FilePrecision | None:
+    """The precision of the file ``cell`` runs, read from it; None before it is known."""
+    if cell.artifact is not None:
+        return read_precision(cell.artifact.primary, cell.artifact.format)
+    if cell.convert_to is None and cell.model.path is not None:
+        return read_precision(Path(cell.model.path), cell.model.format)
+    return None
+
+
+def settle_precisions(
+    cells: Sequence[Cell],
+    calibration: CalibrationSets | None = None,
+    report: Callable[[str], None] = lambda _: None,
+) -> list[Cell]:
+    """The cells, each at the precision of the file it runs (the file's quantized tensors
+    decide, not the option): a cell whose file holds another precision than the one asked
+    for is recorded at the file's, with the asked one in ``precision_requested``, and one
+    warning line per model, engine and precision says so. Where that makes two cells of one
+    id, the one that ran what was asked is kept. A cell that became quantized gets the
+    evaluation set its accuracy is judged on (``calibration``)."""
+    evidence: dict[int, str] = {}
+    for cell in cells:
+        found = file_precision(cell) if cell.verdict is None else None
+        ran = ran_precision(cell.precision, found) if found is not None else cell.precision
+        if found is None or ran == cell.precision:
+            continue
+        cell.precision_requested, cell.precision = cell.precision, ran
+        evidence[id(cell)] = found.evidence
+        if ran not in QUANTIZED_PRECISIONS:
+            cell.quantization = None  # no accuracy check on the evaluation set
+    kept = _one_cell_per_id(cells)
+    said: set[tuple[str, str, str]] = set()
+    for cell in kept:
+        key = (cell.model.name, cell.engine, cell.precision_requested or "")
+        if id(cell) not in evidence or key in said:
+            continue
+        said.add(key)
+        log.warning(
+            "warning: %s on %s runs %s, which holds %s (%s), not the %s asked for: "
+            "its cells are recorded as %s",
+            cell.model.name,
+            cell.engine,
+            cell.run_path.name if cell.run_path is not None else "its file",
+            cell.precision,
+            evidence[id(cell)],
+            cell.precision_requested,
+            cell.precision,
+        )
+    if calibration is not None:
+        attach_calibration(kept, calibration, report)
+    return kept
+
+
+def _one_cell_per_id(cells: Sequence[Cell]) -> list[Cell]:
+    """Cells in order, one per id: a relabelled cell gives way to one that ran what was asked
+    (``--precision fp32,int8`` on an int8 file measures it once, at int8), with one warning
+    line per model, engine and precision."""
+    first: dict[str, Cell] = {}
+    for cell in cells:
+        held = first.get(cell.cell_id)
+        if held is None or (held.precision_requested and not cell.precision_requested):
+            first[cell.cell_id] = cell
+    dropped = {
+        (c.model.name, c.engine, c.precision, c.precision_requested or c.precision): None
+        for c in cells
+        if first[c.cell_id] is not c
+    }
+    for model, engine, precision, asked in dropped:
+        log.warning(
+            "warning: %s on %s is measured once, at %s: the file its %s cells run holds %s",
+            model,
+            engine,
+            precision,
+            asked,
+            precision,
+        )
+    return [c for c in cells if first[c.cell_id] is c]
+
+
+def precision_options(cells: Sequence[Cell], requested: Sequence[str]) -> dict[str, list[str]]:
+    """run.json's ``options.precision``: the precisions the run's cells are recorded at, in
+    the order asked, and the ones asked for as ``precision_requested`` when they differ."""
+    ran = list(dict.fromkeys(c.precision for c in cells))
+    ordered = [p for p in requested if p in ran] + [p for p in ran if p not in requested]
+    if not cells or ordered == list(requested):
+        return {"precision": list(requested)}
+    return {"precision": ordered, "precision_requested": list(requested)}

@@ -2,9 +2,11 @@
 
 The twin (``converters/onnx_from_tflite.py``, through the artifact cache) is the model every
 framework converts from and ONNX Runtime's reference runs; tflite runs the original file at
-fp32. With ``--from-tflite direct``, OpenVINO and MNN convert the .tflite itself
-(``converters/tflite_direct.py``). Before the twin is trusted as the reference, its outputs
-are checked against LiteRT on the original (``measure/twin_check.py``).
+fp32 and at the precision the file holds (int8 for a quantized .tflite). With
+``--from-tflite direct``, OpenVINO and MNN convert the .tflite itself
+(``converters/tflite_direct.py``), at fp32, fp16 and the file's own quantized precision.
+Before the twin is trusted as the reference, its outputs are checked against LiteRT on the
+original (``measure/twin_check.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, Converter
 from edgebench.converters.artifact_cache import file_sha256
+from edgebench.converters.artifact_precision import QUANTIZED, read_precision
 from edgebench.converters.onnx_from_tflite import REPORT_FILE, OnnxFromTfliteConverter
 from edgebench.converters.tflite_direct import DIRECT, DIRECT_CONVERTERS
 
@@ -48,6 +51,9 @@ class TfliteOrigin:
     route: str = "onnx"  # --from-tflite
     dequantized: bool = False  # int8 tensors of the .tflite were dequantized in the twin
     warnings: tuple[str, ...] = ()
+    #: The precision the .tflite holds (``converters/artifact_precision.py``): fp32, fp16,
+    #: int8 or int8-weights.
+    precision: str = "fp32"
 
 
 def make_twin(tflite: Path, cache: Path, route: str = "onnx") -> TfliteOrigin:
@@ -68,13 +74,15 @@ def make_twin(tflite: Path, cache: Path, route: str = "onnx") -> TfliteOrigin:
         route=route,
         dequantized=bool(report.get("dequantized")),
         warnings=tuple(str(w) for w in report.get("warnings") or ()),
+        precision=read_precision(tflite, "tflite").precision or "fp32",
     )
     if not artifact.cached:
         log.info("%s -> ONNX twin %s (%s)", tflite.name, origin.twin, artifact.manifest["log"])
     if origin.dequantized:
         log.warning(
             "warning: %s is an int8 .tflite: its ONNX twin is a float model (int8 tensors "
-            "dequantized), so every framework but tflite measures float",
+            "dequantized), so the frameworks that convert from the twin measure float at fp32 "
+            "(tflite and --from-tflite direct run the int8 file, recorded as int8)",
             tflite.name,
         )
     return origin
@@ -97,12 +105,21 @@ def twin_problem(tflite: Path, exc: ConversionError) -> str:
 
 
 def cell_model(model: ModelRef, framework: str, precision: str) -> ModelRef:
-    """The model as ``framework``'s cell runs it: tflite at fp32 runs the original .tflite
-    (checked against the twin on ONNX Runtime); everything else the twin."""
+    """The model as ``framework``'s cell runs it: tflite at fp32, and at the quantized
+    precision the .tflite holds, runs the original .tflite (checked against the twin on ONNX
+    Runtime); everything else the twin. An int8 file's fp32 cell is recorded as int8
+    (``planning/prepare.py``, ``settle_precisions``)."""
     origin = getattr(model, "tflite", None)  # duck-typed models in tests have none
-    if origin is None or framework != "tflite" or precision != "fp32":
+    if origin is None or framework != "tflite" or precision not in original_precisions(origin):
         return model
     return replace(model, path=origin.path, format="tflite", sha256=origin.sha256, companions=[])
+
+
+def original_precisions(origin: TfliteOrigin) -> tuple[str, ...]:
+    """The cell precisions at which a cell reads the .tflite itself (LiteRT's original, the
+    direct route): fp32, and the quantized precision the file holds."""
+    own = (origin.precision,) if origin.precision in QUANTIZED else ()
+    return ("fp32", *own)
 
 
 def check_precision(model: ModelRef, precision: str) -> str:
@@ -117,11 +134,12 @@ def check_precision(model: ModelRef, precision: str) -> str:
 
 def direct_conversion(model: ModelRef, fmt: str | None, precision: str) -> Converter | None:
     """The converter that reads the .tflite itself, when ``--from-tflite direct`` applies to
-    this cell (OpenVINO and MNN, fp32 and fp16); None: convert from the twin."""
+    this cell (OpenVINO and MNN, fp32, fp16 and the file's own quantized precision, which
+    the conversion keeps); None: convert from the twin."""
     origin = getattr(model, "tflite", None)  # duck-typed models in tests have none
     if origin is None or origin.route != "direct" or fmt not in DIRECT_CONVERTERS:
         return None
-    if precision not in DIRECT_PRECISIONS:
+    if precision not in {*DIRECT_PRECISIONS, *original_precisions(origin)}:
         return None
     return DIRECT_CONVERTERS[fmt]()
 

@@ -70,6 +70,7 @@ class Record:
     device: str
     model: str
     framework: str
+    #: The precision of the file the cell ran, read from the file itself.
     precision: str
     threads: int
     cores: str
@@ -159,6 +160,9 @@ class Record:
     #: (--fixed-performance), False on an ADB device where it did not (the run did not ask,
     #: or the device refused), None elsewhere and in older records.
     fixed_performance: bool | None = None
+    #: The precision the run asked for, where the file the cell ran holds another one
+    #: (``precision``); None when they agree.
+    precision_requested: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
