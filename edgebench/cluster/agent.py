@@ -196,7 +196,8 @@ class Agent:
                 start_new_session=True,
                 preexec_fn=_dies_with(os.getpid()),
             )
-        self._wait_joined(token)
+        if not self._wait_joined(token):
+            return  # stopping: not joined, and not to be said so
         names = ", ".join(d.name for d in devices) or "none reachable yet"
         self.report(
             f"host {self.host}: joined the cluster at {self.settings.address} with "
@@ -228,12 +229,13 @@ class Agent:
                 "lab file) and start this agent again"
             )
 
-    def _wait_joined(self, token: str) -> None:
+    def _wait_joined(self, token: str) -> bool:
+        """True once the head lists the node alive; False when the agent is stopping."""
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         while time.monotonic() < deadline and not self.stop.is_set():
             text = self.log_path.read_text(errors="replace")
             if STARTED_MARK in text and self._listed_alive(token):
-                return
+                return True
             if self.node is not None and self.node.poll() is not None:
                 raise UserError(
                     f"host {self.host} could not join the cluster at {self.settings.address}: "
@@ -247,6 +249,7 @@ class Agent:
                 f"{JOIN_TIMEOUT_S:.0f} s (`ray start` did not start, or the head does not list "
                 f"the node; log: {self.log_path})"
             )
+        return False
 
     def _listed_alive(self, token: str) -> bool:
         """Whether the head answers and lists this agent's node (``ray start`` may say it
