@@ -22,6 +22,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edgebench.builds import BuildError
@@ -32,7 +33,7 @@ from edgebench.builds.targets import parse_target
 from edgebench.compute_backends import OPENCL_PACKAGES, VULKAN_PACKAGES
 from edgebench.converters import ConversionOptions, get_converter
 from edgebench.runners import vulkan_info
-from edgebench.runners.protocol import RESULT_PREFIX
+from edgebench.runners.protocol import RESULT_PREFIX, SPEC_SCHEMA
 from fakes.models import save_conv_model
 
 #: The fixture name per target, in the order the builds run.
@@ -223,6 +224,38 @@ def run_native(
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_PREFIX)]
     assert len(lines) == 1, proc.stdout
     return json.loads(lines[0][len(RESULT_PREFIX) :])
+
+
+def run_once(
+    binary: Path,
+    model: Path,
+    framework: str,
+    feeds: dict,
+    work: Path,
+    emulator: str | None = None,
+    **spec: object,
+) -> tuple[dict, dict]:
+    """One inference of ``model`` in ``framework`` on ``feeds`` (arrays by ONNX input name) in
+    edgebench-native: the result, and the saved outputs by name (empty when the cell failed)."""
+    work.mkdir(parents=True, exist_ok=True)
+    np.savez(work / "inputs.npz", **feeds)
+    full = {
+        "schema": SPEC_SCHEMA,
+        "model": str(model),
+        "framework": framework,
+        "warmup": 0,
+        "iterations": 1,
+        "min_time_s": 0,
+        "input_file": str(work / "inputs.npz"),
+        "save_outputs": str(work / "outputs.npz"),
+        **spec,
+    }
+    result = run_native(binary, full, emulator=emulator)
+    if result["status"] != "ok":
+        return result, {}
+    with np.load(work / "outputs.npz") as saved:
+        names = [str(n) for n in saved["__names__"]]
+        return result, {n: saved[f"output_{i}"] for i, n in enumerate(names)}
 
 
 def converted_conv(folder: Path, fmt: str, suffix: str) -> Path:

@@ -22,7 +22,7 @@ import onnxruntime as ort
 import pytest
 from fakes.adb_fixtures import EmulatedPhone
 from fakes.arm_board import phone_without_python_lab
-from fakes.native_builds import run_native
+from fakes.native_builds import run_native, run_once
 from fakes.paddleocr import CASES, DATA, IDS, MODELS, page
 from fakes.records import stored_records
 from fakes.tnn_layers import LAYER_CASES
@@ -51,27 +51,8 @@ def run_tnn(
     emulator: str | None = None,
     **spec: object,
 ) -> tuple[dict, dict[str, np.ndarray]]:
-    """One inference of ``proto`` on ``feeds`` in edgebench-native: the result, and the outputs
-    by name (empty when the cell failed)."""
-    work.mkdir(parents=True, exist_ok=True)
-    np.savez(work / "inputs.npz", **feeds)
-    full = {
-        "schema": protocol.SPEC_SCHEMA,
-        "model": str(proto),
-        "framework": "tnn",
-        "warmup": 0,
-        "iterations": 1,
-        "min_time_s": 0,
-        "input_file": str(work / "inputs.npz"),
-        "save_outputs": str(work / "outputs.npz"),
-        **spec,
-    }
-    result = run_native(binary, full, emulator=emulator)
-    if result["status"] != "ok":
-        return result, {}
-    with np.load(work / "outputs.npz") as saved:
-        names = [str(n) for n in saved["__names__"]]
-        return result, {n: saved[f"output_{i}"] for i, n in enumerate(names)}
+    """One inference of ``proto`` on ``feeds`` in edgebench-native's TNN."""
+    return run_once(binary, proto, "tnn", feeds, work, emulator, **spec)
 
 
 def onnx_outputs(model: onnx.ModelProto | Path, feeds: dict[str, np.ndarray]) -> dict:

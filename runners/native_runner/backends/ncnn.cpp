@@ -2,10 +2,13 @@
 // One Net serves every stream (each inference makes its own Extractor): shared weights. On
 // Vulkan, backends/ncnn_vulkan.cpp does what differs.
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "../backend.h"
 #include "../io_map.h"
 #include "../measure.h"
+#include "ncnn_param.h"
 #include "ncnn_vulkan.h"
 #include "net.h"
 
@@ -139,8 +142,14 @@ public:
         net_.opt.use_int8_inference = precision == "int8";
         net_.opt.num_threads = threads;
         if (on_vulkan()) memory_before_ = ncnn_vulkan::prepare(net_, precision);
-        if (net_.load_param(model.c_str()) != 0)
-            throw BackendError("model_load", "ncnn could not parse " + model);
+        const std::string param = param_text(model);
+        // Net::load_param skips a layer whose own load_param fails, then dereferences the gap.
+        const std::string unread = ncnn_param::unreadable_layers(param);
+        if (!unread.empty())
+            throw BackendError("model_load", "ncnn " NCNN_VERSION_STRING " could not read layer " + unread + " of " +
+                                                 model + " (ncnn's reason is on stderr); the pnnx that wrote it "
+                                                 "may write for a newer ncnn than edgebench-native links");
+        if (net_.load_param_mem(param.c_str()) != 0) throw BackendError("model_load", "ncnn could not parse " + model);
         if (on_vulkan()) ncnn_vulkan::check_kept(net_);
         std::string weights = model.substr(0, model.rfind('.')) + ".bin";
         FILE* probe = std::fopen(weights.c_str(), "rb");
@@ -191,6 +200,19 @@ public:
 
 private:
     bool on_vulkan() const { return compute_backend_ == "vulkan"; }
+
+    // The param file as this ncnn reads it (ncnn_param.h).
+    static std::string param_text(const std::string& model) {
+        std::ifstream in(model, std::ios::binary);
+        if (!in) throw BackendError("model_load", "ncnn could not read " + model);
+        std::ostringstream text;
+        text << in.rdbuf();
+#if NCNN_BATCH
+        return text.str();
+#else
+        return ncnn_param::without_batch(text.str());
+#endif
+    }
 
     ncnn::Net net_;
     IoMap io_;
