@@ -11,6 +11,8 @@ from edgebench.errors import UserError
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.transports.ssh import SshTarget, SshTransport
 
+pytestmark = pytest.mark.load_sensitive
+
 QUICK = ["--warmup", "1", "--iterations", "5", "--min-time", "0"]
 
 
@@ -51,6 +53,20 @@ def test_transport_runs_quoted_commands_and_moves_files(shared_sshd, tmp_path):
         assert files[str(tmp_path / "missing")] is None
     finally:
         transport.close()
+
+
+def test_output_that_arrives_after_the_exit_status_is_read_too(shared_sshd):
+    """sshd sends a command's exit status as soon as its process ends, and what is still in
+    its output pipes after that (on a loaded host, routinely: the probe's whole answer) comes
+    later: the output is read to the channel's end, not only to the exit status. Here the
+    shell exits at once and a process it started writes to the same pipes a second later."""
+    late = "p=$$; (while kill -0 $p 2>/dev/null; do :; done; sleep 1; echo late; echo err >&2) &"
+    transport = transport_for(shared_sshd)
+    try:
+        result = transport.run(["sh", "-c", f"{late} exit 3"], timeout=60)
+    finally:
+        transport.close()
+    assert (result.returncode, result.stdout, result.stderr) == (3, "late\n", "err\n")
 
 
 def test_unknown_host_key_is_refused_with_its_fingerprint(shared_sshd, tmp_path):

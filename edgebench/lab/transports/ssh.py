@@ -262,10 +262,14 @@ def _drain(
         if channel.recv_stderr_ready():
             err += channel.recv_stderr(READ_CHUNK)
             progressed = True
+        # The output ends at the channel's EOF, not at the exit status: sshd sends the status
+        # when the process ends, and what is still in its pipes (a loaded host's whole probe
+        # answer) can follow it.
         if (
             channel.exit_status_ready()
+            and (channel.eof_received or channel.closed)
             and not channel.recv_ready()
-            and not (channel.recv_stderr_ready())
+            and not channel.recv_stderr_ready()
         ):
             break
         if time.monotonic() > deadline:
