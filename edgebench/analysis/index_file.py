@@ -6,6 +6,8 @@ not a database, is cut short or has other tables is removed with one warning, an
 older schema is emptied (quietly). A results dir that cannot be written (read-only, another
 owner's) gets an in-memory index built for the command, said at debug level only.
 Writers take the file's lock with ``BEGIN IMMEDIATE``; WAL mode lets readers go on meanwhile.
+A command waits for another process's lock a few seconds at most: a file still locked then
+is left for an index in memory read from the runs' files, with one warning.
 """
 
 from __future__ import annotations
@@ -23,9 +25,15 @@ log = logging.getLogger(__name__)
 
 #: The index file in a results dir: a dot-file, so no command mistakes it for a run folder.
 INDEX_FILE = ".edgebench-index.sqlite3"
-#: How long a command waits for another process's write to the index, in seconds.
-SYNC_BUSY_S = 60.0
+#: How long a command waits for another process's write to the index, in seconds, before it
+#: reads the runs' files instead (a sync's write takes well under a second).
+SYNC_BUSY_S = 5.0
 _CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+_LOCKED_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+#: The warnings already given, so a command that opens the index twice says each once.
+_SAID: set[tuple[str, str]] = set()
+#: Index files found locked: the rest of the command reads the runs' files without waiting.
+_LOCKED: set[Path] = set()
 
 
 class IndexCorrupt(Exception):
@@ -36,6 +44,12 @@ def is_corrupt(exc: sqlite3.Error) -> bool:
     """Whether SQLite's error says the file is damaged (not locked, not read-only)."""
     code = getattr(exc, "sqlite_errorcode", None)
     return code is not None and code & 0xFF in _CORRUPT_CODES
+
+
+def is_locked(exc: sqlite3.Error) -> bool:
+    """Whether SQLite's error says another connection holds the lock it waited for."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _LOCKED_CODES
 
 
 def in_memory(copy_of: sqlite3.Connection | None = None) -> sqlite3.Connection:
@@ -146,11 +160,28 @@ def remove(path: Path) -> None:
             os.unlink(path.with_name(name))
 
 
+def _say_once(message: str, path: Path, why: str) -> None:
+    key = (str(path), why)
+    if key not in _SAID:
+        _SAID.add(key)
+        log.warning(message, path, why)
+
+
 def say_corrupt(path: Path, why: object) -> None:
-    log.warning(
+    _say_once(
         "warning: results index %s is corrupt (%s); rebuilding it from the runs' records",
         path,
-        why,
+        str(why),
+    )
+
+
+def say_locked(path: Path) -> None:
+    _LOCKED.add(path)
+    _say_once(
+        "warning: results index %s is locked by another process (%s); reading the runs' "
+        "files instead of waiting for it",
+        path,
+        f"still locked after {SYNC_BUSY_S:g} s",
     )
 
 
@@ -158,7 +189,7 @@ def connect(root: Path) -> tuple[sqlite3.Connection, Path | None]:
     """The index of results dir ``root`` and its file; (an in-memory index, None) when the
     file cannot be used. A corrupt file is removed and made anew, with one warning."""
     path = root / INDEX_FILE
-    if not root.is_dir():
+    if not root.is_dir() or path in _LOCKED:
         return in_memory(), None
     try:
         try:
@@ -167,7 +198,13 @@ def connect(root: Path) -> tuple[sqlite3.Connection, Path | None]:
             say_corrupt(path, exc)
             remove(path)
             return open_file(path, SYNC_BUSY_S), path
-    except (sqlite3.Error, IndexCorrupt, OSError) as exc:
+    except sqlite3.Error as exc:
+        if is_locked(exc):
+            say_locked(path)
+            return in_memory(), None
+        log.debug("results index %s cannot be written (%s); using one in memory", path, exc)
+        return _read_only_copy(path), None
+    except (IndexCorrupt, OSError) as exc:
         log.debug("results index %s cannot be written (%s); using one in memory", path, exc)
         return _read_only_copy(path), None
 

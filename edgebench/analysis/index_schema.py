@@ -9,17 +9,20 @@ current record of a run (a resumed run's later attempt replaces an earlier one).
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from edgebench.analysis.night_summary import SUMMARY_VERSION, CellSummary
 from edgebench.results.records import json_kind
+from edgebench.statuses import Status
 
 #: Bump when a table or a column's meaning changes; with ``SUMMARY_VERSION`` it is the
 #: index's schema version, and an index of another version is rebuilt.
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 SCHEMA_VERSION = f"{INDEX_VERSION}.{SUMMARY_VERSION}"
 
 #: A file's identity as the index last saw it: (size, mtime_ns, inode); a missing file is
@@ -37,7 +40,8 @@ TABLES: dict[str, str] = {
         "run_json_mtime_ns INTEGER NOT NULL, run_json_ino INTEGER NOT NULL, "
         "has_metadata INTEGER NOT NULL, plan TEXT, good INTEGER NOT NULL, status TEXT, "
         "git_sha TEXT, lab TEXT, edgebench_version TEXT, n_records INTEGER NOT NULL, "
-        "devices TEXT NOT NULL, models TEXT NOT NULL, problem TEXT, accepted INTEGER NOT NULL)"
+        "devices TEXT NOT NULL, models TEXT NOT NULL, problem TEXT, accepted INTEGER NOT NULL, "
+        "n_cells INTEGER NOT NULL)"
     ),
     "cells": (
         "CREATE TABLE cells (run_id TEXT NOT NULL, cell_id TEXT NOT NULL, "
@@ -54,7 +58,8 @@ INDEXES: dict[str, str] = {
 RUN_COLUMNS = (
     "run_id, folder, created_at, meta_created_at, records_size, records_mtime_ns, "
     "records_ino, run_json_size, run_json_mtime_ns, run_json_ino, has_metadata, plan, good, "
-    "status, git_sha, lab, edgebench_version, n_records, devices, models, problem, accepted"
+    "status, git_sha, lab, edgebench_version, n_records, devices, models, problem, accepted, "
+    "n_cells"
 )
 CELL_COLUMNS = (
     "run_id, cell_id, position, device, model, engine, variant, status, emulated, "
@@ -138,6 +143,8 @@ class RunRow:
     problem: str | None = None
     #: `edgebench accept` made it the new normal of its plan's gate.
     accepted: bool = False
+    #: Its rows in ``cells`` (one per current record): fewer means the index lost some.
+    n_cells: int = 0
 
     def values(self) -> tuple[Any, ...]:
         """The row in ``RUN_COLUMNS`` order."""
@@ -160,29 +167,33 @@ class RunRow:
             json.dumps(self.models),
             self.problem,
             int(self.accepted),
+            self.n_cells,
         )
 
     @classmethod
-    def from_values(cls, row: tuple[Any, ...]) -> RunRow:
+    def from_values(cls, values: tuple[Any, ...]) -> RunRow:
+        """The row read back, each column checked: ``BadRow`` when one does not parse."""
+        row = _Columns("runs", RUN_COLUMNS, values)
         return cls(
-            run_id=row[0],
-            folder=Path(row[1]),
-            created_at=row[2],
-            meta_created_at=row[3],
-            records=(row[4], row[5], row[6]),
-            run_json=(row[7], row[8], row[9]),
-            has_metadata=bool(row[10]),
-            plan=row[11],
-            good=bool(row[12]),
-            status=row[13],
-            git_sha=row[14],
-            lab=row[15],
-            edgebench_version=row[16],
-            n_records=row[17],
-            devices=json.loads(row[18]),
-            models=json.loads(row[19]),
-            problem=row[20],
-            accepted=bool(row[21]),
+            run_id=row.text("run_id"),
+            folder=Path(row.text("folder")),
+            created_at=row.text("created_at"),
+            meta_created_at=row.text("meta_created_at", optional=True),
+            records=row.fingerprint("records"),
+            run_json=row.fingerprint("run_json"),
+            has_metadata=row.flag("has_metadata"),
+            plan=row.text("plan", optional=True),
+            good=row.flag("good"),
+            status=row.text("status", optional=True),
+            git_sha=row.text("git_sha", optional=True),
+            lab=row.text("lab", optional=True),
+            edgebench_version=row.text("edgebench_version", optional=True),
+            n_records=row.count("n_records"),
+            devices=row.json("devices", _names),
+            models=row.json("models", _names),
+            problem=row.text("problem", optional=True),
+            accepted=row.flag("accepted"),
+            n_cells=row.count("n_cells"),
         )
 
 
@@ -225,31 +236,121 @@ def cell_values(run_id: str, summary: CellSummary, position: int) -> tuple[Any, 
 
 
 class CellDecoder:
-    """Turns cells rows (``CELL_COLUMNS``) back into ``CellSummary``s. A cell's variant and
-    facts repeat night after night, so each distinct text is parsed once per query."""
+    """Turns cells rows (``CELL_COLUMNS``) back into ``CellSummary``s, each column checked
+    (``BadRow`` when one does not parse). A cell's variant and facts repeat night after night,
+    so each distinct text is parsed once per query."""
 
     def __init__(self) -> None:
-        self._variants: dict[str, tuple[str, ...]] = {}
-        self._facts: dict[str, dict[str, str]] = {}
+        self._parsed: dict[tuple[str, Any], Any] = {}
 
-    def __call__(self, row: tuple[Any, ...]) -> CellSummary:
-        variant = self._variants.get(row[6])
-        if variant is None:
-            variant = self._variants[row[6]] = tuple(json.loads(row[6]))
-        facts = self._facts.get(row[12])
-        if facts is None:
-            facts = self._facts[row[12]] = json.loads(row[12])
+    def _json(self, row: _Columns, column: str, shape: Callable[[Any], bool]) -> Any:
+        key = (column, row.values[column])
+        if key not in self._parsed:
+            self._parsed[key] = row.json(column, shape)
+        return self._parsed[key]
+
+    def __call__(self, values: tuple[Any, ...]) -> CellSummary:
+        row = _Columns("cells", CELL_COLUMNS, values)
+        status = row.text("status")
+        if status not in _STATUSES:
+            raise row.bad("status")
         return CellSummary(
-            run_id=row[0],
-            cell_id=row[1],
-            device=row[3],
-            model=row[4],
-            engine=row[5],
-            variant=variant,
-            status=row[7],
-            emulated=bool(row[8]),
-            values=json.loads(row[9]),
-            spread=row[10],
-            regime=row[11],
-            facts=dict(facts),  # each summary its own: a caller may change it
+            run_id=row.text("run_id"),
+            cell_id=row.text("cell_id"),
+            device=row.text("device"),
+            model=row.text("model"),
+            engine=row.text("engine"),
+            variant=tuple(self._json(row, "variant", _names)),
+            status=status,
+            emulated=row.flag("emulated"),
+            values=row.json("metric_values", _figures),
+            spread=row.figure("spread"),
+            regime=row.text("regime"),
+            facts=dict(self._json(row, "facts", _facts)),  # each its own: a caller may change it
         )
+
+
+class BadRow(ValueError):
+    """A row of the index that does not parse (a column of the wrong type, JSON that is not
+    JSON or not of its shape): the index is not trusted and is rebuilt from the runs' files."""
+
+
+_STATUSES = frozenset(Status)
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _is_figure(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _figures(value: Any) -> bool:
+    return isinstance(value, dict) and all(_is_figure(v) for v in value.values())
+
+
+def _facts(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+class _Columns:
+    """One row of ``table`` read column by column, by name; a column holding what the index
+    never writes there is a ``BadRow`` naming the table, the run and the column."""
+
+    def __init__(self, table: str, columns: str, values: tuple[Any, ...]) -> None:
+        names = columns.split(", ")
+        self.table = table
+        self.values = dict(zip(names, values, strict=False))
+        if len(values) != len(names):
+            raise BadRow(f"a {table} row has {len(values)} columns, not {len(names)}")
+
+    def bad(self, column: str) -> BadRow:
+        shown = repr(self.values[column])
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return BadRow(
+            f"the {self.table} row of run {self.values.get('run_id')!r} holds {shown} in "
+            f"{column}, which does not parse"
+        )
+
+    def text(self, column: str, optional: bool = False) -> Any:
+        value = self.values[column]
+        if isinstance(value, str) or (optional and value is None):
+            return value
+        raise self.bad(column)
+
+    def count(self, column: str) -> int:
+        value = self.values[column]
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        raise self.bad(column)
+
+    def flag(self, column: str) -> bool:
+        if self.values[column] in (0, 1):
+            return bool(self.values[column])
+        raise self.bad(column)
+
+    def figure(self, column: str) -> float | None:
+        """A finite number, or None (NULL)."""
+        value = self.values[column]
+        if value is None or _is_figure(value):
+            return value
+        raise self.bad(column)
+
+    def fingerprint(self, prefix: str) -> Fingerprint:
+        sizes = [self.values[f"{prefix}_{part}"] for part in ("size", "mtime_ns", "ino")]
+        for part, value in zip(("size", "mtime_ns", "ino"), sizes, strict=True):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise self.bad(f"{prefix}_{part}")
+        return (sizes[0], sizes[1], sizes[2])
+
+    def json(self, column: str, shape: Callable[[Any], bool]) -> Any:
+        """The column's JSON text parsed, when it has the ``shape`` the index writes."""
+        text = self.values[column]
+        try:
+            value = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            value = None
+        if value is None or not shape(value):
+            raise self.bad(column)
+        return value

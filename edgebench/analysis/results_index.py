@@ -16,14 +16,16 @@ import json
 import logging
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from edgebench.analysis import index_file
 from edgebench.analysis.index_schema import (
     CELL_COLUMNS,
     MISSING,
     RUN_COLUMNS,
+    BadRow,
     CellDecoder,
     Fingerprint,
     RunRow,
@@ -50,6 +52,21 @@ log = logging.getLogger(__name__)
 
 #: How long storing a record waits for the index's lock before leaving it to the next sync.
 APPEND_BUSY_S = 0.5
+#: The runs whose problem was said, by folder and problem: a command that opens the index
+#: twice (history and its change points) names each once.
+_SKIPPED: set[tuple[str, str]] = set()
+#: How many times a query is asked before an index found damaged or locked again gives up.
+_TRIES = 3
+#: Rows in ``runs`` whose ``n_cells`` is not their number of rows in ``cells``, and rows in
+#: ``cells`` of a run ``runs`` does not list: an index that lost rows (or was edited).
+_LOST_ROWS = (
+    "SELECT r.run_id, coalesce(c.n, 0), r.n_cells FROM runs AS r LEFT JOIN "
+    "(SELECT run_id, count(*) AS n FROM cells GROUP BY run_id) AS c ON c.run_id = r.run_id "
+    "WHERE coalesce(c.n, 0) != r.n_cells "
+    "UNION ALL SELECT run_id, -1, -1 FROM cells WHERE run_id NOT IN (SELECT run_id FROM runs) "
+    "LIMIT 1"
+)
+T = TypeVar("T")
 
 
 class ResultsIndex:
@@ -61,28 +78,49 @@ class ResultsIndex:
         #: The index file; None for an index in memory.
         self.path = path
         self._runs: list[RunRow] = []
-        self._warned: set[str] = set()
 
     @classmethod
     def open(cls, store: ResultsStore) -> ResultsIndex:
-        """The index of ``store``, synced with its run folders."""
+        """The index of ``store``, synced with its run folders and checked."""
         index = cls(store, *index_file.connect(store.root))
-        try:
-            index.sync()
-        except sqlite3.DatabaseError as exc:
-            if not index_file.is_corrupt(exc) or index.path is None:
-                raise
-            index.rebuild(exc)
+        index._answer(lambda: None, synced=False)
         return index
 
-    def rebuild(self, why: object) -> None:
-        """Start again from an empty file after finding it corrupt."""
-        if self.path is not None:
-            index_file.say_corrupt(self.path, why)
-            self.db.close()
-            index_file.remove(self.path)
-        self.db, self.path = index_file.connect(self.store.root)
-        self.sync()
+    def _answer(self, ask: Callable[[], T], synced: bool = True) -> T:
+        """``ask()`` of the synced index. An index found damaged (corrupt, a row that does not
+        parse, rows lost) is rebuilt from the runs' files, and one found locked by another
+        process is left for an index in memory read from the files, each with one warning."""
+        failure: Exception | None = None
+        for _ in range(_TRIES):
+            try:
+                if not synced:
+                    self.sync()
+                    synced = True
+                return ask()
+            except (sqlite3.DatabaseError, BadRow) as exc:
+                self._leave(exc)
+                synced, failure = False, exc
+        assert failure is not None
+        raise failure
+
+    def _leave(self, exc: sqlite3.DatabaseError | BadRow) -> None:
+        """Drop the index ``exc`` shows cannot be trusted or waited for (re-raise any other
+        error): a damaged file is removed and made anew, a locked one or a damaged copy is
+        replaced by an empty index in memory."""
+        file = self.store.root / index_file.INDEX_FILE
+        if isinstance(exc, sqlite3.DatabaseError) and index_file.is_locked(exc):
+            index_file.say_locked(file)
+        elif isinstance(exc, BadRow) or index_file.is_corrupt(exc):
+            index_file.say_corrupt(file, exc)
+            if self.path is not None:
+                self.db.close()
+                index_file.remove(self.path)
+                self.db, self.path = index_file.connect(self.store.root)
+                return
+        else:
+            raise exc
+        self.db.close()
+        self.db, self.path = index_file.in_memory(), None
 
     def close(self) -> None:
         self.db.close()
@@ -115,13 +153,19 @@ class ResultsIndex:
         if changed or gone:
             self._write(changed, gone)
         self._load_runs()
+        lost = self.db.execute(_LOST_ROWS).fetchone()
+        if lost is not None:
+            run_id, found_cells, n_cells = lost
+            if n_cells == -1:
+                raise BadRow(f"it holds cells of run {run_id!r}, which it does not list")
+            raise BadRow(f"it holds {found_cells} of the {n_cells} cells of run {run_id!r}")
 
     def _write(self, changed: list[tuple[RunRow, list[CellSummary]]], gone: list[str]) -> None:
         try:
             dropped = _store_rows(self.db, changed, gone)
         except sqlite3.OperationalError as exc:
-            if self.path is None:
-                raise
+            if self.path is None or index_file.is_locked(exc):
+                raise  # locked: the command reads the files instead (``_answer``)
             log.debug(
                 "results index %s cannot be written (%s); using a copy in memory", self.path, exc
             )
@@ -135,6 +179,8 @@ class ResultsIndex:
     def _load_runs(self) -> None:
         rows = self.db.execute(f"SELECT {RUN_COLUMNS} FROM runs ORDER BY created_at, run_id")
         self._runs = [RunRow.from_values(row) for row in rows]
+        for run in self._runs:  # as this command names the results dir (a relative one moves)
+            run.folder = self.store.root / run.run_id
 
     # -------------------------------------------------------------------------- queries
 
@@ -150,8 +196,8 @@ class ResultsIndex:
         for run in self._runs:
             if run.problem is None:
                 out.append(run)
-            elif run.run_id not in self._warned:
-                self._warned.add(run.run_id)
+            elif (str(run.folder), run.problem) not in _SKIPPED:
+                _SKIPPED.add((str(run.folder), run.problem))
                 log.warning("warning: run %s skipped: %s", run.run_id, run.problem)
         return out
 
@@ -160,7 +206,6 @@ class ResultsIndex:
     ) -> list[tuple[RunRow, CellSummary]]:
         """The current records of the readable runs as (run, summary), oldest run first and in
         record order within a run; only the given device, model and engine when named."""
-        runs = {run.run_id: run for run in self.readable_runs()}
         where, params = [], []
         for column, value in (("device", device), ("model", model), ("engine", engine)):
             if value is not None:
@@ -169,16 +214,22 @@ class ResultsIndex:
         sql = f"SELECT {CELL_COLUMNS} FROM cells"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        rows = [row for row in self._query(sql, params) if row[0] in runs]
-        rows.sort(key=lambda row: (runs[row[0]].created_at, row[0], row[2]))
-        decode = CellDecoder()
-        return [(runs[row[0]], decode(row)) for row in rows]
+
+        def ask() -> list[tuple[RunRow, CellSummary]]:
+            runs = {run.run_id: run for run in self.readable_runs()}
+            rows = [row for row in self.db.execute(sql, params).fetchall() if row[0] in runs]
+            rows.sort(key=lambda row: (runs[row[0]].created_at, row[0], row[2]))
+            decode = CellDecoder()
+            return [(runs[row[0]], decode(row)) for row in rows]
+
+        return self._answer(ask)
 
     def cells_seen(self) -> set[tuple[str, str, str]]:
         """Every (device, model, engine) of the readable runs (a run that cannot be read has
         no cells in the index)."""
-        rows = self._query("SELECT DISTINCT device, model, engine FROM cells", [])
-        return {(device, model, engine) for device, model, engine in rows}
+        sql = "SELECT DISTINCT device, model, engine FROM cells"
+        rows = self._answer(lambda: self.db.execute(sql).fetchall())
+        return {(str(device), str(model), str(engine)) for device, model, engine in rows}
 
     def find(self, ref: str | None) -> RunDir:
         """The run ``ref`` names (an id, an id prefix, a run folder, or None/'latest' for the
@@ -193,17 +244,6 @@ class ResultsIndex:
             if run.run_id != excluding and run.plan == plan and run.good:
                 return run
         return None
-
-    def _query(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-        """Rows of ``sql``; a file found corrupt only now (cut short past the pages the sync
-        read) is rebuilt once and asked again."""
-        try:
-            return self.db.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as exc:
-            if not index_file.is_corrupt(exc) or self.path is None:
-                raise
-            self.rebuild(exc)
-            return self.db.execute(sql, params).fetchall()
 
 
 def open_run(store: ResultsStore, ref: str | None) -> RunDir:
@@ -270,7 +310,9 @@ def _read_run(
     for name, value in run_fields(meta).items():
         setattr(row, name, value)
     row.devices, row.models = _devices_and_models(records, meta)
-    return row, [summarize(record, meta) for record in latest_per_cell(records)]
+    cells = [summarize(record, meta) for record in latest_per_cell(records)]
+    row.n_cells = len(cells)
+    return row, cells
 
 
 def _sortable(meta: dict[str, Any]) -> dict[str, Any]:
@@ -364,8 +406,9 @@ def index_appended(
             in_step = (
                 before is not None and stored is not None and stored[:3] == _stat_print(before)
             )
-            if in_step and after is not None:
-                _add_cell(db, run, record, stored[3:], _stat_print(after))
+            known = _known_names(stored[3:]) if in_step and after is not None else None
+            if known is not None and after is not None:
+                _add_cell(db, run, record, known, _stat_print(after))
             else:
                 records_print = fingerprint(run.records_path)
                 _put_run(db, *_read_run(run.path, records_print, fingerprint(run.metadata_path)))
@@ -377,14 +420,12 @@ def _add_cell(
     db: sqlite3.Connection,
     run: RunDir,
     record: Record,
-    stored: tuple[int, str, str],
+    known: tuple[int, set[str], set[str]],
     records_print: Fingerprint,
 ) -> None:
     """One record added to a run the index is in step with (it replaces an earlier attempt
     of its cell, which moves to the end, as ``latest_per_cell`` orders them)."""
-    n_records, devices, models = stored
-    known_devices = set(json.loads(devices)) if n_records else set()
-    known_models = set(json.loads(models)) if n_records else set()
+    n_records, known_devices, known_models = known
     position = db.execute(
         "SELECT coalesce(max(position) + 1, 0) FROM cells WHERE run_id = ?", (run.run_id,)
     ).fetchone()[0]
@@ -395,15 +436,35 @@ def _add_cell(
     db.execute(f"INSERT INTO cells ({CELL_COLUMNS}) VALUES ({marks})", values)
     db.execute(
         "UPDATE runs SET records_size = ?, records_mtime_ns = ?, records_ino = ?, "
-        "n_records = ?, devices = ?, models = ? WHERE run_id = ?",
+        "n_records = ?, devices = ?, models = ?, "
+        "n_cells = (SELECT count(*) FROM cells WHERE run_id = ?) WHERE run_id = ?",
         (
             *records_print,
             n_records + 1,
             json.dumps(sorted(known_devices | {record.device})),
             json.dumps(sorted(known_models | {record.model})),
             run.run_id,
+            run.run_id,
         ),
     )
+
+
+def _known_names(stored: tuple[Any, ...]) -> tuple[int, set[str], set[str]] | None:
+    """A run's stored ``n_records``, ``devices`` and ``models`` (no names before its first
+    record), None when one does not parse: the run is then read again whole."""
+    n_records, *columns = stored
+    if not isinstance(n_records, int) or isinstance(n_records, bool):
+        return None
+    sets: list[set[str]] = []
+    for text in columns:
+        try:
+            names = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            return None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return None
+        sets.append(set(names) if n_records else set())
+    return n_records, sets[0], sets[1]
 
 
 add_append_listener(index_appended)

@@ -1,10 +1,12 @@
 """Reading untrusted JSON into a record and its parts: every value checked against its type,
-and a value of the wrong type named by its field (``stages.p50_ms``)."""
+and a value of the wrong type named by its field (``stages.p50_ms``), as is a key a part must
+have that it lacks (``accelerator.api``)."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -187,6 +189,12 @@ def _no_default(f: dataclasses.Field[Any]) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
 def _is_default(value: Any, f: dataclasses.Field[Any]) -> bool:
     """Whether a field holds what it got when its key was absent: its default (the same
     object, for a NaN default), or None without one."""
@@ -224,10 +232,42 @@ def without_none(pairs: dict[str, Any]) -> dict[str, Any]:
 
 def read_part(part: type[T], data: Any, name: str) -> T:
     """A record part from its stored object: a ``RecordPart`` by its own ``from_dict``, a
-    plain dataclass defined below results (quantization's ``Accuracy``) by its fields."""
+    plain dataclass defined below results (quantization's ``Accuracy``) by its fields; then
+    checked for the keys it must have (``check_keys``), whichever reader read it."""
     if issubclass(part, RecordPart):
-        return part.from_dict(data, name)  # type: ignore[return-value]
-    return read_fields(part, data, name)
+        value: T = part.from_dict(data, name)  # type: ignore[assignment]
+    else:
+        value = read_fields(part, data, name)
+    check_keys(value, data, name)
+    return value
+
+
+def check_keys(part: Any, data: Any, name: str) -> None:
+    """Every field of ``part`` (a dataclass read from the JSON object ``data``) whose type
+    admits no None holds a value, or the part is a ValueError naming ``<name>.<key>``: a part
+    without a key it must have (``"accelerator": {}`` has no ``api``) is no part. A null where
+    the field has a default reads as the default, and a float stored as null (a NaN, which
+    JSON cannot hold) as NaN. Dataclasses inside it (an object, a list of objects) are
+    checked the same way."""
+    stored = data if isinstance(data, dict) else {}
+    for f in dataclasses.fields(part):
+        hint = _field_hints(type(part))[f.name]
+        value = getattr(part, f.name)
+        if value is None and not matches(None, hint):
+            if hint is float and f.name in stored:
+                value = math.nan
+            elif _no_default(f):
+                raise ValueError(f"field {name}.{f.name} is missing")
+            else:
+                value = _default(f)
+            setattr(part, f.name, value)
+        elif dataclasses.is_dataclass(value):
+            check_keys(value, stored.get(f.name), f"{name}.{f.name}")
+        elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
+            items = stored.get(f.name)
+            items = items if isinstance(items, list) and len(items) == len(value) else []
+            for i, item in enumerate(value):
+                check_keys(item, items[i] if items else None, f"{name}.{f.name}[{i}]")
 
 
 def part_to_json(part: Any) -> dict[str, Any]:

@@ -43,6 +43,10 @@ STATUSES = tuple(Status)
 
 log = logging.getLogger(__name__)
 
+#: The parts already left out, said once: a command may read a record twice (the results
+#: index, then the run it shows).
+_LEFT_OUT: set[tuple[str, str, str]] = set()
+
 #: The record's typed parts: field name -> the part stored under it (a ``RecordPart``, or a
 #: plain dataclass whose fields are its JSON keys).
 PARTS: dict[str, type] = {
@@ -195,12 +199,15 @@ class Record:
 
     def _read_part(self, name: str, part: type, value: dict[str, Any]) -> Any:
         """The part read from its JSON object, or None when a value inside it has the wrong
-        type: the record keeps its other fields (results already collected are never lost),
-        and one warning names the cell and the field."""
+        type or a key it must have is missing: the record keeps its other fields (results
+        already collected are never lost), and one warning names the cell and the field."""
         try:
             return read_part(part, value, name)
         except ValueError as exc:
-            log.warning("record %s: %s; its %s is left out", self.cell_id, exc, name)
+            said = (self.run_id, self.cell_id, str(exc))
+            if said not in _LEFT_OUT:
+                _LEFT_OUT.add(said)
+                log.warning("record %s: %s; its %s is left out", self.cell_id, exc, name)
             return None
 
     def to_dict(self) -> dict[str, Any]:
