@@ -6,7 +6,8 @@ A test that fails on a loaded machine is one CI will fail on some day. The tests
 or compare timings) are collected once, then each of their files runs ``--runs`` times in its
 own ``python -m pytest`` (bounded by ``--timeout``, its process group killed past it). A table
 follows: each test's runs, passed, failed and skipped, and for a failure the first failing
-assertion line. ``--hog K`` starts K busy-loop processes beside the runs (two keep both cores
+assertion line; each failure's whole assertion message is printed under its run's line as it
+happens. ``--hog K`` starts K busy-loop processes beside the runs (two keep both cores
 of a 2-core machine busy); they are stopped by PID at the end, on an error or on Ctrl-C.
 ``--suite K`` runs the whole suite K times under the hog instead and prints each summary line.
 The exit status is 1 when anything failed or timed out.
@@ -33,11 +34,14 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from textwrap import indent
 
 REPO = Path(__file__).resolve().parent.parent
 MARKER = "load_sensitive"
 #: How long a pytest process may take to exit once signalled before it is killed.
 STOP_GRACE_S = 10.0
+#: How much of a failure's text is printed when it happens (the table keeps its first line).
+FAILURE_TEXT_CHARS = 6000
 #: pytest's last line, "12 passed, 3 skipped in 40.1s" (between "=" rules without -q).
 SUMMARY_LINE = re.compile(
     r"^=*\s*(\d+ (?:passed|failed|errors?|skipped|deselected)\b.* in [\d.]+s\b.*?)\s*=*$"
@@ -168,8 +172,15 @@ def junit_key(node: str) -> tuple[str, str]:
     return ".".join([module, *parts[:-1]]), parts[-1]
 
 
-def junit_outcomes(xml_path: Path, nodes: list[str]) -> Iterator[tuple[str, str, str]]:
-    """(node id, outcome, why) for every test case in a junit XML report."""
+def failure_text(text: str) -> str:
+    """The ``E`` lines of pytest's failure text (the assertion and its message, whole), so a
+    rare failure's evidence (a child's exit status, its stderr) is printed the time it happens."""
+    lines = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    return "\n".join(lines)[-FAILURE_TEXT_CHARS:] or text.strip()[-FAILURE_TEXT_CHARS:]
+
+
+def junit_outcomes(xml_path: Path, nodes: list[str]) -> Iterator[tuple[str, str, str, str]]:
+    """(node id, outcome, why, failure text) for every test case in a junit XML report."""
     by_key = {junit_key(node): node for node in nodes}
     for case in ET.parse(xml_path).getroot().iter("testcase"):
         key = (case.get("classname", ""), case.get("name", ""))
@@ -178,11 +189,11 @@ def junit_outcomes(xml_path: Path, nodes: list[str]) -> Iterator[tuple[str, str,
         trouble = trouble if trouble is not None else case.find("error")
         if trouble is not None:
             text = trouble.text or trouble.get("message") or ""
-            yield node, "failed", first_assertion_line(text)
+            yield node, "failed", first_assertion_line(text), failure_text(text)
         elif case.find("skipped") is not None:
-            yield node, "skipped", ""
+            yield node, "skipped", "", ""
         else:
-            yield node, "passed", ""
+            yield node, "passed", "", ""
 
 
 def hunt_file(
@@ -201,11 +212,15 @@ def hunt_file(
                 hunt.add(node, "failed", why)
             print(f"  run {run}: {path}: {why}", flush=True)
             return
-        seen = 0
-        for node, outcome, why in junit_outcomes(report, nodes):
+        seen, failures = 0, []
+        for node, outcome, why, text in junit_outcomes(report, nodes):
             hunt.add(node, outcome, why)
             seen += 1
+            if outcome == "failed":
+                failures.append(f"    FAILED {node}:\n" + indent(text, "      "))
         print(f"  run {run}: {path}: {seen} tests, exit {code}, {took:.0f} s", flush=True)
+        for failure in failures:
+            print(failure, flush=True)
 
 
 def print_table(hunt: Hunt) -> None:

@@ -15,7 +15,10 @@ import pytest
 
 from edgebench import process_group
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+pytestmark = [
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc"),
+    pytest.mark.load_sensitive,
+]
 
 #: Starts two descendants and blocks: one in its own group (the default), one that left it
 #: with setsid; prints "<same group pid> <own session pid>" once both run.

@@ -18,6 +18,8 @@ from fakes.ssh_fixtures import free_port
 
 from edgebench.cluster.naming import DeviceInfo, identity_label
 
+pytestmark = pytest.mark.load_sensitive
+
 
 def advertised(ray) -> dict[str, DeviceInfo]:
     from edgebench.cluster.runtime import cluster_devices

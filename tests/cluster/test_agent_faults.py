@@ -26,6 +26,8 @@ from fakes.ray_cluster import LabCluster
 from edgebench.cluster.head_probe import head_nodes
 from edgebench.cluster.naming import DeviceInfo, resource_name
 
+pytestmark = pytest.mark.load_sensitive
+
 LOCAL_LAB = '[devices.dev-b1]\ntransport = "local"\n'
 
 

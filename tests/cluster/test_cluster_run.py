@@ -26,6 +26,8 @@ from fakes.ray_cluster import LabCluster
 
 from edgebench.cluster.naming import DeviceInfo
 
+pytestmark = pytest.mark.load_sensitive
+
 FAST = ["--iterations", "3", "--warmup", "1", "--min-time", "0", "--rounds", "1"]
 #: Report lines that judge how noisy the samples were (warnings, advice): they depend on the load.
 NOISE_LINE = re.compile(r"high variance|vary by more than|quiet the machine|noisy", re.IGNORECASE)

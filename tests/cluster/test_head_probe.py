@@ -14,6 +14,8 @@ pytest.importorskip("ray")
 
 from fakes.ssh_fixtures import free_port
 
+pytestmark = pytest.mark.load_sensitive
+
 
 def cluster_run(env: dict[str, str], address: str) -> subprocess.CompletedProcess:
     # Ray's own client waits 120 s or more on such an address; 90 s fails a run that hangs.

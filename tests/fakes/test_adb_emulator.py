@@ -29,6 +29,8 @@ from fakes.adb_emulator import (
 )
 from fakes.adb_fixtures import AdbServer, EmulatedPhone, connect_phone, disconnect_phone
 
+pytestmark = pytest.mark.load_sensitive
+
 MB = 1024 * 1024
 
 

@@ -15,6 +15,8 @@ from edgebench.errors import UserError
 from edgebench.lab.device_lock import LOCK_NAME, DeviceLockFile, LockUnavailable
 from edgebench.lab.transports.local import LocalTransport
 
+pytestmark = pytest.mark.load_sensitive
+
 QUICK = shlex.split(
     "--frameworks onnxruntime --warmup 1 --iterations 5 --min-time 0 --format jsonl"
 )

@@ -5,12 +5,15 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from fakes.adb_fixtures import outlived
 from fakes.labs import write_phone_lab
 
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.transports.adb import AdbTarget, AdbTransport
 from edgebench.lab.transports.base import TransportError
+
+pytestmark = pytest.mark.load_sensitive
 
 QUICK = ["--warmup", "1", "--iterations", "5", "--min-time", "0"]
 

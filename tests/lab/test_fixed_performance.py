@@ -24,6 +24,8 @@ from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.transports.adb import AdbTarget, AdbTransport
 from edgebench.measure.fixed_performance import set_fixed_performance
 
+pytestmark = pytest.mark.load_sensitive
+
 QUICK = ["--warmup", "1", "--iterations", "5", "--min-time", "0", "--format", "jsonl"]
 REFUSAL = (
     "Failed to set FIXED_PERFORMANCE mode This is likely because Power HAL AIDL is not "

@@ -8,6 +8,8 @@ import pytest
 from edgebench.errors import UserError
 from edgebench.lab.host_lock import DeviceLock
 
+pytestmark = pytest.mark.load_sensitive
+
 
 def test_devices_run_in_parallel(run_cli, eb_env, phone_and_board_lab, conv_model):
     lab = phone_and_board_lab

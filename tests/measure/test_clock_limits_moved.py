@@ -9,7 +9,10 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from fakes.cpufreq_tree import set_limit, write_phone_cpus
+
+pytestmark = pytest.mark.load_sensitive
 
 QUICK = ["--warmup", "1", "--iterations", "5", "--format", "jsonl"]
 

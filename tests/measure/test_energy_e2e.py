@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from fakes.labs import write_phone_lab
 
+pytestmark = pytest.mark.load_sensitive
+
 VOLTAGE_UV = 4_000_000
 IDLE_UA = 100_000  # 0.4 W
 EXTRA_UA = 500_000  # +2.0 W while inferences run

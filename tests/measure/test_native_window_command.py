@@ -11,7 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from edgebench.measure.native_telemetry import wrap_command
+
+pytestmark = pytest.mark.load_sensitive
 
 
 class NoReads:

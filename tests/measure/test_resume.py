@@ -18,6 +18,8 @@ from edgebench.measure.resume import check_same_settings
 from edgebench.planning.config import RunConfig
 from edgebench.results.store import ResultsStore
 
+pytestmark = pytest.mark.load_sensitive
+
 
 def test_interrupt_then_resume_completes_the_run(eb_env, conv_model, tmp_path):
     from fakes.models import save_conv_model

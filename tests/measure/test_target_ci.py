@@ -2,7 +2,11 @@
 
 import json
 
+import pytest
+
 from edgebench.runners.timing import median_ci_halfwidth
+
+pytestmark = pytest.mark.load_sensitive
 
 
 def test_ci_halfwidth_of_order_statistics():

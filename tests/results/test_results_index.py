@@ -25,6 +25,8 @@ from edgebench.analysis.night_summary import summarize
 from edgebench.analysis.results_index import ResultsIndex
 from edgebench.results.store import ResultsStore, RunDir, created_at
 
+pytestmark = pytest.mark.load_sensitive
+
 REPO = Path(__file__).resolve().parents[2]
 
 #: A child process that stores ``n`` records in run ARGV[2] of results dir ARGV[1], opening

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from edgebench.measure.breakdowns import instances_field, instances_warning
 from edgebench.runners.timing import measure_concurrent
+
+pytestmark = pytest.mark.load_sensitive
 
 SECOND = 1_000_000_000
 

@@ -21,6 +21,8 @@ from edgebench.runners.energy_source import TelemetryUnavailable
 from edgebench.runners.energy_sources import make_source
 from edgebench.runners.tegrastats import parse_line, total_mw
 
+pytestmark = pytest.mark.load_sensitive
+
 
 @pytest.mark.parametrize(
     "line, rails, total, load, freq",

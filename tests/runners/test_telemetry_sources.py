@@ -22,6 +22,8 @@ from edgebench.runners.odpm import parse_odpm
 from edgebench.runners.rapl import RAPL_PERMISSION_HINT
 from edgebench.runners.sampler import MIN_PERIOD_S, Sampler, idle_baseline
 
+pytestmark = pytest.mark.load_sensitive
+
 WAIT_S = 10.0  # generous upper bound for wait_samples; the tests normally take milliseconds
 
 

@@ -13,6 +13,8 @@ from edgebench.runners.spec import TelemetrySpec
 from edgebench.runners.telemetry import CellTelemetry
 from edgebench.runners.timing import WindowLimits, run_window
 
+pytestmark = pytest.mark.load_sensitive
+
 LIMITS = WindowLimits(iterations=3, min_time_ns=0, max_iterations=3, max_time_ns=10**10)
 
 

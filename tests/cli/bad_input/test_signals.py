@@ -23,7 +23,10 @@ import pytest
 
 from edgebench.lab import emulated_board as boards
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+pytestmark = [
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc"),
+    pytest.mark.load_sensitive,
+]
 
 SIGNALS = pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 #: The last stderr line for each signal.
