@@ -1,7 +1,9 @@
 """Phones over ADB: the real adb server, our ADB device emulator, the Python runner."""
 
 import json
+import socket
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +12,7 @@ from fakes.adb_fixtures import outlived
 from fakes.labs import write_phone_lab
 
 from edgebench.lab.remote import RemoteDevice
-from edgebench.lab.transports.adb import AdbTarget, AdbTransport
+from edgebench.lab.transports.adb import SERVER_REPLY_TIMEOUT_S, AdbTarget, AdbTransport
 from edgebench.lab.transports.base import TransportError
 
 pytestmark = pytest.mark.load_sensitive
@@ -84,6 +86,32 @@ def test_run_over_adb_and_ssh_lands_in_one_matrix(run_cli, eb_env, phone_and_boa
         assert records[name]["cores_effective"] == [0]
         assert records[name]["output_check"]["passed"]
     assert records["emu-phone"]["device_info"]["model"] == "EmuPhone"
+
+
+def test_an_adb_server_that_never_answers_is_called_gone_not_waited_on():
+    """A server that accepts connections and never replies (wedged) ends the command with the
+    transport's error once its reply timeout passes; before, the device list was awaited for
+    ever and the run hung (the test bounds its own wait, and closing the listener ends it)."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections complete in the kernel's backlog; nothing is answered
+        port = silent.getsockname()[1]
+        transport = AdbTransport(AdbTarget("emu-phone", "127.0.0.1:5555", "127.0.0.1", port))
+        outcome: list[BaseException | None] = []
+
+        def command() -> None:
+            try:
+                transport.run(["true"], timeout=10)
+                outcome.append(None)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        worker = threading.Thread(target=command, daemon=True)
+        worker.start()
+        worker.join(timeout=SERVER_REPLY_TIMEOUT_S * 3)
+        assert not worker.is_alive(), "the command still waits on a server that never answers"
+    (error,) = outcome
+    assert isinstance(error, TransportError) and "no adb server" in str(error), error
 
 
 def test_pulled_cable_fails_cleanly(emulated_phone, tmp_path):

@@ -34,6 +34,10 @@ _SERIAL_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _NETWORK_SERIAL_RE = re.compile(r"[A-Za-z0-9_.-]+:\d{1,5}")
 #: How long to wait for the adb server to accept a connection before calling it gone.
 SERVER_CONNECT_TIMEOUT_S = 3.0
+#: How long the adb server may take over a request that names no timeout of its own (the
+#: device list, a device's features, a sync transfer's next reply) before it is called gone:
+#: without one, a server that accepts but never answers would stall the run for good.
+SERVER_REPLY_TIMEOUT_S = 20.0
 #: What a dying link raises inside adbutils: its own errors, a socket error (reset, refused,
 #: closed), a socket timeout, or EOFError when a stream ends mid-packet.
 LINK_ERRORS = (adbutils.AdbError, OSError, EOFError)
@@ -61,8 +65,7 @@ class _NoSpawnClient(adbutils.AdbClient):
 
     def make_connection(self, timeout: float | None = None) -> adbutils.AdbConnection:
         connection = _NoSpawnConnection(self.host, self.port)
-        if timeout:
-            connection.conn.settimeout(timeout)
+        connection.conn.settimeout(timeout or SERVER_REPLY_TIMEOUT_S)
         return connection
 
 
