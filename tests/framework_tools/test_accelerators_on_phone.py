@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,12 @@ from edgebench.lab.lab_file import load_lab
 from edgebench.measure.methods.framework_tools import FrameworkTools
 
 pytestmark = pytest.mark.load_sensitive
+#: A cell that stalls (a tool, or the link to the phone) is abandoned well inside the test's
+#: own bound, so it ends as a record that says where it stalled (edgebench's default is 600 s,
+#: past run_cli's 300 s, which would end the test with nothing to read).
+CELL_TIMEOUT_S = 120
 QUICK = ["--warmup", "1", "--iterations", "8", "--min-time", "0", "--cores", "0"]
+QUICK += ["--timeout", str(CELL_TIMEOUT_S)]
 
 
 @pytest.fixture
@@ -43,7 +49,15 @@ def phone_cell(run_cli, eb_env, emulated_phone, tmp_path, conv_model):
         )
         where = ["--lab", str(lab), "--devices", "emu-phone", "--models", str(conv_model)]
         choice = ["--frameworks", framework, "--backends", backend, "--format", "jsonl"]
-        result = run_cli(["run", *where, *choice, *QUICK])
+        try:
+            result = run_cli(["run", *where, *choice, *QUICK])
+        except subprocess.TimeoutExpired as exc:
+            said = (
+                exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr
+            )
+            raise AssertionError(
+                f"edgebench ran past {exc.timeout:g} s; its stderr so far: {(said or '')[-3000:]!r}"
+            ) from None
         assert result.returncode in (0, 1), result.stderr
         records = [json.loads(line) for line in result.stdout.splitlines()]
         assert len(records) == 1, (result.stdout, result.stderr)
