@@ -69,10 +69,13 @@ def wait_for_line(
     """Until a complete line of the file ``path`` is one ``found`` accepts (bounded)."""
     deadline = time.monotonic() + RUN_LIMIT_S
     while time.monotonic() < deadline:
+        # Whether it had ended is asked before the read, so an end is only reported once a
+        # read made after it (which holds all it wrote) lacks the line.
+        ended = proc.poll() is not None
         lines = path.read_text(errors="replace").splitlines(keepends=True)
         if any(line.endswith("\n") and found(line) for line in lines):
             return
-        assert proc.poll() is None, (
+        assert not ended, (
             f"edgebench ended first (exit {proc.returncode}): stdout {path.read_text()[-2000:]!r}, "
             f"stderr {err_path.read_text()[-3000:]!r}"
         )
