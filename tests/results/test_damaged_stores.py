@@ -30,6 +30,8 @@ from edgebench.results.json_values import matches
 from edgebench.results.records import PARTS
 from edgebench.results.store import RECORDS_FILE, ResultsStore
 
+pytestmark = pytest.mark.load_sensitive
+
 QUICK = ["--warmup", "1", "--iterations", "20", "--min-time", "0", "--format", "jsonl"]
 CELL = ["--device", "local", "--model", "conv", "--framework", "onnxruntime"]
 REBUILT = "rebuilding it from the runs' records"
