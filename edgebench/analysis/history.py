@@ -42,8 +42,9 @@ class HistoryPoint:
     value: float | None
     status: str
     cell_id: str | None = None
-    #: The value was measured on an emulated CPU: for correctness only, not a trend point.
-    emulated: bool = False
+    #: "emulated CPU" or "software device" when the value was measured there: for correctness
+    #: only, not a trend point; "" on a real chip.
+    correctness_only: str = ""
     #: Which trend the point belongs to: the precision, and the streams, instances or input
     #: shape when those differ between the cells (points of different series never compare).
     series: str = ""
@@ -110,7 +111,8 @@ def history(
 
     When a run swept several cells of one series (threads, cores) the best ok one is used; a
     run with cells but none ok gives a point with ``value=None`` and the first cell's status. A
-    value measured on an emulated CPU is kept but flagged (``emulated``): it is no trend point.
+    value measured on an emulated CPU or a software device is kept but flagged
+    (``correctness_only``): it is no trend point.
     ``cells_seen``, when given, receives every (device, model, framework) of the runs read.
     """
     get_metric(metric)  # an unknown metric is refused here, by name
@@ -131,7 +133,7 @@ def history(
                 best.values[metric],
                 Status.OK,
                 best.cell_id,
-                best.emulated,
+                best.correctness_only,
             )
         else:
             point = HistoryPoint(

@@ -22,7 +22,7 @@ from edgebench.statuses import Status
 
 #: Bump when a table or a column's meaning changes; with ``SUMMARY_VERSION`` it is the
 #: index's schema version, and an index of another version is rebuilt.
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 SCHEMA_VERSION = f"{INDEX_VERSION}.{SUMMARY_VERSION}"
 
 #: A file's identity as the index last saw it: (size, mtime_ns, inode); a missing file is
@@ -47,7 +47,7 @@ TABLES: dict[str, str] = {
         "CREATE TABLE cells (run_id TEXT NOT NULL, cell_id TEXT NOT NULL, "
         "position INTEGER NOT NULL, device TEXT NOT NULL, model TEXT NOT NULL, "
         "engine TEXT NOT NULL, variant TEXT NOT NULL, status TEXT NOT NULL, "
-        "emulated INTEGER NOT NULL, metric_values TEXT NOT NULL, spread REAL, "
+        "correctness_only TEXT NOT NULL, metric_values TEXT NOT NULL, spread REAL, "
         "regime TEXT NOT NULL, facts TEXT NOT NULL, PRIMARY KEY (run_id, cell_id))"
     ),
 }
@@ -62,7 +62,7 @@ RUN_COLUMNS = (
     "n_cells"
 )
 CELL_COLUMNS = (
-    "run_id, cell_id, position, device, model, engine, variant, status, emulated, "
+    "run_id, cell_id, position, device, model, engine, variant, status, correctness_only, "
     "metric_values, spread, regime, facts"
 )
 
@@ -227,7 +227,7 @@ def cell_values(run_id: str, summary: CellSummary, position: int) -> tuple[Any, 
         summary.engine,
         json.dumps(list(summary.variant)),
         summary.status,
-        int(summary.emulated),
+        summary.correctness_only,
         json.dumps(summary.values),
         summary.spread,
         summary.regime,
@@ -262,7 +262,7 @@ class CellDecoder:
             engine=row.text("engine"),
             variant=tuple(self._json(row, "variant", _names)),
             status=status,
-            emulated=row.flag("emulated"),
+            correctness_only=row.text("correctness_only"),
             values=row.json("metric_values", _figures),
             spread=row.figure("spread"),
             regime=row.text("regime"),

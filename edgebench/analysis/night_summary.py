@@ -42,9 +42,9 @@ class CellSummary:
     #: input shape); each variant is a trend of its own. A tuple of strings.
     variant: tuple[str, ...]
     status: str
-    #: Measured on an emulated CPU or a software device (``ranking.correctness_only``): no
-    #: trend point.
-    emulated: bool
+    #: Why the cell is for correctness only (``ranking.correctness_only``: "emulated CPU",
+    #: "software device"); "" for a real chip. Such a cell is no trend point.
+    correctness_only: str
     #: Every metric of ``analysis.metrics.METRICS`` that the record has.
     values: dict[str, float] = field(default_factory=dict)
     #: The relative standard error of the night's median latency (0.01 = 1%), from its raw
@@ -74,7 +74,7 @@ def summarize(record: Record, run_meta: dict[str, Any] | None = None) -> CellSum
         engine=record.engine,
         variant=variant_of(record),
         status=record.status,
-        emulated=bool(correctness_only(record)),
+        correctness_only=correctness_only(record),
         values=values,
         spread=median_spread(record.samples_ns),
         regime=regime_of(record),

@@ -66,7 +66,8 @@ class Night:
     p99: float | None
     spread: float | None
     status: str
-    emulated: bool
+    #: "emulated CPU" or "software device" for a night measured there; "" on a real chip.
+    correctness_only: str
     regime: str
     facts: dict[str, str] = field(default_factory=dict)
     cell_id: str = ""
@@ -74,7 +75,7 @@ class Night:
     @property
     def trend_point(self) -> bool:
         """Whether the night enters the change-point detection."""
-        return self.value is not None and not self.emulated
+        return self.value is not None and not self.correctness_only
 
 
 @dataclass
@@ -167,7 +168,7 @@ def night_of(info: RunInfo, row: CellSummary, metric: str) -> Night:
         p99=row.values.get("p99"),
         spread=row.spread,
         status=row.status,
-        emulated=row.emulated,
+        correctness_only=row.correctness_only,
         regime=row.regime,
         facts=row.facts,
         cell_id=row.cell_id,

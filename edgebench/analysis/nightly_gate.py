@@ -104,8 +104,9 @@ def _judge(
     metric = settings.metric
     points = [n for n in past if n.trend_point]
     last = points[-1] if points else None
-    if now.emulated:
-        return _verdict(now, None, "not_comparable", "emulated CPU or software accelerator", metric)
+    if now.correctness_only:
+        why = f"measured on the {now.correctness_only}: correctness only"
+        return _verdict(now, None, "not_comparable", why, metric)
     if now.value is None:
         if not points:
             return None

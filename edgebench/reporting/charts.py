@@ -118,10 +118,10 @@ def history_svg(points: Sequence[HistoryPoint], *, title: str = "", unit: str = 
                 [p.value for p in ok],
                 tips=[
                     f"{p.run_id}{f' {name}' if name else ''}: {p.value:.4g}"
-                    + (" (emulated CPU: correctness only)" if p.emulated else "")
+                    + (f" ({p.correctness_only}: correctness only)" if p.correctness_only else "")
                     for p in ok
                 ],
-                hollow=[p.emulated for p in ok],
+                hollow=[bool(p.correctness_only) for p in ok],
             )
         )
     return line_chart(

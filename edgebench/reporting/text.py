@@ -12,7 +12,7 @@ from edgebench.analysis.compare import (
 )
 from edgebench.analysis.history import HistoryPoint, RunSummary
 from edgebench.analysis.metrics import get_metric
-from edgebench.analysis.ranking import EMULATED_RULE
+from edgebench.analysis.ranking import EMULATED_CPU, EMULATED_RULE
 from edgebench.analysis.recommend import Recommendation, cell_suffix
 from edgebench.reporting.tables import fmt_or_dash, format_table
 from edgebench.terminal import printable_lines
@@ -113,33 +113,34 @@ def format_history(points: list[HistoryPoint]) -> str:
         if len(series) > 1:
             out += [*([""] if out else []), f"{name}:"]
         out += _history_table([p for p in points if p.series == name])
-    if any(p.emulated for p in points):
-        out.append(f"(emulated): measured on an emulated CPU, {EMULATED_RULE}")
+    for kind in sorted({p.correctness_only for p in points} - {""}):
+        article = "an" if kind == EMULATED_CPU else "a"
+        out.append(f"({kind}): measured on {article} {kind}, {EMULATED_RULE}")
     return printable_lines(out)
 
 
 def _history_table(points: list[HistoryPoint]) -> list[str]:
     headers = ["run", "created", "value", "change", "status", "cell"]
     rows = []
-    # The previous value per kind: a change between an emulated and a real measurement means
-    # nothing, so each is compared with the last of its own kind.
-    prev: dict[bool, float] = {}
+    # The previous value per kind: a change between an emulated (or software) and a real
+    # measurement means nothing, so each is compared with the last of its own kind.
+    prev: dict[str, float] = {}
     for p in points:
         change = "-"
-        if p.value is not None and prev.get(p.emulated):
-            change = f"{p.value / prev[p.emulated] - 1:+.1%}"
+        if p.value is not None and prev.get(p.correctness_only):
+            change = f"{p.value / prev[p.correctness_only] - 1:+.1%}"
         rows.append(
             [
                 p.run_id,
                 p.created_at or "-",
                 fmt_or_dash(p.value, ".4g"),
                 change,
-                f"{p.status} (emulated)" if p.emulated else p.status,
+                f"{p.status} ({p.correctness_only})" if p.correctness_only else p.status,
                 p.cell_id or "-",
             ]
         )
         if p.value is not None:
-            prev[p.emulated] = p.value
+            prev[p.correctness_only] = p.value
     return format_table(headers, rows)
 
 

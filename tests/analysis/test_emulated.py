@@ -227,11 +227,24 @@ def test_history_flags_emulated_points_and_gives_no_change_across_kinds(tmp_path
         run = store.create_run({})
         run.append(cell("d", "ort", median, seed=median, emulated=emulated, run_id=run.run_id))
     points = history(store, "d", "net", "ort")
-    assert [p.emulated for p in points] == [False, True, False]
+    assert [p.correctness_only for p in points] == ["", "emulated CPU", ""]
     rows = format_history(points).splitlines()
-    assert "ok (emulated)" in rows[3] and rows[3].split()[3] == "-"
+    assert "ok (emulated CPU)" in rows[3] and rows[3].split()[3] == "-"
     change = rows[4].split()[3]
     assert change.startswith("+") and abs(float(change.rstrip("%"))) < 20  # vs 10 ms, not 500
     assert "correctness only" in rows[-1]
     svg = history_svg(points)
     assert svg.count('fill="#fff" stroke=') == 1 and "emulated CPU: correctness only" in svg
+
+
+def test_history_and_the_gate_say_software_device_for_a_software_gpus_night(tmp_path) -> None:
+    store = ResultsStore(tmp_path / "results")
+    for median, legacy in ((500, False), (600, True)):
+        run = store.create_run({})
+        record = software_gpu(run.run_id, median, seed=median, legacy=legacy)
+        run.append(record)
+    points = history(store, "pc", record.model, record.engine)
+    assert [p.correctness_only for p in points] == ["software device"] * 2
+    text = format_history(points)
+    assert "ok (software device)" in text and "emulated" not in text
+    assert "(software device): measured on a software device" in text

@@ -20,7 +20,7 @@ def summary(run: int, p50: float, *, threads: int = 4, variant=("fp32",), **kw) 
         engine="ncnn",
         variant=variant,
         status=kw.pop("status", "ok"),
-        emulated=kw.pop("emulated", False),
+        correctness_only=kw.pop("correctness_only", ""),
         values={"p50": p50, "p99": p50 * 1.3, "throughput": 1000 / p50},
         spread=0.003,
         regime=kw.pop("regime", "governor=performance"),
@@ -64,10 +64,11 @@ def test_a_step_names_its_night_and_what_changed():
                 ),
             )
         )
-    rows.append((info(40), summary(40, 3.0, emulated=True)))  # an emulated night: not a step
+    emulated_night = summary(40, 3.0, correctness_only="emulated CPU")  # not a step
+    rows.append((info(40), emulated_night))
     (history,) = cell_histories(None, rows=rows)  # type: ignore[arg-type]
     assert history.key.label() == "phone/m/ncnn"
-    assert len(history.nights) == 41 and history.nights[-1].emulated
+    assert len(history.nights) == 41 and history.nights[-1].correctness_only == "emulated CPU"
     (step,) = history.steps
     assert step.night.run_id == "r025" and step.previous.run_id == "r024"
     assert step.regression and 0.06 < step.change_point.change < 0.10

@@ -32,7 +32,7 @@ def row(run: int, p50: float | None, regime: str = "governor=performance", **fac
         engine="ncnn",
         variant=("fp32",),
         status="ok" if p50 is not None else "failed",
-        emulated=False,
+        correctness_only="",
         values=values,
         spread=0.004,
         regime=regime,
@@ -146,6 +146,6 @@ def test_a_cell_failing_tonight_regresses_and_an_emulated_one_is_not_comparable(
     verdict, _ = judge(past, row(8, None))
     assert verdict.verdict == "regressed" and "tonight's cell is failed" in verdict.reason
     info, emulated = row(8, 10.0)
-    emulated.emulated = True
+    emulated.correctness_only = "emulated CPU"
     verdict, _ = judge(past, (info, emulated))
     assert verdict.verdict == "not_comparable"

@@ -143,7 +143,9 @@ def _nights_table(cell: SiteCell, metric: Metric) -> str:
     rows = []
     for night in reversed(cell.history.nights):
         spread = "-" if night.spread is None else f"±{night.spread:.1%}"
-        status = esc(night.status) + (" (emulated)" if night.emulated else "")
+        status = esc(night.status) + (
+            f" ({esc(night.correctness_only)})" if night.correctness_only else ""
+        )
         rows.append(
             "<tr>"
             f"<td>{esc(night_date(night))}</td>"

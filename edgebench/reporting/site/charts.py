@@ -231,7 +231,7 @@ def _band(frame: _Frame, nights: Sequence[Night]) -> list[str]:
 
 def _nights(frame: _Frame, nights: Sequence[Night]) -> list[str]:
     """The value line, a red tick under each night without a value, a hollow dot on each
-    night measured on an emulated CPU."""
+    night measured on an emulated CPU or a software device."""
     scaled = [
         (frame.sx(i), None if n.value is None else frame.sy(n.value)) for i, n in enumerate(nights)
     ]
@@ -249,11 +249,11 @@ def _nights(frame: _Frame, nights: Sequence[Night]) -> list[str]:
                 f'stroke="{FAILED}" stroke-width="2"><title>{esc(night.run_id)}: '
                 f"{esc(night.status)}</title></line>"
             )
-        elif night.emulated:
+        elif night.correctness_only:
             out.append(
                 f'<circle cx="{frame.sx(i):.1f}" cy="{frame.sy(night.value):.1f}" r="3" '
-                f'fill="#fff" stroke="{LINE}"><title>{esc(night.run_id)}: emulated CPU</title>'
-                "</circle>"
+                f'fill="#fff" stroke="{LINE}"><title>{esc(night.run_id)}: '
+                f"{esc(night.correctness_only)}</title></circle>"
             )
     return out
 

@@ -73,10 +73,11 @@ def run_page_html(run: SiteRun, metric: Metric) -> str:
     for cell, night in sorted(run.cells, key=lambda cn: cn[0].history.key.label()):
         step = began.get(id(cell))
         step_cell = step_text(step, metric) if step is not None else ""
+        kind = f" ({esc(night.correctness_only)})" if night.correctness_only else ""
         rows.append(
             f'<tr><td><a href="../{esc(cell.page)}">{esc(cell.history.key.label())}</a></td>'
             f'<td class="num">{esc(fmt_number(night.value, metric.bare_unit))}</td>'
-            f"<td>{esc(night.status)}{' (emulated)' if night.emulated else ''}</td>"
+            f"<td>{esc(night.status)}{kind}</td>"
             f"<td>{step_cell}</td></tr>"
         )
     report = (
