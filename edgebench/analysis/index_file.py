@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -211,20 +213,27 @@ def connect(root: Path) -> tuple[sqlite3.Connection, Path | None]:
 
 def _read_only_copy(path: Path) -> sqlite3.Connection:
     """An in-memory copy of the file when it can be read and is current (a read-only results
-    dir that a command indexed before), else an empty in-memory index. It is read as it is
-    (``immutable``: SQLite can take no lock there): a run it has stale is read again anyway."""
+    dir that a command indexed before), else an empty in-memory index; a run it has stale is
+    read again anyway. SQLite can take no lock in a read-only folder, and an ``immutable``
+    open would ignore the write-ahead log, whose frames a writer may have left unmerged: so
+    the file and its log are copied to a private folder and opened there."""
     if not path.is_file():
         return in_memory()
-    try:
-        source = sqlite3.connect(f"{path.as_uri()}?mode=ro&immutable=1", uri=True)
-    except sqlite3.Error:
-        return in_memory()
-    try:
-        if _schema_problem(source) is None and _current_version(source):
-            log.debug("results index %s: reading a copy of it", path)
-            return in_memory(source)
-    except sqlite3.Error as exc:
-        log.debug("results index %s cannot be read either (%s)", path, exc)
-    finally:
-        source.close()
+    with tempfile.TemporaryDirectory(prefix="edgebench-index-") as folder:
+        try:
+            for name in (path.name, f"{path.name}-wal"):
+                if path.with_name(name).is_file():
+                    shutil.copyfile(path.with_name(name), Path(folder) / name)
+            source = sqlite3.connect(Path(folder) / path.name)
+        except (OSError, sqlite3.Error) as exc:
+            log.debug("results index %s cannot be read either (%s)", path, exc)
+            return in_memory()
+        try:
+            if _schema_problem(source) is None and _current_version(source):
+                log.debug("results index %s: reading a copy of it", path)
+                return in_memory(source)
+        except sqlite3.Error as exc:
+            log.debug("results index %s cannot be read either (%s)", path, exc)
+        finally:
+            source.close()
     return in_memory()

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from fakes.records import sampled_record
 
+from edgebench.analysis import index_file
 from edgebench.analysis.index_file import INDEX_FILE
 from edgebench.analysis.night_summary import summarize
 from edgebench.analysis.results_index import ResultsIndex
@@ -289,6 +290,28 @@ def test_a_read_only_results_dir_is_read_through_an_index_in_memory(tmp_path, in
     assert said and all("warning" not in line for line in said), done.stderr  # -v only
     assert ("reading a copy of it" in done.stderr) == indexed, done.stderr
     assert (store.root / INDEX_FILE).exists() == indexed
+
+
+def test_a_copy_of_a_read_only_index_takes_in_its_unmerged_write_ahead_log(tmp_path):
+    # A writer's log is merged into the file only when the last connection closes; a snapshot
+    # (or a folder made read-only) taken while another reader held the file has the newest
+    # runs in its -wal alone. An immutable open ignores that log and gave a stale copy.
+    store = make_store(tmp_path / "results", nights=2)
+    ResultsIndex.open(store).close()
+    path = store.root / INDEX_FILE
+    holder = sqlite3.connect(path)
+    holder.execute("SELECT count(*) FROM runs").fetchall()
+    newest = store.create_run({"status": "complete", "plan": "nightly", "good": True})
+    newest.append(sampled_record("d0", "onnxruntime", 12.0, 99, run_id=newest.run_id))
+    ResultsIndex.open(store).close()
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    for name in (INDEX_FILE, f"{INDEX_FILE}-wal"):
+        shutil.copyfile(store.root / name, snapshot / name)
+    holder.close()
+    copy = index_file._read_only_copy(snapshot / INDEX_FILE)
+    runs = {row[0] for row in copy.execute("SELECT run_id FROM runs")}
+    assert newest.run_id in runs and len(runs) == 3
 
 
 def test_the_command_line_says_a_corrupt_index_and_a_deleted_run_in_one_line_each(tmp_path):
