@@ -127,6 +127,22 @@ class NcnnConverter(ToolchainConverter):
                 f"ncnn cannot take a rank-0 (scalar) input: {', '.join(map(repr, scalars))}; "
                 "pnnx reads only inputs of rank 1 or more",
             )
+        int8_io = (
+            [
+                f"{s.name!r} ({s.dtype})"
+                for s in (*staged.io.inputs, *staged.io.outputs)
+                if s.dtype in ("int8", "uint8")
+            ]
+            if staged.io
+            else []
+        )
+        if int8_io:
+            # An int8 .tflite's twin keeps its int8 io; pnnx stops at its first Cast.
+            raise ConversionError(
+                "failed",
+                f"ncnn cannot take int8 inputs or outputs: {', '.join(int8_io)}; ncnn blobs "
+                "are float (its int8 models quantize inside, from float io)",
+            )
         if staged.io and staged.io.inputs:
             args.append("inputshape=" + ",".join(_shape_arg(s) for s in staged.io.inputs))
         second = self._second
