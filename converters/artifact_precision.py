@@ -96,8 +96,12 @@ def _onnx(path: Path) -> FilePrecision:
     if quant:
         return FilePrecision("int8", f"{', '.join(quant)} nodes")
     small = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)
-    int8_weights = [t.name for t in graph.initializer if t.data_type in small]
-    if "DequantizeLinear" in ops or int8_weights:
+    int8_constants = {t.name for t in graph.initializer if t.data_type in small}
+    # Weights: int8 constants that a DequantizeLinear expands. An int8 constant elsewhere (the
+    # zero point an int8 input is shifted by) and a DequantizeLinear of an int8 input (an
+    # int8 .tflite's twin keeps its int8 io) leave the weights and the compute float.
+    dequantized = {n.input[0] for n in graph.node if n.op_type == "DequantizeLinear" and n.input}
+    if dequantized & int8_constants:
         return FilePrecision("int8-weights", "int8 weights behind DequantizeLinear")
     half = onnx.TensorProto.FLOAT16
     if any(t.data_type == half for t in graph.initializer) or any(
@@ -212,7 +216,9 @@ def _openvino(path: Path) -> FilePrecision:
     fake = len(re.findall(r'type="FakeQuantize"', text))
     if fake:
         return FilePrecision("int8", f"{fake} FakeQuantize layers")
-    if re.search(r'element_type="(i8|u8)"', text):
+    # Constants only: an i8 Parameter is an int8 input (an int8 .tflite's twin), not a weight.
+    constants = re.findall(r'<layer [^>]*type="Const"[^>]*>\s*<data [^>]*>', text)
+    if any(re.search(r'element_type="(i8|u8)"', data) for data in constants):
         return FilePrecision("int8-weights", "i8/u8 weight constants, no FakeQuantize")
     return FLOAT_FILE
 

@@ -127,3 +127,21 @@ def test_the_direct_conversion_of_an_int8_tflite_keeps_it_int8(
         assert (converter.last_quant or {}).get("method") == (
             QUANTIZED_IN_FILE if expected else None
         )
+
+
+def test_int8_io_dequantized_in_the_graph_is_no_int8_weight(tmp_path: Path) -> None:
+    # An int8 .tflite's twin takes its int8 input as the file did and computes in float: its
+    # int8 input (and the zero point it is shifted by) are not weights.
+    x = helper.make_tensor_value_info("image", TensorProto.INT8, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    scale = numpy_helper.from_array(np.array(0.5, np.float32), "scale")
+    zero = numpy_helper.from_array(np.array(3, np.int8), "zero")
+    nodes = [
+        helper.make_node("DequantizeLinear", ["image", "scale", "zero"], ["real"]),
+        helper.make_node("Relu", ["real"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "int8-input", [x], [y], [scale, zero])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(model, tmp_path / "twin.onnx")
+    found = read_precision(tmp_path / "twin.onnx", "onnx")
+    assert found.precision is None and found.evidence == "no quantized tensors"  # float
