@@ -38,6 +38,12 @@ _SAID: set[tuple[str, str]] = set()
 _LOCKED: set[Path] = set()
 
 
+def forget_said_warnings() -> None:
+    """Start afresh, as a new command does: the warnings said and the locks found."""
+    _SAID.clear()
+    _LOCKED.clear()
+
+
 class IndexCorrupt(Exception):
     """The index file is not a database of ours; ``str()`` says why."""
 

@@ -47,6 +47,13 @@ log = logging.getLogger(__name__)
 #: index, then the run it shows).
 _LEFT_OUT: set[tuple[str, str, str]] = set()
 
+
+def forget_said_warnings() -> None:
+    """Say every left-out part again: a process that runs many commands (a test session)
+    calls it between them, as each command of the CLI is a process of its own."""
+    _LEFT_OUT.clear()
+
+
 #: The record's typed parts: field name -> the part stored under it (a ``RecordPart``, or a
 #: plain dataclass whose fields are its JSON keys).
 PARTS: dict[str, type] = {

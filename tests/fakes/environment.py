@@ -36,7 +36,13 @@ def shared_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def eb_env(shared_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Environment for running edgebench: a private cache (sharing only the generated models),
-    results dir and HOME, so no test sees another test's artifacts or runs."""
+    results dir and HOME, so no test sees another test's artifacts or runs; and the warnings
+    said once per command forgotten, so no test is kept from a warning an earlier one had."""
+    from edgebench.analysis import index_file  # here: the defaults above come first
+    from edgebench.results import records
+
+    index_file.forget_said_warnings()
+    records.forget_said_warnings()
     cache = tmp_path / "eb-cache"
     cache.mkdir()
     (cache / "models").symlink_to(shared_models, target_is_directory=True)

@@ -177,14 +177,24 @@ def test_a_fixed_artifact_refuses_another_shape(
     )
 
 
+#: Profiled iterations, and the bounds of the profile's total over a timed inference. What
+#: the ratio must catch moves it by the iteration count (summing the iterations instead of
+#: averaging them, x N, or keeping one, x 1/N), so the bounds sit halfway between 1 and those
+#: on a log scale. On a loaded host ncnn's layer-by-layer extracts took in CPU waits the plain
+#: inference did not: 20.1 ms against a 9.36 ms median (2.14x) with a second suite beside it,
+#: past the old 2.0 bound at 3 iterations; each error now lands over 3x beyond its bound.
+PROFILED = 10
+PLAIN_RATIO = (PROFILED**-0.5, PROFILED**0.5)
+
+
 def test_per_operator_profile(binary: Path, mobilenet: Path, framework: str) -> None:
-    spec = _spec(mobilenet, framework, profile_ops=3)
+    spec = _spec(mobilenet, framework, profile_ops=PROFILED)
     native = run_native(binary, spec)
     assert native["status"] == "ok", native["error"]
     profile = native["op_profile"]
     assert "unavailable" not in profile, profile
     assert set(profile) == {"iterations", "source", "ops", "total_ms", "inference_ms"}
-    assert profile["iterations"] == 3
+    assert profile["iterations"] == PROFILED
     ops = profile["ops"]
     assert all(set(op) == {"name", "type", "impl", "time_ms", "count"} for op in ops)
     times = [op["time_ms"] for op in ops]
@@ -194,7 +204,8 @@ def test_per_operator_profile(binary: Path, mobilenet: Path, framework: str) -> 
     # says the profiled inference is an ordinary one.
     assert 0.5 * profile["inference_ms"] <= profile["total_ms"] <= profile["inference_ms"]
     plain_ms = median(native["samples_ns"]) / 1e6
-    assert 0.5 * plain_ms <= profile["total_ms"] <= 2.0 * plain_ms, (plain_ms, profile)
+    low, high = PLAIN_RATIO
+    assert low * plain_ms <= profile["total_ms"] <= high * plain_ms, (plain_ms, profile)
     if framework == "mnn":
         python = run_runner(spec, timeout=300)["op_profile"]
         assert set(python) == set(profile)
