@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 from fakes.records import stored_records
-from fakes.tflite_runs import run_litert, run_onnx
+from fakes.tflite_runs import QUICK, run_litert, run_onnx
 
 pytest.importorskip(
     "ai_edge_litert", reason="the .tflite schema is missing: pip install 'edgebench[tflite]'"
@@ -23,8 +23,6 @@ from edgebench.converters.tflite.quantize import quantize_int8
 from edgebench.converters.tflite.schema import load_schema
 from edgebench.converters.tflite_import import real_values, tflite_to_onnx
 from edgebench.models import build_model
-
-QUICK = ["--threads", "1", "--warmup", "1", "--iterations", "5", "--min-time", "0"]
 
 
 def _nchw_int8_io(data: bytes) -> bytes:

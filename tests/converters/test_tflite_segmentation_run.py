@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fakes.records import stored_records
+from fakes.tflite_runs import QUICK
 
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.converters.tflite.schema import schema_missing
@@ -27,18 +28,7 @@ def test_the_selfie_segmenter_is_checked_on_every_framework(run_cli, eb_env):
     if install_toolchain("ncnn").state != "installed":
         pytest.skip("pnnx could not be installed (edgebench toolchains install ncnn)")
     args = ["run", "--models", str(SELFIE), "--frameworks", ",".join(FRAMEWORKS)]
-    args += [
-        "--threads",
-        "1",
-        "--warmup",
-        "1",
-        "--iterations",
-        "5",
-        "--min-time",
-        "0",
-        "--rounds",
-        "1",
-    ]
+    args += [*QUICK, "--rounds", "1"]
     result = run_cli(args, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "has no ONNX twin" not in result.stderr

@@ -11,6 +11,9 @@ import onnx
 from edgebench.agreement import allclose_bound, excess
 from edgebench.planning.tolerances import TOLERANCES
 
+#: A quick `edgebench run` of a real .tflite: one thread, one warm-up, five timed inferences.
+QUICK = ["--threads", "1", "--warmup", "1", "--iterations", "5", "--min-time", "0"]
+
 
 def assert_fp32_close(got: np.ndarray, want: np.ndarray) -> None:
     """The output check's fp32 rule (edgebench.agreement with TOLERANCES["fp32"])."""
