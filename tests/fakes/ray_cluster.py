@@ -21,6 +21,9 @@ FAST_FAILURE_DETECTION = {
     "health_check_failure_threshold": 3,
 }
 
+#: Several times the health-check window above, for a loaded machine.
+NODE_DEATH_LIMIT_S = 60.0
+
 
 @dataclass
 class LabHost:
@@ -70,9 +73,13 @@ class LabCluster:
         return host
 
     def remove_host(self, name: str) -> None:
-        """The host disappears: its node's processes are killed, with no goodbye."""
+        """The host disappears: its node's processes are killed, with no goodbye. Returns once
+        the head has marked the node dead, so the next run does not still see it offered."""
         host = self.hosts.pop(name)
         self.cluster.remove_node(host.node, allow_graceful=False)
+        # The head notices a killed node by missed health checks (about 3 s here); a bounded
+        # wait on its node table, as a following test's run reads the same table.
+        self.cluster.wait_for_nodes(timeout=NODE_DEATH_LIMIT_S)
 
     def shutdown(self) -> None:
         self.cluster.shutdown()
