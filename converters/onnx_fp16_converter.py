@@ -32,7 +32,9 @@ class OnnxFp16Converter(Converter):
         try:
             model = onnx.load(str(onnx_path))
             half, counts = to_fp16(model)
-            onnx.checker.check_model(half)
+            # The full check runs type and shape inference, which the plain one skips: a graph
+            # that feeds half tensors to a float32-only input is refused here, not by TensorRT.
+            onnx.checker.check_model(half, full_check=True)
         except Fp16Error as exc:
             raise ConversionError("failed", f"fp16 ONNX: {exc}") from exc
         except (
@@ -40,7 +42,9 @@ class OnnxFp16Converter(Converter):
             onnx.onnx_cpp2py_export.shape_inference.InferenceError,
         ) as exc:  # type: ignore[attr-defined]
             raise ConversionError(
-                "failed", f"the fp16 model did not check: {str(exc).splitlines()[0]}"
+                "failed",
+                f"the fp16 model did not check: {str(exc).splitlines()[0]}"
+                " (measure this model at fp32)",
             ) from exc
         onnx.save(half, str(Path(out_dir) / MODEL_FILE))
         self.last_log = ", ".join(f"{count} {what}" for what, count in counts.items())

@@ -72,7 +72,13 @@ def test_float32_only_inputs_stay_float32_and_casts_and_constants_turn_half():
     onnx.checker.check_model(half, full_check=True)
     (scales,) = half.graph.initializer
     assert scales.data_type == TensorProto.FLOAT
-    assert counts == {"initializers": 0, "constants": 1, "casts": 1, "io_casts": 2}
+    assert counts == {
+        "initializers": 0,
+        "constants": 1,
+        "casts": 1,
+        "io_casts": 2,
+        "float32_casts": 0,
+    }
     feeds = {"x": np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)}
     np.testing.assert_array_equal(run(half, feeds)[0], run(model, feeds)[0])
     assert model.graph.initializer[0].data_type == TensorProto.FLOAT  # the input is untouched
