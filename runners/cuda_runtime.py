@@ -3,6 +3,8 @@
 Device count and facts, versions, memory (device, pinned host), async copies, streams, events
 and CUDA Graphs (capture, instantiate, launch). Every failure is one line naming the call and
 CUDA's error name and string; with no usable GPU, ``open_cuda`` raises ``CudaUnavailable``.
+A libcudart newer than the driver (cudaErrorInsufficientDriver) gives way to the next one found:
+a CUDA 12 driver with both CUDA 13 and CUDA 12 runtimes installed runs on the CUDA 12 one.
 
 Runs on the device: Python 3.8+, standard library only (no cuda-python, no torch).
 """
@@ -14,7 +16,7 @@ import glob
 import os
 import sys
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 #: A file path to libcudart, tried before anything else.
 ENV_LIBRARY = "EDGEBENCH_CUDART"
@@ -29,6 +31,8 @@ MEMCPY_HOST_TO_DEVICE = 1
 MEMCPY_DEVICE_TO_HOST = 2
 STREAM_NON_BLOCKING = 1
 HOST_ALLOC_DEFAULT = 0
+#: cudaErrorInsufficientDriver: this libcudart is newer than the driver (an older one may do).
+INSUFFICIENT_DRIVER = 35
 CAPTURE_MODE_THREAD_LOCAL = 1
 ATTR_INTEGRATED = 18
 ATTR_CC_MAJOR = 75
@@ -45,7 +49,12 @@ class CudaUnavailable(Exception):
 
 
 class CudaError(Exception):
-    """A CUDA runtime call failed: ``cudaMalloc: cudaErrorMemoryAllocation (out of memory)``."""
+    """A CUDA runtime call failed: ``cudaMalloc: cudaErrorMemoryAllocation (out of memory)``;
+    ``code`` is the cudaError_t."""
+
+    def __init__(self, message: str, code: int = 0) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass
@@ -112,18 +121,38 @@ def library_candidates() -> List[str]:
     return list(dict.fromkeys(found))
 
 
-def load_library(candidates: Optional[List[str]] = None) -> Tuple[ctypes.CDLL, str]:
-    """The first libcudart that loads, and what it was loaded as."""
-    tried = []
+def loadable_libraries(candidates: Optional[List[str]] = None) -> Iterator[Tuple[ctypes.CDLL, str]]:
+    """Each libcudart among ``candidates`` (default: ``library_candidates()``) that loads, in
+    order, with what it was loaded as; a file the dynamic linker already gave under another
+    name (a soname and its toolkit path) comes once."""
+    seen = set()
     for candidate in library_candidates() if candidates is None else candidates:
         try:
-            return ctypes.CDLL(candidate), candidate
-        except OSError as exc:
-            tried.append(str(exc).split(":")[0] if os.sep in candidate else candidate)
-    raise CudaUnavailable(
+            library = ctypes.CDLL(candidate)
+        except OSError:
+            continue
+        entry = getattr(library, "cudaGetDeviceCount", None)
+        if entry is None:
+            continue
+        address = ctypes.cast(entry, ctypes.c_void_p).value
+        if address not in seen:
+            seen.add(address)
+            yield library, candidate
+
+
+def not_found(candidates: Optional[List[str]]) -> CudaUnavailable:
+    places = len(library_candidates() if candidates is None else candidates)
+    return CudaUnavailable(
         "no NVIDIA GPU: libcudart not found (tried %d places, e.g. %s; install the CUDA "
-        "runtime or set %s to its path)" % (len(tried), ", ".join(SONAMES[:2]), ENV_LIBRARY)
+        "runtime or set %s to its path)" % (places, ", ".join(SONAMES[:2]), ENV_LIBRARY)
     )
+
+
+def load_library(candidates: Optional[List[str]] = None) -> Tuple[ctypes.CDLL, str]:
+    """The first libcudart that loads, and what it was loaded as."""
+    for found in loadable_libraries(candidates):
+        return found
+    raise not_found(candidates)
 
 
 class CudaRuntime:
@@ -148,7 +177,7 @@ class CudaRuntime:
     def call(self, name: str, *args: object) -> None:
         code = getattr(self.library, name)(*args)
         if code:
-            raise CudaError(self.describe(name, code))
+            raise CudaError(self.describe(name, code), code)
 
     def _out_int(self, name: str, *args: object) -> int:
         value = ctypes.c_int()
@@ -177,7 +206,7 @@ class CudaRuntime:
         getter.argtypes, getter.restype = [ctypes.c_void_p, ctypes.c_int], ctypes.c_int
         code = getter(props, index)
         if code:
-            raise CudaError(self.describe(name, code))
+            raise CudaError(self.describe(name, code), code)
         raw = props.raw
         total = int.from_bytes(raw[TOTAL_MEMORY_OFFSET : TOTAL_MEMORY_OFFSET + 8], sys.byteorder)
         return DeviceInfo(
@@ -279,7 +308,7 @@ class CudaRuntime:
                 plain.argtypes = [_VOID_PP, _VOID_P, _VOID_PP, ctypes.c_char_p, _SIZE_T]
                 code = plain(ctypes.byref(handle), graph, None, log, len(log))
         if code:
-            raise CudaError(self.describe(name, code))
+            raise CudaError(self.describe(name, code), code)
         return handle.value or 0
 
     def graph_launch(self, graph_exec: int, stream: int) -> None:
@@ -300,16 +329,26 @@ def version_text(version: int) -> str:
 _OPENED: List[CudaRuntime] = []
 
 
-def open_cuda(loader: Callable[[], Tuple[ctypes.CDLL, str]] = load_library) -> CudaRuntime:
-    """The CUDA runtime with at least one device, or ``CudaUnavailable`` saying why not."""
+def open_cuda(candidates: Optional[List[str]] = None) -> CudaRuntime:
+    """The CUDA runtime with at least one device, or ``CudaUnavailable`` naming each libcudart
+    tried and what it said. A library too new for the driver gives way to the next one."""
     if _OPENED:
         return _OPENED[0]
-    runtime = CudaRuntime(*loader())
-    try:
-        count = runtime.device_count()
-    except CudaError as exc:
-        raise CudaUnavailable("no NVIDIA GPU: %s [%s]" % (exc, runtime.path)) from exc
-    if count < 1:
-        raise CudaUnavailable("no NVIDIA GPU: cudaGetDeviceCount found none [%s]" % runtime.path)
-    _OPENED.append(runtime)
-    return runtime
+    tried: List[str] = []
+    for library, path in loadable_libraries(candidates):
+        runtime = CudaRuntime(library, path)
+        try:
+            count = runtime.device_count()
+        except CudaError as exc:
+            tried.append("%s [%s]" % (exc, path))
+            if exc.code == INSUFFICIENT_DRIVER:
+                continue
+            break
+        if count < 1:
+            tried.append("cudaGetDeviceCount found none [%s]" % path)
+            break
+        _OPENED.append(runtime)
+        return runtime
+    if not tried:
+        raise not_found(candidates)
+    raise CudaUnavailable("no NVIDIA GPU: " + "; ".join(tried))

@@ -5,6 +5,7 @@ device call answers "no driver" for real), the one-line reasons through the runn
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -74,9 +75,49 @@ def test_versions_answer_without_a_driver(cudart: CudaRuntime) -> None:
 def test_a_missing_library_says_so_and_how_to_point_at_one() -> None:
     missing = ["/nonexistent/libcudart.so.13"]
     with pytest.raises(CudaUnavailable) as caught:
-        cuda_runtime.open_cuda(lambda: cuda_runtime.load_library(missing))
-    assert str(caught.value).startswith("no NVIDIA GPU: libcudart not found (")
+        cuda_runtime.open_cuda(missing)
+    assert str(caught.value).startswith("no NVIDIA GPU: libcudart not found (tried 1 places")
     assert cuda_runtime.ENV_LIBRARY in str(caught.value)
+
+
+@pytest.fixture()
+def without_driver(no_gpu: CudaRuntime) -> Path:
+    """The file of this machine's real libcudart, which finds no driver for it."""
+    with pytest.raises(CudaError) as caught:
+        no_gpu.device_count()
+    if caught.value.code != cuda_runtime.INSUFFICIENT_DRIVER:
+        pytest.skip(f"this machine's libcudart does not say InsufficientDriver: {caught.value}")
+    files = [Path(c) for c in cuda_runtime.library_candidates() if Path(c).is_absolute()]
+    return next(f.resolve() for f in files if f.is_file())
+
+
+def test_a_runtime_too_new_for_the_driver_gives_way_to_the_next(
+    without_driver: Path, tmp_path: Path
+) -> None:
+    """A CUDA-12 driver host with the CUDA 13 toolkit: the CUDA 13 library's InsufficientDriver
+    is not the answer while another libcudart remains. Two real copies of this machine's
+    library stand for the 13 and the 12 one (a copy is a distinct library to the linker);
+    neither finds a driver here, so the message names both with CUDA's words."""
+    newer, older = tmp_path / "13" / "libcudart.so.13", tmp_path / "12" / "libcudart.so.12"
+    for copy in (newer, older):
+        copy.parent.mkdir()
+        shutil.copyfile(without_driver, copy)
+    missing = str(tmp_path / "none" / "libcudart.so.12")
+    with pytest.raises(CudaUnavailable) as caught:
+        cuda_runtime.open_cuda([str(newer), missing, str(older)])
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("no NVIDIA GPU: cudaGetDeviceCount: ")
+    tried = message[len("no NVIDIA GPU: ") :].split("; ")
+    assert [entry.rsplit(" [", 1)[1] for entry in tried] == [f"{newer}]", f"{older}]"]
+    assert all("cudaErrorInsufficientDriver (" in entry for entry in tried)
+
+
+def test_one_library_found_under_two_names_is_tried_once(without_driver: Path, tmp_path: Path):
+    alias = tmp_path / "libcudart.so"
+    alias.symlink_to(without_driver)
+    with pytest.raises(CudaUnavailable) as caught:
+        cuda_runtime.open_cuda([str(without_driver), str(alias)])
+    assert str(caught.value).count("cudaGetDeviceCount") == 1
 
 
 def test_library_candidates_put_the_override_and_pip_wheels_first(
