@@ -24,7 +24,8 @@ NVML_ENV = "EDGEBENCH_NVML_LIBRARY"
 NVML_NAMES = ("libnvidia-ml.so.1", "libnvidia-ml.so")
 NO_NVML = "no NVIDIA GPU: libnvidia-ml.so.1 not found (the NVIDIA driver)"
 CUDNN_NAMES = ("libcudnn.so.9", "libcudnn.so.8", "libcudnn.so")
-NVINFER_NAMES = ("libnvinfer.so.10", "libnvinfer.so.8", "libnvinfer.so")
+#: TensorRT's libraries, newest major first.
+NVINFER_NAMES = ("libnvinfer.so.11", "libnvinfer.so.10", "libnvinfer.so.8", "libnvinfer.so")
 CUDA_DRIVER_NAMES = ("libcuda.so.1", "libcuda.so")
 
 NVML_SUCCESS = 0
@@ -32,6 +33,9 @@ NVML_ERROR_INSUFFICIENT_SIZE = 7
 CLOCK_SM = 1
 NAME_BUFFER = 96
 MAX_PROCESSES = 64
+#: NVML_VALUE_NOT_AVAILABLE (nvml.h): an unsigned long long field NVML could not fill, as a
+#: process's usedGpuMemory under Windows WDDM or without the rights to read it.
+NVML_VALUE_NOT_AVAILABLE = 2**64 - 1
 MIB = 1024 * 1024
 #: GPUs NVML lists that share the host's memory (Jetson Thor, DGX Spark): integrated.
 INTEGRATED_NAMES = ("orin", "thor", "tegra", "gb10")
@@ -203,11 +207,25 @@ class Nvml:
             code = function(handle, ctypes.byref(count), infos)
             if code != NVML_SUCCESS:
                 return None, "%s: %s" % (name, self.error(code))
-            for info in infos[: count.value]:
-                if info.pid == pid:
-                    return round(info.usedGpuMemory / MIB, 1), name
-            return 0.0, name
+            return process_memory_mb(infos[: count.value], pid, name)
         return None, "this NVML has no nvmlDeviceGetComputeRunningProcesses"
+
+
+def process_memory_mb(infos: Sequence[Any], pid: int, call: str) -> Tuple[Optional[float], str]:
+    """What ``call``'s list of processes on one GPU says of ``pid``: its memory in MiB and the
+    call, or None and why. NVML fills NVML_VALUE_NOT_AVAILABLE where it cannot tell, and
+    lists the host's PIDs: a runner in a container (its own PID namespace) is not found."""
+    for info in infos:
+        if info.pid != pid:
+            continue
+        if info.usedGpuMemory == NVML_VALUE_NOT_AVAILABLE:
+            why = "process %d's GPU memory is not available (NVML_VALUE_NOT_AVAILABLE)" % pid
+            return None, "%s: %s" % (call, why)
+        return round(info.usedGpuMemory / MIB, 1), call
+    return None, (
+        "%s lists no process %d on this GPU (of %d): not available, as NVML lists the host's "
+        "PIDs and a runner in a container has another" % (call, pid, len(infos))
+    )
 
 
 def nvml_devices() -> Dict[str, Any]:
@@ -231,51 +249,67 @@ def _encoded(value: int, major_unit: int) -> str:
     return "%d.%d.%d" % (value // major_unit, value % major_unit // 100, value % 100)
 
 
-def _version_call(names: Sequence[str], symbol: str, returns_int: bool) -> Tuple[Any, str]:
+#: The version functions that return their answer, with the C type their header declares
+#: (the others write it to an int and return a status).
+VERSION_RESTYPES = {
+    "cudnnGetVersion": ctypes.c_size_t,
+    "getInferLibVersion": ctypes.c_int32,
+}
+
+
+def version_function(library: ctypes.CDLL, symbol: str) -> Any:
+    """``library``'s ``symbol``, its return type set from VERSION_RESTYPES; None if absent."""
+    function = getattr(library, symbol, None)
+    if function is not None and symbol in VERSION_RESTYPES:
+        function.restype = VERSION_RESTYPES[symbol]
+    return function
+
+
+def _version_call(names: Sequence[str], symbol: str) -> Tuple[Any, str]:
     """A library's version function's answer, or None and why."""
     library, _ = open_first(names)
     if library is None:
         more = " and %d more places" % (len(names) - 3) if len(names) > 3 else ""
         return None, "%s%s: not found" % (", ".join(names[:3]), more)
-    function = getattr(library, symbol, None)
+    function = version_function(library, symbol)
     if function is None:
         return None, "%s has no %s" % (names[0], symbol)
-    if returns_int:
-        value = ctypes.c_int()
-        code = function(ctypes.byref(value))
-        return (value.value, "") if code == 0 else (None, "%s returned %d" % (symbol, code))
-    function.restype = ctypes.c_size_t
-    return int(function()), ""
+    if symbol in VERSION_RESTYPES:
+        return int(function()), ""
+    value = ctypes.c_int()
+    code = function(ctypes.byref(value))
+    return (value.value, "") if code == 0 else (None, "%s returned %d" % (symbol, code))
 
 
 def cuda_runtime_version() -> Tuple[Optional[str], str]:
     """libcudart's ``cudaRuntimeGetVersion`` (12040 -> ``12.4``); it answers with no driver."""
     # Where the TensorRT backend finds libcudart (the pip wheels' folders first).
-    value, why = _version_call(cudart_candidates(), "cudaRuntimeGetVersion", True)
+    value, why = _version_call(cudart_candidates(), "cudaRuntimeGetVersion")
     return ("%d.%d" % (value // 1000, value % 1000 // 10), "") if value else (None, why)
 
 
 def cuda_driver_version() -> Tuple[Optional[str], str]:
     """libcuda's ``cuDriverGetVersion``: the CUDA version the driver supports (Jetson too)."""
-    value, why = _version_call(CUDA_DRIVER_NAMES, "cuDriverGetVersion", True)
+    value, why = _version_call(CUDA_DRIVER_NAMES, "cuDriverGetVersion")
     return ("%d.%d" % (value // 1000, value % 1000 // 10), "") if value else (None, why)
 
 
 def cudnn_version() -> Tuple[Optional[str], str]:
     """``cudnnGetVersion``: major*10000 + minor*100 + patch from cuDNN 9, *1000 before."""
-    value, why = _version_call(CUDNN_NAMES, "cudnnGetVersion", False)
+    value, why = _version_call(CUDNN_NAMES, "cudnnGetVersion")
     if not value:
         return None, why
     return _encoded(value, 10000 if value >= 90000 else 1000), ""
 
 
-def tensorrt_version() -> Tuple[Optional[str], str]:
+def tensorrt_version(names: Sequence[str] = NVINFER_NAMES) -> Tuple[Optional[str], str]:
     """TensorRT's version: the imported module's (importing it here would cost the cell its
-    memory figures), else libnvinfer's ``getInferLibVersion``."""
+    memory figures), else libnvinfer's ``getInferLibVersion`` (major*10000 + minor*100 +
+    patch from TensorRT 10, *1000 before)."""
     module = sys.modules.get("tensorrt")
     if module is not None and getattr(module, "__version__", None):
         return str(module.__version__), ""
-    value, why = _version_call(NVINFER_NAMES, "getInferLibVersion", False)
+    value, why = _version_call(names, "getInferLibVersion")
     if not value:
         return None, why
     return _encoded(value, 10000 if value >= 100000 else 1000), ""

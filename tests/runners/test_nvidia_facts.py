@@ -4,10 +4,12 @@ and the cell's ``nvidia`` key with its window samples."""
 
 from __future__ import annotations
 
+import ctypes
 import re
 import shutil
 
 import pytest
+from fakes.c_stubs import shared_library
 from fakes.jetson_board import jetson_tools, jetson_tree, path_with
 
 from edgebench.runners import cuda_runtime, nvidia_info
@@ -107,3 +109,60 @@ def test_a_cpu_cell_on_a_jetson_still_records_its_power_mode(tmp_path, monkeypat
     monkeypatch.setenv("PATH", path_with(jetson_tools(tmp_path / "bin", mode="7W", mode_id=3)))
     report = cell_report(NvidiaWatch.for_cell("cpu", root), root)
     assert report["power_mode"] == "7W" and report["samples"] == 0
+
+
+def _process_list(struct, entries):
+    infos = (struct * len(entries))()
+    for info, (pid, used) in zip(infos, entries, strict=True):
+        info.pid, info.usedGpuMemory = pid, used
+    return infos
+
+
+@pytest.mark.parametrize("struct", [nvidia_info._ProcessV2, nvidia_info._ProcessV1])
+def test_process_memory_is_read_for_this_pid_only(struct):
+    infos = _process_list(struct, [(7, 64 * nvidia_info.MIB), (42, 1536 * nvidia_info.MIB)])
+    assert nvidia_info.process_memory_mb(infos, 42, "v3") == (1536.0, "v3")
+
+
+@pytest.mark.parametrize("struct", [nvidia_info._ProcessV2, nvidia_info._ProcessV1])
+def test_process_memory_nvml_cannot_tell_is_not_available(struct):
+    """NVML_VALUE_NOT_AVAILABLE read as bytes would be about 1.8e13 MiB."""
+    infos = _process_list(struct, [(42, nvidia_info.NVML_VALUE_NOT_AVAILABLE)])
+    assert infos[0].usedGpuMemory == 2**64 - 1  # the field holds the sentinel as NVML writes it
+    used, why = nvidia_info.process_memory_mb(infos, 42, "nvmlDeviceGetComputeRunningProcesses_v3")
+    assert used is None
+    assert why == (
+        "nvmlDeviceGetComputeRunningProcesses_v3: process 42's GPU memory is not available "
+        "(NVML_VALUE_NOT_AVAILABLE)"
+    )
+
+
+def test_process_memory_of_a_pid_nvml_does_not_list_is_not_zero():
+    """A runner in a container has its own PID; NVML lists the host's."""
+    infos = _process_list(nvidia_info._ProcessV2, [(90001, 512 * nvidia_info.MIB)])
+    used, why = nvidia_info.process_memory_mb(infos, 42, "v3")
+    assert used is None
+    assert why.startswith("v3 lists no process 42 on this GPU (of 1): not available")
+
+
+def test_tensorrt_11_is_looked_for_first():
+    names = nvidia_info.NVINFER_NAMES
+    assert names[0] == "libnvinfer.so.11"
+    assert (
+        names.index("libnvinfer.so.11")
+        < names.index("libnvinfer.so.10")
+        < names.index("libnvinfer.so")
+    )
+
+
+def test_get_infer_lib_version_is_read_as_the_int32_it_returns(tmp_path):
+    """A stand-in libnvinfer whose getInferLibVersion leaves the upper half of the 64-bit
+    return register dirty, as an int32_t function may: only its low 32 bits are the answer
+    (TensorRT 11.1.0 is 110100)."""
+    library = shared_library(
+        tmp_path / "libnvinfer.so.11",
+        "long long getInferLibVersion(void) { return (0x5a5a5a5aLL << 32) | 110100; }\n",
+    )
+    function = nvidia_info.version_function(ctypes.CDLL(str(library)), "getInferLibVersion")
+    assert function.restype is ctypes.c_int32
+    assert nvidia_info.tensorrt_version([str(library)]) == ("11.1.0", "")
