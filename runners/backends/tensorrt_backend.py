@@ -26,7 +26,7 @@ from .trt_engine import (
     parse_model,
 )
 from .trt_engine_cache import EngineCache, EngineKey, cache_folder, file_sha256
-from .trt_profile import Profile, covers, engine_profile
+from .trt_profile import Profile, context_profiles, covers, engine_profile
 from .trt_stream import EngineStream
 
 try:
@@ -93,6 +93,10 @@ class TensorRTBackend(Backend):
         self._parsed: Optional[ParsedModel] = None
         self._engines: List[Tuple[Profile, Engine]] = []
         self._streams: List[EngineStream] = []
+        #: The profile index of each concurrent context (context_profiles) and how many
+        #: contexts each engine (by id) has made since the streams were last closed.
+        self._plan: List[int] = [0]
+        self._made: Dict[int, int] = {}
         self._options: Dict[str, Any] = {}
         self._reuse = False
         self._used_before: Optional[int] = None
@@ -116,6 +120,7 @@ class TensorRTBackend(Backend):
         self._cache = EngineCache(folder) if folder is not None else None
         self._parsed = parse_model(self._trt, self._logger, model_path)
         model = [(name, shape) for name, shape, _ in self._parsed.inputs]
+        self._plan = context_profiles(model, int(self._options.get("streams", 1)))
         profile = engine_profile(model, self._options.get("shape_profile"))
         if profile is not None:  # else the shape is known with the feeds (make_stream)
             self._engine_for(profile)
@@ -126,7 +131,9 @@ class TensorRTBackend(Backend):
                 return engine
         assert self._parsed is not None
         workspace = self._options.get("workspace_mb")
-        request = BuildRequest(profile, self._precision, 1, int(workspace) if workspace else None)
+        request = BuildRequest(
+            profile, self._precision, max(self._plan) + 1, int(workspace) if workspace else None
+        )
         key = EngineKey(
             model_sha256=self._model_sha256,
             profile=profile,
@@ -167,6 +174,8 @@ class TensorRTBackend(Backend):
         if self._reuse:
             self._close_streams()
             self._reuse = False
+        made = self._made.get(id(engine), 0)
+        self._made[id(engine)] = made + 1
         stream = EngineStream(
             self._trt,
             self._cuda,
@@ -174,6 +183,7 @@ class TensorRTBackend(Backend):
             feeds,
             self.output_names(),
             lambda: self._logger.errors,
+            self._plan[made % len(self._plan)],
         )
         if self._options.get("cuda_graph"):
             try:
@@ -235,6 +245,7 @@ class TensorRTBackend(Backend):
 
     def _close_streams(self) -> None:
         streams, self._streams = self._streams, []
+        self._made = {}
         for stream in streams:
             stream.close()
 

@@ -22,8 +22,7 @@ from .base import BackendError, first_line
 from .trt_engine_cache import HIT, MISS, OFF, EngineCache, EngineKey
 from .trt_profile import Profile
 
-#: The oldest TensorRT major the backend drives (name-based tensors, execute_async_v3,
-#: execution contexts sharing one optimization profile).
+#: The oldest TensorRT major the backend drives (name-based tensors, execute_async_v3).
 MIN_MAJOR = 10
 #: Words in TensorRT's build errors that say a layer or type cannot run, not a broken model.
 UNSUPPORTED_WORDS = ("unsupported", "not supported", "no implementation", "could not find any")
@@ -111,7 +110,8 @@ class BuildRequest:
 
     profile: Profile
     precision: str
-    #: Optimization profiles of the same ranges: 1 unless the contexts need their own.
+    #: Optimization profiles of the same ranges: one per concurrent execution context on a
+    #: dynamic-shape network (trt_profile.context_profiles), else 1.
     profile_count: int = 1
     workspace_mb: Optional[int] = None
     settings: Dict[str, Any] = field(default_factory=dict)

@@ -2,7 +2,8 @@
 
 A fixed-shape engine (min = opt = max) from the model's own static shapes or the cell's input
 shapes, unless the spec's ``options["shape_profile"]`` gives ``{input: {"min", "opt", "max"}}``
-(a dynamic-shape cell). Nothing here needs TensorRT.
+(a dynamic-shape cell); and which profile each execution context uses. Nothing here needs
+TensorRT.
 
 Runs on the device: Python 3.8+, standard library only.
 """
@@ -47,6 +48,21 @@ def engine_profile(
             fixed = _fitting(name, shape, feed_shapes[name])
         profile[name] = {bound: list(fixed) for bound in BOUNDS}
     return profile
+
+
+def context_profiles(inputs: Sequence[ModelInput], streams: int) -> List[int]:
+    """The optimization profile index each of ``streams`` concurrent execution contexts uses.
+
+    On an engine whose network has a dynamic input dimension, even one built for a single
+    shape, TensorRT wants every execution context in concurrent use on its own profile
+    (NvInferRuntime.h, IExecutionContext), so such an engine is built with one profile per
+    stream, all of the same ranges, and context k takes profile k. A static network's contexts
+    all use its one profile. The engine has ``max(plan) + 1`` profiles; a context made after
+    ``len(plan)`` others (evaluation runs them one at a time) takes ``plan[k % len(plan)]``.
+    """
+    count = max(int(streams), 1)
+    dynamic = any(int(d) < 0 for _, shape in inputs for d in shape)
+    return list(range(count)) if dynamic else [0] * count
 
 
 def covers(profile: Profile, feed_shapes: Mapping[str, Sequence[int]]) -> bool:

@@ -1,5 +1,6 @@
-"""One TensorRT stream of inferences: an execution context on its own CUDA stream, pinned host
-and device buffers for every input and output, and CUDA events between the stages.
+"""One TensorRT stream of inferences: an execution context on its own CUDA stream (and its own
+optimization profile, where the engine has one per context), pinned host and device buffers
+for every input and output, and CUDA events between the stages.
 
 copy_in: the feed into its pinned buffer (host), then cudaMemcpyAsync host to device per input.
 compute: ``execute_async_v3`` (or the launch of the CUDA graph captured from one).
@@ -57,6 +58,7 @@ class EngineStream:
         feeds: Dict[str, Any],
         output_names: List[str],
         errors: Callable[[], List[str]],
+        profile_index: int = 0,
     ) -> None:
         self.cuda = cuda
         self.errors = errors
@@ -70,11 +72,21 @@ class EngineStream:
             if self.context is None:
                 why = "tensorrt made no execution context: %s" % self._why()
                 raise BackendError("inference", why)
+            self.profile_index = profile_index
+            if profile_index:
+                self._use_profile(profile_index)
             self._bind(trt, engine, feeds)
             self.events = [cuda.event_create() for _ in range(4)]
         except BaseException:
             self.close()
             raise
+
+    def _use_profile(self, index: int) -> None:
+        """Select optimization profile ``index`` (before the input shapes are set)."""
+        if not self.context.set_optimization_profile_async(index, self.stream):
+            why = "tensorrt did not select optimization profile %d: %s" % (index, self._why())
+            raise BackendError("inference", why)
+        self.cuda.stream_synchronize(self.stream)
 
     def _bind(self, trt: Any, engine: Any, feeds: Dict[str, Any]) -> None:
         names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
