@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional
 from . import ort_gpu
 from .accelerator import CPU, accelerator_report, fallback
 from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
+from .trt_engine_cache import model_cache_folder
 
 FRAMEWORK = "onnxruntime"
 REQUIRES = ("onnxruntime",)
@@ -90,7 +91,7 @@ class OnnxRuntimeBackend(Backend):
         so.log_severity_level = 3
         providers: List[Any] = ["CPUExecutionProvider"]
         if gpu:
-            providers = self._gpu_providers(so, precision, options)
+            providers = self._gpu_providers(so, precision, options, model_path)
         elif self.compute_backend != CPU:
             providers.insert(0, self._provider())
         started = time.perf_counter()
@@ -111,7 +112,9 @@ class OnnxRuntimeBackend(Backend):
                 "the session's providers are %s" % ", ".join(self._session.get_providers()),
             )
 
-    def _gpu_providers(self, so: Any, precision: str, options: Dict[str, Any]) -> List[Any]:
+    def _gpu_providers(
+        self, so: Any, precision: str, options: Dict[str, Any], model_path: str
+    ) -> List[Any]:
         """The CUDA or TensorRT provider chain, with the session profiled until the first
         inference (its node events say where each node ran: accelerator_report)."""
         ort = self._ort
@@ -120,7 +123,8 @@ class OnnxRuntimeBackend(Backend):
         if ort_gpu.GPU_PROVIDERS[self.compute_backend][0] not in available:
             raise ort_gpu.missing_provider(self.compute_backend, available)
         cache = ort_gpu.cache_dir(options)
-        if self.compute_backend == "tensorrt":
+        if self.compute_backend == "tensorrt":  # one folder per model content (model_cache_folder)
+            cache = model_cache_folder(cache, model_path)
             os.makedirs(cache, exist_ok=True)
         self._gpu = {
             "cache": cache,

@@ -73,10 +73,11 @@ def provider_options(
     """The session's providers with their options, the asked one first, then those its
     unsupported nodes fall back to (TensorRT -> CUDA -> CPU).
 
-    fp16 cells arrive as an fp16 ONNX graph, so no provider converts on its own
-    (``trt_fp16_enable`` off). cuDNN searches every convolution algorithm (``EXHAUSTIVE``,
-    onnxruntime's default, named so that a change of default cannot move a result). The CUDA
-    Graphs variant (``options["cuda_graph"]``) turns on the asked provider's graph capture.
+    fp16 cells arrive as an fp16 ONNX graph; the TensorRT provider builds a weakly typed
+    network, which computes in fp32 without its FP16 flag, so ``trt_fp16_enable`` is on for
+    them. cuDNN searches every convolution algorithm (``EXHAUSTIVE``, onnxruntime's default,
+    named so that a change of default cannot move a result). The CUDA Graphs variant
+    (``options["cuda_graph"]``) turns on the asked provider's graph capture.
     """
     if backend not in GPU_PROVIDERS:
         raise ValueError("not an onnxruntime GPU backend: %r" % backend)
@@ -92,7 +93,7 @@ def provider_options(
     if backend == "tensorrt":
         tensorrt: Dict[str, Any] = {
             "device_id": 0,
-            "trt_fp16_enable": False,
+            "trt_fp16_enable": precision == "fp16",
             "trt_int8_enable": precision == "int8",
             "trt_engine_cache_enable": True,
             "trt_engine_cache_path": cache,

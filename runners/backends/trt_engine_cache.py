@@ -74,6 +74,16 @@ def cache_folder(options: Dict[str, Any]) -> Optional[Path]:
     return cache_root(options)
 
 
+def model_cache_folder(root: str, model_path: str) -> str:
+    """The sub-folder of ``root`` for one model's engines, named by the file's content.
+
+    ONNX Runtime's TensorRT provider names its engines by the graph and the model file's
+    name, not its weights, and every fp16 artifact is ``model.fp16.onnx``: in one shared
+    folder a re-quantized model would load the engine of the one before it (and report a
+    hit). One folder per content keeps each model's engines apart."""
+    return os.path.join(str(root), "model-%s" % file_sha256(model_path)[:16])
+
+
 def file_sha256(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

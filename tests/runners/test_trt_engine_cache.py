@@ -20,6 +20,7 @@ from edgebench.runners.backends.trt_engine_cache import (
     EngineKey,
     cache_folder,
     file_sha256,
+    model_cache_folder,
 )
 from edgebench.runners.backends.trt_profile import covers, engine_profile, is_fixed
 
@@ -149,6 +150,20 @@ def test_file_sha256_reads_the_model_bytes(tmp_path: Path) -> None:
     model = tmp_path / "m.onnx"
     model.write_bytes(b"x" * (3 << 20))
     assert file_sha256(str(model)) == hashlib.sha256(b"x" * (3 << 20)).hexdigest()
+
+
+def test_two_models_of_one_file_name_get_their_own_engine_folders(tmp_path: Path) -> None:
+    # Every fp16 artifact is model.fp16.onnx: a re-quantized model must not find the engine
+    # ONNX Runtime's TensorRT provider built for the one before it.
+    first, second, copy = (tmp_path / name / "model.fp16.onnx" for name in ("a", "b", "c"))
+    for path, data in ((first, b"weights one"), (second, b"weights two"), (copy, b"weights one")):
+        path.parent.mkdir()
+        path.write_bytes(data)
+    root = str(tmp_path / "onnxruntime")
+    folders = [model_cache_folder(root, str(path)) for path in (first, second, copy)]
+    assert folders[0] != folders[1]
+    assert folders[0] == folders[2]  # the same bytes elsewhere: the same engines
+    assert all(Path(f).parent == Path(root) for f in folders)
 
 
 # -- optimization profiles ---------------------------------------------------------------
