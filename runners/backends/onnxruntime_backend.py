@@ -9,7 +9,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
-from . import ort_gpu
+from . import ort_gpu, ort_gpu_streams
 from .accelerator import CPU, accelerator_report, fallback
 from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
 from .trt_engine_cache import model_cache_folder
@@ -111,6 +111,11 @@ class OnnxRuntimeBackend(Backend):
                 self.compute_backend,
                 "the session's providers are %s" % ", ".join(self._session.get_providers()),
             )
+        if gpu:
+            make = ort_gpu_streams.session_maker(ort, model_path, so, providers)
+            graph = self._gpu["cuda_graph"]
+            self._gpu["streams"] = ort_gpu_streams.StreamSessions(ort, self._session, make, graph)
+            self.no_shared_instances = ort_gpu_streams.GRAPHS_NOT_SHARED if graph else None
 
     def _gpu_providers(
         self, so: Any, precision: str, options: Dict[str, Any], model_path: str
@@ -195,10 +200,11 @@ class OnnxRuntimeBackend(Backend):
     def make_stream(self, feeds: Dict[str, Any]) -> Stream:
         # IOBinding separates what run() does in one call: binding the inputs (CPU arrays are
         # wrapped, not copied), the graph, and copying the outputs into new numpy arrays.
-        # One session serves every stream: ORT sessions run concurrently and share weights.
+        # One session serves every stream: ORT sessions run concurrently and share weights
+        # (on the GPU with CUDA graphs, each stream has its own: ort_gpu_streams.py).
         session = self._session
         if self.compute_backend in ort_gpu.GPU_PROVIDERS:
-            return ort_gpu.gpu_stream(self._ort, session, feeds, self._gpu["cuda_graph"])
+            return self._gpu["streams"].stream(feeds)
         binding = session.io_binding()
         names = self.output_names()
 
@@ -218,6 +224,7 @@ class OnnxRuntimeBackend(Backend):
 
     def close(self) -> None:
         self._session = None
+        self._gpu.pop("streams", None)
 
 
 BACKEND = OnnxRuntimeBackend

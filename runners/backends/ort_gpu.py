@@ -1,6 +1,6 @@
 """ONNX Runtime on NVIDIA GPUs: the CUDA and TensorRT execution providers' options, the engine
-cache folder, where the session placed each node, and streams whose stages are the copies to
-and from the GPU and the run in between.
+cache folder and where the session placed each node (the streams, whose stages are the copies
+to and from the GPU and the run in between: ort_gpu_streams.py).
 
 Runs on the device: Python 3.8+, stdlib + numpy + onnxruntime(-gpu).
 """
@@ -13,7 +13,7 @@ import os
 from typing import Any, Dict, List, Tuple
 
 from .accelerator import fallback
-from .base import BackendError, Stream
+from .base import BackendError
 from .trt_engine_cache import cache_root
 
 FRAMEWORK = "onnxruntime"
@@ -36,12 +36,6 @@ GPU_ENVIRONMENT = (
 TENSORRT_LIBRARIES = (
     "; TensorRT's libraries must be found too (pip install tensorrt, or JetPack on Jetson)"
 )
-
-GPU_BOUNDARIES = {
-    "copy_in": "OrtValue.ortvalue_from_numpy(..., 'cuda', 0) or update_inplace (H2D) and binding",
-    "compute": "InferenceSession.run_with_iobinding, outputs bound on the GPU",
-    "copy_out": "IOBinding.copy_outputs_to_cpu (D2H)",
-}
 
 
 def missing_provider(backend: str, available: List[str]) -> BackendError:
@@ -154,32 +148,3 @@ def preload_libraries(ort: Any) -> None:
         # A missing wheel only means the system's libraries are used.
         with contextlib.suppress(Exception):
             preload()
-
-
-def gpu_stream(ort: Any, session: Any, feeds: Dict[str, Any], cuda_graph: bool) -> Stream:
-    """One inference whose stages are H2D (inputs to the GPU), the run with outputs bound on
-    the GPU, and D2H. With CUDA graphs onnxruntime replays fixed device addresses, so the
-    input buffers are made once and refilled in place."""
-    binding = session.io_binding()
-    names = [o.name for o in session.get_outputs()]
-    fixed: Dict[str, Any] = {}
-
-    def copy_in() -> None:
-        for name, value in feeds.items():
-            if cuda_graph and name in fixed:
-                fixed[name].update_inplace(value)
-                continue
-            device_value = ort.OrtValue.ortvalue_from_numpy(value, "cuda", 0)
-            if cuda_graph:
-                fixed[name] = device_value
-            binding.bind_ortvalue_input(name, device_value)
-        for name in names:
-            binding.bind_output(name, "cuda", 0)
-
-    def compute() -> None:
-        session.run_with_iobinding(binding)
-
-    def copy_out() -> List[Any]:
-        return binding.copy_outputs_to_cpu()
-
-    return Stream(copy_in, compute, copy_out, GPU_BOUNDARIES)
