@@ -1,30 +1,59 @@
 #!/usr/bin/env python3
 """Does edgebench measure what the frameworks' own benchmark tools measure?
 
-Prints, per model and framework, edgebench's p50 next to the p50 (median) of the framework's
-own tool on the same converted artifact, threads (1) and core, and their ratio (goal: within
-3%). The tools:
+Per model and pair, edgebench (A) and the framework's own tool (B) run in turns, A B A B ...,
+many short blocks, each a fresh process on the same converted artifact, pinned to the same core
+(``taskset -c CORE``), one thread, the same warm-up, until the pair's time budget is spent (the
+first pair of blocks only sizes the blocks and is dropped). The row is the ratio of medians,
+A's over B's, with a 95% bootstrap interval that draws whole block pairs
+(edgebench/analysis/block_ratio.py: drift between blocks widens it, drift within a pair
+cancels). The goal: the interval inside 1.00 +- 0.02 and its half-width <= 1%.
 
-  openvino  benchmark_app -m model.xml -d CPU -hint none -nthreads 1 -nstreams 1 -api sync
-  tflite    litert-benchmark --model model.tflite --num_threads 1
+The pairs (edgebench's runner, the tool). benchmark_app and litert-benchmark come with the
+venv's wheels; benchncnn is edgebench's build of it (edgebench.builds.benchncnn, against the
+ncnn edgebench-native links). edgebench builds neither MNN's benchmark.out nor TNNTest: give
+their paths, or put them in a folder of ``<cache>/native-runner/tools/<target>/`` (the newest
+there is used), built against edgebench-native's libraries so both sides run the same code:
 
-Both run under ``taskset -c CORE``; edgebench runs with ``--cores CORE --threads 1``. The
-native tools get exactly the .xml / .tflite files edgebench converted and measured. Each side
-runs twice, interleaved (edgebench, native, native, edgebench), and the two p50s are averaged
-to cancel drift. It reports; it does not judge (exit status 0).
+  openvino     Python runner  benchmark_app (the openvino wheel's)   block medians
+  tflite       Python runner  litert-benchmark (ai-edge-litert's)     block medians
+  ncnn         Python runner  benchncnn (edgebench's build of it)     block means
+               (excluded while the wheel's ncnn is another version than benchncnn's)
+  ncnn-native  edgebench-native  benchncnn                            block means
+  mnn          Python runner  MNN benchmark.out (--mnn-benchmark)     block means
+  mnn-native   edgebench-native  MNN benchmark.out                    block means
+  tnn-native   edgebench-native  TNNTest (--tnntest)                  block means
 
-Usage: python benchmarks/fidelity.py [--models mobilenetv2,vit-tiny] [--iterations 300]
-                                     [--warmup 20] [--core 0]
+What each tool measures, and how edgebench is made to measure the same:
+- benchmark_app runs one untimed first inference it cannot skip (edgebench: warm-up 1), times
+  ``infer()`` alone with inputs set once (edgebench: its compute stage), and prints the median
+  at 0.01 ms.
+- litert-benchmark times ``run_by_name`` alone on buffers filled once (edgebench: compute stage)
+  and prints the median at 0.01 ms.
+- benchncnn runs 8 warm-ups it cannot change (edgebench: warm-up 8), always turns on fp16 storage
+  and arithmetic (edgebench: precision fp16), times input + extract (edgebench: the whole
+  iteration) and prints only min/max/avg: both sides give the block's mean.
+- MNN benchmark.out times ``runSession`` (map/unmap copy nothing on the CPU; edgebench: compute
+  stage) and prints only min/max/avg.
+- TNNTest times convert-in + Forward + convert-out (edgebench: the whole iteration), -pr HIGH
+  (fp32), and prints only min/max/avg.
+Tools that print a median give one figure per block and edgebench's block becomes its median;
+tools that print an average, its mean. Inputs differ in value only (seeded random, the tools'
+fills); these float models take the same time for any values. A row also says how much longer
+edgebench's whole iteration (what its p50 reports) is than the part compared.
+
+A tool that is not there skips its row with the reason; the script always exits 0.
+
+Usage: python benchmarks/fidelity.py [--models mobilenetv2,vit-tiny] [--pairs openvino,...]
+           [--budget-s 60] [--block-s 0.5] [--warmup 10] [--core N] [--seed 0] [--quick]
+           [--benchncnn PATH] [--mnn-benchmark PATH] [--tnntest PATH]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -32,239 +61,206 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgebench.framework_tools import NativeCell, OpenvinoBenchmarkAppAdapter
+from fidelity_sides import (
+    BlockFailed,
+    EdgebenchSide,
+    MissingTool,
+    Side,
+    benchmark_app_side,
+    benchncnn_side,
+    litert_side,
+    mnn_benchmark_side,
+    tnntest_side,
+)
 
-FRAMEWORKS = ("openvino", "tflite")
-NATIVE_TOOL = {"openvino": "benchmark_app", "tflite": "litert-benchmark"}
-_LITERT_MEDIAN_RE = re.compile(r"Inference \(median\):\s*([-+0-9.eE]+)\s*(ms|us|µs|s)\b")
-_TO_MS = {"ms": 1.0, "us": 1e-3, "µs": 1e-3, "s": 1e3}
+from edgebench.analysis.block_ratio import RatioInterval, bootstrap_ratio
+
+PAIRS = ("openvino", "tflite", "ncnn", "ncnn-native", "mnn", "mnn-native", "tnn-native")
+BENCHNCNN_WARMUP = 8  # fixed in benchncnn
+BENCHMARK_APP_WARMUP = 1  # its untimed first inference
+_CONVERTED_RE = re.compile(r"-> (\S+) \(([^,)]+)")
 
 
 @dataclass
-class Cell:
+class Pair:
+    """One row: edgebench's side (A) against the tool's (B), compared by ``statistic``."""
+
     model: str
-    framework: str
-    model_file: str = ""
-    model_dir: str = ""
-    input_shapes: dict[str, list[int]] = field(default_factory=dict)
-    framework_version: str = ""
-    edgebench_p50: list[float] = field(default_factory=list)
-    native_p50: list[float] = field(default_factory=list)
+    name: str
+    a: EdgebenchSide
+    b: Side
+    statistic: str  # "median", "mean": the tool prints one figure per block
+    a_blocks: list[list[float]] = field(default_factory=list)
+    b_blocks: list[list[float]] = field(default_factory=list)
     error: str = ""
 
 
-def tool_path(name: str) -> str:
-    """The tool next to this interpreter (the venv's), else on PATH."""
-    local = Path(sys.executable).parent / name
-    if local.exists():
-        return str(local)
-    found = shutil.which(name)
-    if found is None:
-        raise FileNotFoundError(f"{name} not found next to {sys.executable} or on PATH")
-    return found
-
-
-def run(argv: list[str], timeout: float = 1800.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def tail(text: str, lines: int = 5) -> str:
-    return " | ".join(text.strip().splitlines()[-lines:])
-
-
-def run_edgebench(model: str, args: argparse.Namespace, cells: dict[tuple[str, str], Cell]) -> None:
-    argv = [
-        sys.executable,
-        "-m",
-        "edgebench",
-        "run",
-        "--models",
-        model,
-        "--frameworks",
-        ",".join(FRAMEWORKS),
-        "--cores",
-        str(args.core),
-        "--threads",
-        "1",
-        "--iterations",
-        str(args.iterations),
-        "--min-time",
-        "0",
-        "--warmup",
-        str(args.warmup),
-        "--format",
-        "jsonl",
-        "--energy-source",
-        "none",
-        "--baseline-s",
-        "0",
-    ]
-    proc = run(argv)
-    seen = set()
-    for line in proc.stdout.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        record = json.loads(line)
-        framework = record.get("framework")
-        if framework not in FRAMEWORKS:
-            continue
-        cell = cells[(model, framework)]
-        seen.add(framework)
-        if record.get("status") != "ok":
-            cell.error = f"edgebench: {record.get('status')}: {record.get('error')}"
-            continue
-        cell.edgebench_p50.append(float(record["latency_ms"]["p50"]))
-        cell.framework_version = str(record.get("framework_version") or "")
-        artifact = record.get("artifact") or {}
-        suffix = ".xml" if framework == "openvino" else ".tflite"
-        names = [f["name"] for f in artifact.get("files", []) if f["name"].endswith(suffix)]
-        if artifact.get("path") and names:
-            cell.model_dir = artifact["path"]
-            cell.model_file = str(Path(artifact["path"]) / names[0])
-        cell.input_shapes = {i["name"]: list(i["shape"]) for i in record.get("inputs") or []}
-    for framework in FRAMEWORKS:
-        if framework not in seen and not cells[(model, framework)].error:
-            cells[
-                (model, framework)
-            ].error = f"edgebench printed no record (rc {proc.returncode}): {tail(proc.stderr)}"
-
-
-def run_openvino(cell: Cell, args: argparse.Namespace, versions: dict[str, str]) -> None:
-    adapter = OpenvinoBenchmarkAppAdapter()
-    native = NativeCell(
-        model_path=cell.model_file,
-        model_dir=cell.model_dir,
-        threads=1,
-        warmup=args.warmup,
-        iterations=args.iterations,
-        cores=[args.core],
-        input_shapes=cell.input_shapes,
+def convert(model: str, framework: str) -> Path:
+    """The artifact's primary file (``edgebench convert``, cached)."""
+    made = subprocess.run(
+        [sys.executable, "-m", "edgebench", "convert", model, "--to", framework],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
     )
-    argv = ["taskset", "-c", str(args.core), *adapter.command(tool_path("benchmark_app"), native)]
-    proc = run(argv)
-    try:
-        result = adapter.parse(proc.stdout, proc.stderr)
-    except ValueError as exc:
-        cell.error = f"benchmark_app (rc {proc.returncode}): {exc}: {tail(proc.stderr)}"
-        return
-    if result.median_ms is None:
-        cell.error = "benchmark_app: no median"
-        return
-    cell.native_p50.append(result.median_ms)
-    if result.tool_version:
-        versions["benchmark_app"] = f"Build {result.tool_version}"
+    found = _CONVERTED_RE.findall(made.stdout)
+    if made.returncode != 0 or not found:
+        last = (made.stderr.strip() or made.stdout.strip()).splitlines()[-1:]
+        raise MissingTool(f"edgebench convert {model} --to {framework}: {' '.join(last)}")
+    folder, first = found[-1]
+    return Path(folder) / first
 
 
-def run_litert(cell: Cell, args: argparse.Namespace) -> None:
-    argv = [
-        "taskset",
-        "-c",
-        str(args.core),
-        tool_path("litert-benchmark"),
-        "--model",
-        cell.model_file,
-        "--num_threads",
-        "1",
-        "--num_runs",
-        str(args.iterations),
-        "--warmup_runs",
-        str(args.warmup),
-    ]
-    proc = run(argv)
-    match = _LITERT_MEDIAN_RE.search(proc.stdout) or _LITERT_MEDIAN_RE.search(proc.stderr)
-    if match is None:
-        cell.error = f"litert-benchmark (rc {proc.returncode}): no 'Inference (median)' line: " + (
-            tail(proc.stderr) or tail(proc.stdout)
-        )
-        return
-    cell.native_p50.append(float(match.group(1)) * _TO_MS[match.group(2)])
+def make_pair(name: str, model: str, args: argparse.Namespace) -> Pair:
+    """The row ``name`` for ``model``; MissingTool when its tool or artifact is not there."""
+    framework, _, runner = name.partition("-")
+    artifact = convert(model, framework)
+    warmup, timer, statistic, precision = args.warmup, "compute", "mean", "fp32"
+    if framework == "openvino":
+        tool: Side = benchmark_app_side(artifact, args.core)
+        warmup, statistic = BENCHMARK_APP_WARMUP, "median"
+    elif framework == "tflite":
+        tool, statistic = litert_side(artifact, args.core, args.warmup), "median"
+    elif framework == "ncnn":
+        tool = benchncnn_side(artifact, args.core, args.benchncnn, runner == "native")
+        warmup, timer, precision = BENCHNCNN_WARMUP, "iteration", "fp16"
+    elif framework == "mnn":
+        tool = mnn_benchmark_side(artifact, args.core, args.warmup, args.mnn_benchmark)
+    else:
+        tool, timer = tnntest_side(artifact, args.core, args.warmup, args.tnntest), "iteration"
+    edgebench = EdgebenchSide(
+        framework=framework,
+        precision=precision,
+        warmup=warmup,
+        timer=timer,
+        core=args.core,
+        artifact=artifact,
+        native=runner == "native",
+    )
+    return Pair(model, name, edgebench, tool, statistic)
 
 
-def run_native(model: str, args: argparse.Namespace, cells, versions: dict[str, str]) -> None:
-    for framework in FRAMEWORKS:
-        cell = cells[(model, framework)]
-        if cell.error or not cell.model_file:
-            if not cell.error:
-                cell.error = "edgebench gave no artifact file"
-            continue
-        if framework == "openvino":
-            run_openvino(cell, args, versions)
-        else:
-            run_litert(cell, args)
+def reduce(block: list[float], statistic: str) -> list[float]:
+    """Edgebench's block as the tool gives it: one median or one mean."""
+    if statistic == "median":
+        return [statistics.median(block)]
+    return [statistics.fmean(block)]
 
 
-def package_version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
+def measure(pair: Pair, args: argparse.Namespace) -> None:
+    """Alternate A and B blocks until the budget is spent (at least ``min_pairs`` pairs)."""
+    iterations = args.block_iterations
+    started = time.monotonic()
+    if iterations is None:  # a first, dropped pair sizes the blocks
+        probe = pair.a.block(20)
+        pair.b.block(20)
+        ms = statistics.median(probe)
+        iterations = max(10, round(args.block_s * 1000.0 / ms))
+    pair_s = 0.0
+    while len(pair.a_blocks) < args.min_pairs or (
+        time.monotonic() - started + pair_s <= args.budget_s and len(pair.a_blocks) < 500
+    ):
+        begun = time.monotonic()
+        pair.a_blocks.append(reduce(pair.a.block(iterations), pair.statistic))
+        pair.b_blocks.append(pair.b.block(iterations))
+        pair_s = time.monotonic() - begun
+    pair.a.iterations = pair.b.iterations = iterations
 
 
-def main() -> int:
+def row(pair: Pair, interval: RatioInterval, args: argparse.Namespace) -> str:
+    ok = interval.meets(args.tolerance, args.max_half_width)
+    a_ms = statistics.median(x for block in pair.a_blocks for x in block)
+    b_ms = statistics.median(x for block in pair.b_blocks for x in block)
+    return (
+        f"{pair.model:<12} {pair.name:<12} {a_ms:>8.3f} {b_ms:>8.3f} {interval.ratio:>7.4f} "
+        f"[{interval.low:.4f}, {interval.high:.4f}] {interval.half_width:>6.2%} "
+        f"{interval.blocks:>4} {'yes' if ok else 'NO':<4}"
+    )
+
+
+def parse_args(argv: list[str] | None, default_pairs: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="mobilenetv2,vit-tiny", help="comma-separated")
-    parser.add_argument("--iterations", type=int, default=300)
-    parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--core", type=int, default=0, help="pin every tool to this core")
-    parser.add_argument("--goal", type=float, default=0.03, help="allowed |ratio - 1|")
-    args = parser.parse_args()
-    os.sched_setaffinity(0, {args.core})
+    parser.add_argument("--pairs", help=f"comma-separated of {PAIRS}")
+    parser.add_argument("--budget-s", type=float, default=60.0, help="wall time per pair")
+    parser.add_argument("--block-s", type=float, default=0.5, help="timed seconds per block")
+    parser.add_argument("--block-iterations", type=int, help="fixed iterations per block")
+    parser.add_argument("--min-pairs", type=int, default=3, help="blocks per side at least")
+    parser.add_argument("--warmup", type=int, default=10, help="where the tool takes one")
+    parser.add_argument("--core", type=int, default=max(os.sched_getaffinity(0)))
+    parser.add_argument("--seed", type=int, default=0, help="of the bootstrap")
+    parser.add_argument("--draws", type=int, default=4000, help="bootstrap draws")
+    parser.add_argument("--tolerance", type=float, default=0.02, help="the goal: 1 +- this")
+    parser.add_argument("--max-half-width", type=float, default=0.01)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: seconds, not minutes")
+    parser.add_argument("--benchncnn", type=Path, help="default: edgebench's build of it")
+    parser.add_argument("--mnn-benchmark", type=Path, help="MNN's benchmark.out")
+    parser.add_argument("--tnntest", type=Path, help="TNN's TNNTest")
+    args = parser.parse_args(argv)
+    if args.pairs is None:
+        args.pairs = ",".join(default_pairs.split(",")[:2]) if args.quick else default_pairs
+    if args.quick:
+        args.models, args.budget_s, args.block_iterations, args.min_pairs = "mobilenetv2", 0, 10, 2
+        args.draws = 500
+    return args
 
+
+def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) -> int:
+    args = parse_args(argv, default_pairs)
     started = time.monotonic()
-    models = [m.strip() for m in args.models.split(",") if m.strip()]
-    cells = {(m, f): Cell(m, f) for m in models for f in FRAMEWORKS}
-    versions: dict[str, str] = {}
-    for model in models:
-        print(f"[{model}] edgebench, native, native, edgebench ...", file=sys.stderr, flush=True)
-        run_edgebench(model, args, cells)
-        run_native(model, args, cells, versions)
-        run_native(model, args, cells, versions)
-        run_edgebench(model, args, cells)
-
+    names = [p.strip() for p in args.pairs.split(",") if p.strip()]
+    unknown = [n for n in names if n not in PAIRS]
+    if unknown:
+        print(f"fidelity: unknown pair {', '.join(unknown)}; choose from {', '.join(PAIRS)}")
+        return 2
     print(
-        f"fidelity: edgebench p50 vs the native tool's median; 1 thread, core {args.core}, "
-        f"{args.iterations} iterations, {args.warmup} warm-up; mean of 2 interleaved runs per side"
+        f"fidelity: edgebench (A) vs the framework's tool (B) in alternating blocks, core "
+        f"{args.core}, 1 thread, {args.budget_s:g} s per pair; ratio = A/B of medians, "
+        f"95% bootstrap over block pairs (seed {args.seed})"
     )
-    print()
     header = (
-        f"{'model':<14} {'framework':<10} {'edgebench ms':>12} {'native ms':>10} "
-        f"{'ratio':>7}  {'goal':<5} {'runs (edgebench | native)'}"
+        f"{'model':<12} {'pair':<12} {'A ms':>8} {'B ms':>8} {'ratio':>7} "
+        f"{'95% interval':<18} {'half':>6} {'blks':>4} goal"
     )
+    results: list[tuple[Pair, RatioInterval | None]] = []
+    for model in [m.strip() for m in args.models.split(",") if m.strip()]:
+        for name in names:
+            try:
+                pair = make_pair(name, model, args)
+            except MissingTool as exc:
+                print(f"skip {model} {name}: {exc}", flush=True)
+                continue
+            print(
+                f"[{model} {name}] {pair.a.label} vs {pair.b.label} ...",
+                file=sys.stderr,
+                flush=True,
+            )
+            try:
+                measure(pair, args)
+                interval = bootstrap_ratio(
+                    pair.a_blocks, pair.b_blocks, draws=args.draws, seed=args.seed
+                )
+            except BlockFailed as exc:
+                pair.error, interval = str(exc), None
+            results.append((pair, interval))
+    print()
     print(header)
     print("-" * len(header))
-    for cell in cells.values():
-        if cell.edgebench_p50 and cell.native_p50:
-            eb = statistics.fmean(cell.edgebench_p50)
-            nat = statistics.fmean(cell.native_p50)
-            ratio = eb / nat
-            verdict = "OK" if abs(ratio - 1.0) <= args.goal else "OVER"
-            runs = (
-                " ".join(f"{v:.3f}" for v in cell.edgebench_p50)
-                + " | "
-                + " ".join(f"{v:.3f}" for v in cell.native_p50)
-            )
-            print(
-                f"{cell.model:<14} {cell.framework:<10} {eb:>12.3f} {nat:>10.3f} "
-                f"{ratio:>7.3f}  {verdict:<5} {runs}"
-            )
-        else:
-            print(f"{cell.model:<14} {cell.framework:<10} {'-':>12} {'-':>10} {'-':>7}  ERROR")
-        if cell.error:
-            print(f"    error: {cell.error}")
+    met = 0
+    for pair, interval in results:
+        if interval is None:
+            print(f"{pair.model:<12} {pair.name:<12} ERROR: {pair.error}")
+            continue
+        met += interval.meets(args.tolerance, args.max_half_width)
+        print(row(pair, interval, args))
+        for note in (*pair.a.notes(), *pair.b.notes(pair.statistic)):
+            print(f"    {note}")
     print()
-    print(f"goal: |ratio - 1| <= {args.goal:.0%} (ratio = edgebench p50 / native p50)")
-    print("versions:")
-    print(f"  edgebench         {package_version('edgebench')}")
-    print(f"  openvino          {package_version('openvino')}")
-    print(f"  benchmark_app     {versions.get('benchmark_app', 'unknown')} (openvino wheel)")
-    print(f"  ai-edge-litert    {package_version('ai-edge-litert')}")
-    print(f"  litert-benchmark  ai-edge-litert {package_version('ai-edge-litert')}")
-    fw = {c.framework: c.framework_version for c in cells.values() if c.framework_version}
-    for framework, version in fw.items():
-        print(f"  edgebench {framework:<8} reports {version}")
-    print(f"  python            {sys.version.split()[0]}")
-    print(f"run time: {time.monotonic() - started:.1f} s")
+    print(
+        f"{met} of {len(results)} rows meet the goal (interval inside 1 +- {args.tolerance:g}, "
+        f"half-width <= {args.max_half_width:.0%}); {time.monotonic() - started:.0f} s"
+    )
     return 0
 
 

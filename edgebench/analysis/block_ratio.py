@@ -10,7 +10,8 @@ the drawn blocks. A machine drifts (another process, the clock, the cache) from 
 the next, so samples within a block are not independent of each other: a block that ran on a
 slow stretch is slow throughout. Drawing whole blocks keeps that, and the interval widens by
 as much as the blocks disagree; drawing single samples (``resample="samples"``, independent
-draws from each side's pool) treats thousands of samples as independent and gives an interval
+draws from each side's pool, as
+``statistics.bootstrap_ratio_ci``) treats thousands of samples as independent and gives an interval
 far too narrow when blocks drift. Drawing pairs keeps each A block with the B block that ran
 beside it, so drift that hits both (the two ran seconds apart) cancels in the ratio.
 
@@ -25,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from edgebench.analysis.statistics import bootstrap_ratio_ci
 
 RESAMPLE_KINDS = ("blocks", "samples")
 #: Bootstrap draws evaluated at once (bounds the memory of a draw matrix).
@@ -85,13 +88,15 @@ def bootstrap_ratio(
         raise ValueError("every block needs at least one sample")
     if not 0.0 < confidence < 1.0 or draws < 1:
         raise ValueError("confidence must be in (0, 1) and draws >= 1")
-    rng = np.random.default_rng(seed)
     if resample == "blocks":
+        rng = np.random.default_rng(seed)
         ratios = _block_draws(_padded(a_blocks), _padded(b_blocks), draws, rng)
+        tail = (1.0 - confidence) / 2.0
+        low, high = np.quantile(ratios, [tail, 1.0 - tail])
     else:
-        ratios = _sample_draws(_pooled(a_blocks), _pooled(b_blocks), draws, rng)
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(ratios, [tail, 1.0 - tail])
+        _, low, high = bootstrap_ratio_ci(
+            _pooled(b_blocks), _pooled(a_blocks), resamples=draws, seed=seed, level=confidence
+        )
     return RatioInterval(
         ratio=ratio_of_medians(a_blocks, b_blocks),
         low=float(low),
@@ -124,16 +129,5 @@ def _block_draws(a: np.ndarray, b: np.ndarray, draws: int, rng: np.random.Genera
         picks = rng.integers(0, count, size=(min(_CHUNK, draws - start), count))
         a_median = median(a[picks].reshape(len(picks), -1), axis=1)
         b_median = median(b[picks].reshape(len(picks), -1), axis=1)
-        out.append(a_median / b_median)
-    return np.concatenate(out)
-
-
-def _sample_draws(a: np.ndarray, b: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """The ratio of medians over ``draws`` independent resamples of each side's samples."""
-    out = []
-    for start in range(0, draws, _CHUNK):
-        rows = min(_CHUNK, draws - start)
-        a_median = np.median(a[rng.integers(0, a.size, size=(rows, a.size))], axis=1)
-        b_median = np.median(b[rng.integers(0, b.size, size=(rows, b.size))], axis=1)
         out.append(a_median / b_median)
     return np.concatenate(out)

@@ -42,7 +42,7 @@ def test_block_intervals_cover_the_true_ratio_at_about_their_rate():
 
 def test_sample_intervals_miss_the_true_ratio_when_blocks_drift():
     # Independent draws of single samples take 180 samples for 180 independent ones.
-    assert coverage("samples", drift=0.05) < 0.6
+    assert coverage("samples", drift=0.08) < 0.6
 
 
 def test_block_resampling_widens_the_interval_when_blocks_drift():
