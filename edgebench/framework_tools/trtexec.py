@@ -4,7 +4,7 @@ Command (TensorRT 8.6 and 10)::
 
     trtexec --onnx=model.onnx [--shapes=input:1x3x224x224,...] --warmUp=MS --iterations=N
             --duration=0 --avgRuns=1 --exportTimes=times.json [--useCudaGraph]
-            --noTF32 | --fp16 | --int8
+            --stronglyTyped --noTF32 (TensorRT 10) | --noTF32 | --fp16 | --int8 (8.6)
             [--timingCacheFile=DIR/timing.cache --saveEngine=DIR/KEY.engine]
 
 An engine already in the cache folder is run with ``--loadEngine=DIR/KEY.engine`` instead of
@@ -13,16 +13,19 @@ them in ``cell.input_shapes``). ``--duration=0`` lets the iteration count decide
 up for a time (``--warmUp`` milliseconds), not a count, so ``cell.warmup`` is not used.
 ``--avgRuns=1`` makes every trace line one inference.
 
-Precision: fp32 is ``--noTF32`` (TensorRT computes fp32 convolutions and matrix products in
-TF32 unless told not to; edgebench's fp32 means fp32). TensorRT 8.6/10 take ``--fp16`` for an
-fp16 cell (the fp16 ONNX artifact: fp16 weights, Casts at the fp32 edges) and ``--int8`` for the
-QDQ model (without it a weakly typed network ignores the Q/DQ nodes' int8). TensorRT 11
-networks are strongly typed by default and trtexec has no ``--fp16``/``--int8`` (it stops on
-``Unknown option``): the precision is the graph's. TensorRT 11 also captures CUDA graphs and
-skips the host<->device copies by default, so a cell there passes ``--includeDataTransfers``
-(edgebench's latency includes the copies) and ``--noCudaGraph`` unless it is the CUDA Graphs
-variant (TensorRT 8.6/10: ``--useCudaGraph`` for it). The version comes from the first line of
-``trtexec --help`` (``&&&& RUNNING TensorRT.trtexec [TensorRT v100300] ...``):
+Precision: trtexec builds the engine edgebench's TensorRT backend builds: a strongly typed
+network (the precision is the graph's: the fp16 ONNX artifact, fp16 weights and Casts at the
+fp32 edges, or the QDQ model) with TF32 off (``--noTF32``: TensorRT computes fp32 convolutions
+and matrix products in TF32 unless told not to; edgebench's fp32 means fp32). TensorRT 10
+takes ``--stronglyTyped --noTF32`` for every precision. TensorRT 11 networks are always strongly
+typed and trtexec has no ``--fp16``/``--int8`` (it stops on ``Unknown option``). TensorRT 8.6
+has no strong typing: it keeps the weakly typed ``--noTF32`` (fp32), ``--fp16`` or ``--int8``
+(without it a weakly typed network ignores the Q/DQ nodes' int8). TensorRT 11 also captures
+CUDA graphs and skips the host<->device copies by default, so a cell there passes
+``--includeDataTransfers`` (edgebench's latency includes the copies) and ``--noCudaGraph``
+unless it is the CUDA Graphs variant (TensorRT 8.6/10: ``--useCudaGraph`` for it). The
+version comes from the first line of ``trtexec --help``
+(``&&&& RUNNING TensorRT.trtexec [TensorRT v100300] ...``):
 :meth:`TrtexecAdapter.version_command`, :func:`tensorrt_version`.
 
 Output: ``=== Performance summary ===`` then ``Throughput: X qps`` and, for ``Latency``
@@ -44,7 +47,8 @@ the H2D/compute/D2H medians are the stage split.
 
 Failures: ``[E]`` lines (``[E] [TRT] ... Error Code 4: ...``, ``[E] Engine set up failed``,
 ``Unknown option: --fp16``) name the reason (:meth:`TrtexecAdapter.failure_reason`); no GPU
-(``Cuda failure: no CUDA-capable device is detected``, ``... driver version is insufficient
+(``Cuda failure: no CUDA-capable device is detected``, on TensorRT 10 ``Cuda failure at
+<file>:<line>: ...``, ``... driver version is insufficient
 ...``, ``Cannot find any available devices (GPUs)!``) is a refusal: the cell is unsupported.
 """
 
@@ -106,8 +110,10 @@ _ENGINE_RE = re.compile(
     rf"^Engine (?P<how>built|loaded|deserialized) in (?P<value>{NUMBER}) sec", re.ASCII
 )
 _DEVICE_RE = re.compile(r"^Selected Device:\s*(?P<name>.+?)\s*$", re.ASCII)
+#: ``Cuda failure: <error>`` (TensorRT 8) or ``Cuda failure at <file>:<line>: <error>`` (10).
+_CUDA_FAILURE_RE = re.compile(r"^Cuda failure(?: at \S+:\d+)?: ", re.ASCII)
 _NO_GPU_RE = re.compile(
-    r"^Cuda failure: |Cannot find any available devices|no CUDA-capable device|"
+    r"^Cuda failure(?: at \S+:\d+)?: |Cannot find any available devices|no CUDA-capable device|"
     r"driver version is insufficient",
     re.ASCII,
 )
@@ -141,6 +147,11 @@ def tensorrt_version(text: str) -> tuple[str, int] | None:
     return f"{major}.{minor}.{patch}", major
 
 
+#: Bumped when the build flags change what engine a key stands for (2: strongly typed, TF32 off
+#: on TensorRT 10), so an engine built with the old flags is not loaded.
+ENGINE_BUILD = 2
+
+
 def engine_file_name(
     model_sha256: str,
     input_shapes: Mapping[str, Sequence[int]],
@@ -150,11 +161,10 @@ def engine_file_name(
 ) -> str:
     """The cached engine's file name: a digest of everything an engine is specific to (the
     model's bytes, the input shapes, the precision, the TensorRT version and the GPU; the cache
-    folder is the device's own, so ``gpu`` may be None on a single-GPU device)."""
-    key = json.dumps(
-        [model_sha256, {k: list(v) for k, v in input_shapes.items()}, precision, tensorrt, gpu],
-        sort_keys=True,
-    )
+    folder is the device's own, so ``gpu`` may be None on a single-GPU device), and the build
+    flags' revision (``ENGINE_BUILD``)."""
+    shapes = {k: list(v) for k, v in input_shapes.items()}
+    key = json.dumps([model_sha256, shapes, precision, tensorrt, gpu, ENGINE_BUILD], sort_keys=True)
     return f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.engine"
 
 
@@ -288,10 +298,12 @@ class TrtexecAdapter(NativeAdapter):
         return argv
 
     def _precision_flags(self, precision: str) -> list[str]:
+        if self.tensorrt_major >= 11:  # always strongly typed: the fp16 / QDQ graph decides
+            return ["--noTF32"]
+        if self.tensorrt_major >= 10:  # the same engine as edgebench's own build
+            return ["--stronglyTyped", "--noTF32"]
         if precision == "fp32":
             return ["--noTF32"]
-        if self.tensorrt_major >= 11:
-            return []  # strongly typed: the fp16 / QDQ graph decides
         return {"fp16": ["--fp16"], "int8": ["--int8"]}[precision]
 
     def parse_lines(self, lines: list[str], model_path: str | None) -> TrtexecResult | None:
@@ -336,7 +348,7 @@ class TrtexecAdapter(NativeAdapter):
             message
             for lines in streams(stdout, stderr)
             for severity, message in map(strip_prefix, lines)
-            if severity in ("E", "F") or message.startswith("Cuda failure")
+            if severity in ("E", "F") or _CUDA_FAILURE_RE.match(message)
         ]
         return quote(self.tool, errors) if errors else None
 

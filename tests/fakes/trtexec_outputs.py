@@ -127,6 +127,14 @@ NO_DRIVER = """\
 Cuda failure: CUDA driver version is insufficient for CUDA runtime version
 """
 
+#: TensorRT 10's samples name the file and line of the failed CUDA call.
+NO_DRIVER_AT = """\
+&&&& RUNNING TensorRT.trtexec [TensorRT v101300] [b6] # trtexec --onnx=model.onnx
+[09/02/2025-10:00:00] [I] === Device Information ===
+Cuda failure at /_src/samples/common/sampleDevice.h:34: CUDA-capable device(s) is/are busy \
+or unavailable
+"""
+
 
 def export_times(entries: list[tuple[float, float, float]], start_ms: float = 250.0) -> str:
     """An --exportTimes file as trtexec 10 writes it, for (h2d, compute, d2h) per query."""

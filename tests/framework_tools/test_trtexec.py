@@ -41,12 +41,20 @@ def test_trtexec_is_tensorrts_tool():
 @pytest.mark.parametrize(
     ("major", "precision", "graph", "present", "absent"),
     [
-        (10, "fp32", False, ["--noTF32"], ["--fp16", "--useCudaGraph", "--noCudaGraph"]),
-        (10, "fp16", False, ["--fp16"], ["--noTF32", "--includeDataTransfers"]),
-        (10, "fp32", True, ["--noTF32", "--useCudaGraph"], ["--noCudaGraph"]),
-        (8, "fp16", True, ["--fp16", "--useCudaGraph"], ["--noTF32"]),
+        # TensorRT 10 builds what edgebench builds: strongly typed, TF32 off, at every precision.
+        (
+            10,
+            "fp32",
+            False,
+            ["--stronglyTyped", "--noTF32"],
+            ["--fp16", "--useCudaGraph", "--noCudaGraph"],
+        ),
+        (10, "fp16", False, ["--stronglyTyped", "--noTF32"], ["--fp16", "--includeDataTransfers"]),
+        (10, "fp32", True, ["--stronglyTyped", "--noTF32", "--useCudaGraph"], ["--noCudaGraph"]),
+        (8, "fp16", True, ["--fp16", "--useCudaGraph"], ["--noTF32", "--stronglyTyped"]),
+        (8, "fp32", False, ["--noTF32"], ["--fp16", "--stronglyTyped"]),
         (11, "fp32", False, ["--noTF32", "--noCudaGraph", "--includeDataTransfers"], []),
-        (11, "fp16", False, ["--noCudaGraph", "--includeDataTransfers"], ["--fp16", "--noTF32"]),
+        (11, "fp16", False, ["--noTF32", "--noCudaGraph", "--includeDataTransfers"], ["--fp16"]),
         (
             11,
             "fp16",
@@ -67,9 +75,13 @@ def test_the_flags_follow_precision_version_and_graph(major, precision, graph, p
     assert "--exportTimes=/data/eb/times.json" in argv
 
 
-def test_int8_takes_the_int8_flag_before_tensorrt_11():
-    assert TrtexecAdapter(tensorrt_major=10)._precision_flags("int8") == ["--int8"]
-    assert TrtexecAdapter(tensorrt_major=11)._precision_flags("int8") == []
+def test_int8_takes_the_int8_flag_only_where_networks_are_weakly_typed():
+    assert TrtexecAdapter(tensorrt_major=8)._precision_flags("int8") == ["--int8"]
+    assert TrtexecAdapter(tensorrt_major=10)._precision_flags("int8") == [
+        "--stronglyTyped",
+        "--noTF32",
+    ]
+    assert TrtexecAdapter(tensorrt_major=11)._precision_flags("int8") == ["--noTF32"]
 
 
 def test_open_inputs_get_shapes_and_hostile_names_are_quoted():
@@ -193,6 +205,17 @@ def test_no_driver_is_a_refusal():
     assert report.refusal == (
         'trtexec: "Cuda failure: CUDA driver version is insufficient for CUDA runtime version"'
     )
+
+
+def test_a_cuda_failure_naming_its_file_and_line_is_recognised():
+    # TensorRT 10 prints "Cuda failure at <file>:<line>: <error>".
+    report = TrtexecAdapter().backend_report(cell(), "", out.NO_DRIVER_AT)
+    assert report.run is None
+    assert report.refusal is not None
+    assert report.refusal.startswith('trtexec: "Cuda failure at /_src/samples/common/sampleDevice')
+    assert report.refusal.endswith('busy or unavailable"')
+    reason = TrtexecAdapter().failure_reason("", out.NO_DRIVER_AT)
+    assert reason is not None and "sampleDevice.h:34" in reason
 
 
 def test_export_times_are_the_samples_and_the_stage_split():

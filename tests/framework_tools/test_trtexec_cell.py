@@ -4,8 +4,8 @@ second time, the --exportTimes file read back as the record's raw samples and st
 
 The trtexec here is a fake that prints TensorRT 10.9's real output (tests/fakes/
 trtexec_outputs.py) and writes an exportTimes file in trtexec's format; it refuses a command
-line without the flags an fp32 cell needs (--noTF32 when it builds), so the test proves the
-command as well.
+line without the flags a TensorRT 10 build needs to match edgebench's own (--stronglyTyped
+--noTF32, and never --fp16/--int8 beside them), so the test proves the command as well.
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ with open({log!r}, "a") as log:
     log.write(json.dumps(args) + "\\n")
 if "--iterations" not in flags or flags.get("--avgRuns") != "1":
     sys.exit("fake trtexec: a cell needs --iterations and --avgRuns=1")
-if "--onnx" in flags and not set(["--noTF32", "--int8"]).intersection(flags):
-    sys.exit("fake trtexec: a build needs --noTF32 (fp32) or --int8 (the QDQ model)")
+if "--onnx" in flags and not {{"--stronglyTyped", "--noTF32"}} <= set(flags):
+    sys.exit("fake trtexec: a TensorRT 10 build needs --stronglyTyped --noTF32")
+if {{"--fp16", "--int8"}} & set(flags):
+    sys.exit("fake trtexec: precision flags are not allowed with --stronglyTyped")
 if "--saveEngine" in flags:
     open(flags["--saveEngine"], "w").write("engine")
 count = int(flags["--iterations"])
@@ -131,7 +133,8 @@ def test_an_int8_cell_runs_the_qdq_model_through_trtexec_and_other_tools_refuse_
     assert record["status"] == "ok", record["error"]
     assert record["artifact"]["format"] == "onnx-qdq"
     (call,) = [json.loads(line) for line in log.read_text().splitlines()]
-    assert "--int8" in call and "--noTF32" not in call
+    # Strongly typed: the QDQ graph carries int8, as in edgebench's own TensorRT build.
+    assert "--stronglyTyped" in call and "--noTF32" in call and "--int8" not in call
     (mnn,) = cells_for(["mnn"], ["cpu"], precision="int8")
     assert precision_refusal(mnn) == (
         "benchmark.out runs fp32, fp16 cells, not int8; measure int8 with the Python runner or "
