@@ -198,6 +198,10 @@ def parse_args(argv: list[str] | None, default_pairs: str) -> argparse.Namespace
     parser.add_argument("--mnn-benchmark", type=Path, help="MNN's benchmark.out")
     parser.add_argument("--tnntest", type=Path, help="TNN's TNNTest")
     args = parser.parse_args(argv)
+    if args.min_pairs < 2 or args.budget_s < 0 or args.block_s <= 0 or args.draws < 1:
+        parser.error("--min-pairs must be >= 2, --budget-s >= 0, --block-s > 0, --draws >= 1")
+    if args.block_iterations is not None and args.block_iterations < 1:
+        parser.error("--block-iterations must be >= 1")
     if args.pairs is None:
         args.pairs = ",".join(default_pairs.split(",")[:2]) if args.quick else default_pairs
     if args.quick:
@@ -224,12 +228,14 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
         f"{'95% interval':<18} {'half':>6} {'blks':>4} goal"
     )
     results: list[tuple[Pair, RatioInterval | None]] = []
+    skipped: list[str] = []
     for model in [m.strip() for m in args.models.split(",") if m.strip()]:
         for name in names:
             try:
                 pair = make_pair(name, model, args)
             except MissingTool as exc:
                 print(f"skip {model} {name}: {exc}", flush=True)
+                skipped.append(f"{model} {name}")
                 continue
             print(
                 f"[{model} {name}] {pair.a.label} vs {pair.b.label} ...",
@@ -259,7 +265,8 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
     print()
     print(
         f"{met} of {len(results)} rows meet the goal (interval inside 1 +- {args.tolerance:g}, "
-        f"half-width <= {args.max_half_width:.0%}); {time.monotonic() - started:.0f} s"
+        f"half-width <= {args.max_half_width:.0%}); {len(skipped)} skipped"
+        f"{' (' + ', '.join(skipped) + ')' if skipped else ''}; {time.monotonic() - started:.0f} s"
     )
     return 0
 
