@@ -10,7 +10,8 @@ ratio (<= 1 passes) and the verdict. It reports; it does not judge (exit status 
 
 Usage: python benchmarks/arm_output_error.py [--models mobilenetv2,detector]
            [--frameworks ncnn,mnn,openvino,tflite,onnxruntime] [--precision fp32,fp16]
-Needs root, qemu-user-static, binfmt-support, mmdebstrap and openssh-server (see .ci/run).
+Needs root, qemu-user-static, binfmt-support, mmdebstrap and openssh-server (see .ci/run);
+without them it prints one line saying what is missing and exits with status 2.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ def main() -> int:
     parser.add_argument("--precision", default="fp32,fp16")
     args = parser.parse_args()
     started = time.monotonic()
+    problem = emulated_board.build_problem()
+    if problem:
+        print(f"arm_output_error: needs a machine that can emulate aarch64; here: {problem}")
+        return 2
     status = emulated_board.build_board(progress=lambda m: print(f"board: {m}", flush=True))
     if status.state != "installed" or status.root is None:
         print(f"the board did not build: {status.detail}")

@@ -43,8 +43,8 @@ from edgebench.lab.transports import LocalTransport
 from edgebench.measure.methods import Visit
 from edgebench.measure.records import new_record
 from edgebench.measure.scheduler import execute_cells
-from edgebench.planning.cells import Cell, Timing
-from edgebench.planning.config import RunConfig
+from edgebench.planning.cells import Cell
+from edgebench.planning.config import RunConfig, TimingConfig
 from edgebench.planning.modelref import ModelRef
 from edgebench.results.store import ResultsStore
 from edgebench.statuses import Status
@@ -160,7 +160,7 @@ def measure(n: int, cells_per_device: int, sleep_s: float, nodes: int, work: Pat
         ref = ModelRef("sim", str(model), model, "0" * 64)
         inputs = [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]
         cells = [
-            Cell(device, ref, "onnxruntime", "fp32", k + 1, "all", None, 1, inputs, Timing())
+            Cell(device, ref, "onnxruntime", "fp32", k + 1, "all", None, 1, inputs, TimingConfig())
             for device in devices
             for k in range(cells_per_device)
         ]

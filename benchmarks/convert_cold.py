@@ -52,6 +52,10 @@ def convert_all(models: list[str], formats: list[str], work: Path) -> dict[str, 
         sha = file_sha256(path)
         for fmt in formats:
             converter = get_converter(fmt)
+            if "fp32" not in converter.precisions:
+                only = ", ".join(converter.precisions)
+                print(f"  {name} -> {fmt}: skipped (it makes {only} only; this times fp32)")
+                continue
             reason = converter.unavailable_reason()
             if reason:
                 print(f"  {name} -> {fmt}: skipped ({reason})", flush=True)

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import onnx
-from native_fidelity import RUNNER, p50_ms, rotated_rounds
+from runner_rounds import RUNNER, p50_ms, rotated_rounds
 
 from edgebench.converters import ConversionOptions, get_converter
 from edgebench.framework_tools.base import NativeCell

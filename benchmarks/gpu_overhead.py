@@ -32,10 +32,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from native_fidelity import (
+from fidelity import convert
+from runner_rounds import (
     RUNNER,
     benchncnn_avg_ms,
-    convert,
     host_runner,
     p50_ms,
     rotated_rounds,
@@ -124,7 +124,7 @@ def main() -> int:
     args = parser.parse_args()
     built = host_runner()
     started = time.monotonic()
-    model = convert(args.model)
+    model = convert(args.model, "ncnn")
     native, python = [str(built.path)], [sys.executable, str(RUNNER)]
     measurers: dict[str, Callable[[], dict]] = {
         f"{name} {precision}": (

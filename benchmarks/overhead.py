@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from fakes.adb_fixtures import connect_phone, disconnect_phone, start_adb_server  # noqa: E402
+from fakes.models import save_conv_model  # noqa: E402
 from fakes.ssh_fixtures import start_sshd  # noqa: E402
 
 from edgebench.lab.device import Device, LocalDevice  # noqa: E402
@@ -32,10 +33,9 @@ from edgebench.lab.transports.ssh import SshTarget, SshTransport  # noqa: E402
 from edgebench.measure.methods import method_for  # noqa: E402
 from edgebench.measure.output_check import CheckSettings  # noqa: E402
 from edgebench.measure.scheduler import run_cell  # noqa: E402
-from edgebench.planning.cells import Timing, build_cells, resolve_inputs  # noqa: E402
+from edgebench.planning.cells import build_cells, resolve_inputs  # noqa: E402
+from edgebench.planning.config import TimingConfig  # noqa: E402
 from edgebench.planning.modelref import resolve_models  # noqa: E402
-
-from conftest import save_conv_model  # noqa: E402
 
 
 def time_cells(device: Device, model_path: Path, cache: Path, repeats: int) -> list[float]:
@@ -49,7 +49,7 @@ def time_cells(device: Device, model_path: Path, cache: Path, repeats: int) -> l
         cores=["all"],
         concurrency=1,
         precision="fp32",
-        timing=Timing(warmup=0, iterations=1, min_time_s=0.0),
+        timing=TimingConfig(warmup=0, iterations=1, min_time_s=0.0),
         availability=method_for(device).availability,
     )
     checks = CheckSettings()

@@ -25,8 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from fakes.adb_fixtures import connect_phone, disconnect_phone, start_adb_server  # noqa: E402
-
-from conftest import save_conv_model  # noqa: E402
+from fakes.models import save_conv_model  # noqa: E402
 
 
 def lab_text(phones, adb_port: int) -> str:

@@ -128,9 +128,11 @@ def timed(args: list[str], env: dict[str, str], repeats: int) -> float:
 
 
 #: (column, the command's arguments) timed on each store, the results index already built.
-def commands(runs: list[str], first: dict, plot: Path) -> list[tuple[str, list[str]]]:
+def commands(
+    runs: list[str], first: dict, plot: Path, devices_a_night: int
+) -> list[tuple[str, list[str]]]:
     cell = ["--device", "lab-01", "--model", first["model"], "--framework", first["framework"]]
-    devices = ",".join(f"lab-{i:02d}" for i in range(1, 4))
+    devices = ",".join(f"lab-{i:02d}" for i in range(1, min(3, devices_a_night) + 1))
     return [
         ("show", ["show", runs[-1]]),
         ("compare", ["compare", runs[-2], runs[-1]]),
@@ -186,7 +188,9 @@ def main() -> int:
             f"seed run: {seed.name}, {first['model']} · {first['framework']}; "
             f"{args.cells} cells a night"
         )
-        names = [name for name, _ in commands(["a", "b"], first, folder)]
+        seed_cells = sum(1 for line in (seed / RECORDS).read_text().splitlines() if line)
+        devices_a_night = -(-args.cells // seed_cells)  # as widened() names them
+        names = [name for name, _ in commands(["a", "b"], first, folder, devices_a_night)]
         print(
             f"{'nights':>7} {'store MB':>9} {'build s':>8} "
             + " ".join(f"{n + ' s':>11}" for n in names)
@@ -198,7 +202,7 @@ def main() -> int:
             size = write_nights(store, seed, nights, args.cells)
             night_env = dict(env, EDGEBENCH_RESULTS=str(store))
             build = timed(["history"], night_env, 1)  # the first command builds the index
-            todo = commands(run_folders(store), first, folder / "trend.svg")
+            todo = commands(run_folders(store), first, folder / "trend.svg", devices_a_night)
             table[nights] = {name: timed(cmd, night_env, args.repeats) for name, cmd in todo}
             write_nights(store, seed, 1, args.cells, start=nights)  # tonight's run, as copied
             fresh = timed(["show"], night_env, 1)  # syncs the one new run first
