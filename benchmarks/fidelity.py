@@ -59,6 +59,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 
 from fidelity_sides import (
@@ -68,6 +69,7 @@ from fidelity_sides import (
     Side,
     benchmark_app_side,
     benchncnn_side,
+    built_version,
     litert_side,
     mnn_benchmark_side,
     tnntest_side,
@@ -93,6 +95,7 @@ class Pair:
     a_blocks: list[list[float]] = field(default_factory=list)
     b_blocks: list[list[float]] = field(default_factory=list)
     error: str = ""
+    caveat: str = ""
 
 
 def convert(model: str, framework: str) -> Path:
@@ -138,7 +141,14 @@ def make_pair(name: str, model: str, args: argparse.Namespace) -> Pair:
         artifact=artifact,
         native=runner == "native",
     )
-    return Pair(model, name, edgebench, tool, statistic)
+    pair = Pair(model, name, edgebench, tool, statistic)
+    if framework == "mnn" and runner != "native":
+        pair.caveat = (
+            f"the Python runner runs the mnn wheel's MNN {version('mnn')}, the tool links "
+            f"edgebench-native's MNN {built_version('mnn')} (another build: its kernels may "
+            "differ; the mnn-native row runs the same library)"
+        )
+    return pair
 
 
 def reduce(block: list[float], statistic: str) -> list[float]:
@@ -260,8 +270,9 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
             continue
         met += interval.meets(args.tolerance, args.max_half_width)
         print(row(pair, interval, args))
-        for note in (*pair.a.notes(), *pair.b.notes(pair.statistic)):
-            print(f"    {note}")
+        for note in (*pair.a.notes(), *pair.b.notes(pair.statistic), pair.caveat):
+            if note:
+                print(f"    {note}")
     print()
     print(
         f"{met} of {len(results)} rows meet the goal (interval inside 1 +- {args.tolerance:g}, "

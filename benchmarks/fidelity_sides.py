@@ -7,6 +7,7 @@ its timer is asked for), or the one figure a tool prints per run (its median or 
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import platform
 import shutil
@@ -165,10 +166,10 @@ class ToolSide(Side):
         return [f"B: {self.label}, {self.iterations} iterations a run, its {what}; {self.about}"]
 
 
-def built_ncnn_version() -> str:
-    """The ncnn version edgebench-native (and so edgebench's benchncnn) links, or "none"."""
+def built_version(framework: str) -> str:
+    """The version of ``framework`` edgebench-native (and the tools built beside it) links."""
     build = find_runner(host_target())
-    return build.frameworks.get("ncnn", "none") if build is not None else "none"
+    return build.frameworks.get(framework, "none") if build is not None else "none"
 
 
 def venv_tool(name: str) -> str:
@@ -256,12 +257,10 @@ def litert_side(artifact: Path, core: int, warmup: int) -> ToolSide:
 
 def benchncnn_side(artifact: Path, core: int, given: Path | None, native: bool) -> ToolSide:
     if not native:
-        import ncnn
-
-        linked = built_ncnn_version()
-        if ncnn.__version__ != linked:
+        linked, wheel = built_version("ncnn"), importlib.metadata.version("ncnn")
+        if wheel != linked:
             raise MissingTool(
-                f"excluded: the Python runner's ncnn is the wheel's {ncnn.__version__}, "
+                f"excluded: the Python runner's ncnn is the wheel's {wheel}, "
                 f"benchncnn links ncnn {linked} (edgebench-native's): not the same library; "
                 "the ncnn-native row compares the same one"
             )
