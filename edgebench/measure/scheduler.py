@@ -17,6 +17,7 @@ from edgebench.measure.fixed_performance import FixedPerformance
 from edgebench.measure.methods import Method, Visit, method_for
 from edgebench.measure.output_check import CheckSettings
 from edgebench.measure.records import failed_record, new_record
+from edgebench.measure.retry_backoff import DEFAULT_S, retry_backoff_s
 from edgebench.planning.cells import Cell
 from edgebench.results.record_warnings import ROUNDS_CUT_SHORT, pool_warnings
 from edgebench.results.records import Record, merge_parts
@@ -88,10 +89,6 @@ def lock_taken_over(device: str, holder: str) -> str:
     )
 
 
-#: Waits between attempts when a device's connection drops mid-run (seconds).
-RETRY_BACKOFF_S = (1.0, 2.0, 4.0)
-
-
 def _run_with_retries(
     run_id: str,
     cell: Cell,
@@ -99,10 +96,12 @@ def _run_with_retries(
     progress: Progress,
     method: Method,
     check_outputs: bool = True,
+    backoff_s: Sequence[float] = DEFAULT_S,
 ) -> Record:
-    """A cell whose transport dropped is retried with backoff; the connection is reopened."""
+    """A cell whose transport dropped is retried with backoff (the waits ``backoff_s``); the
+    connection is reopened."""
     record = run_cell(run_id, cell, checks, check_outputs, method)
-    for delay in RETRY_BACKOFF_S:
+    for delay in backoff_s:
         # A cell failed before the run (a device unreachable from the start) has nothing to retry.
         if record.error_kind != ErrorKind.TRANSPORT or cell.verdict is not None:
             break
@@ -199,8 +198,10 @@ class _DeviceWorker:
         numbering: Callable[[], int],
         total: int,
         on_record: Callable[[Record], None] | None = None,
+        backoff_s: Sequence[float] = DEFAULT_S,
     ) -> None:
         self.cells = cells
+        self.backoff_s = backoff_s
         self.rounds = rounds
         self.run = run
         self.progress = progress
@@ -238,6 +239,7 @@ class _DeviceWorker:
             self.progress,
             self.method,
             first,
+            self.backoff_s,
         )
         if record.error_kind == ErrorKind.TRANSPORT:
             self.lost = (ErrorKind.TRANSPORT, f"device {cell.device.name} lost: {record.error}")
@@ -355,6 +357,7 @@ def execute_cells(
     cells are left for ``--resume``.
     """
     checks = checks or CheckSettings()
+    backoff_s = retry_backoff_s()  # a bad setting is refused before any cell runs
     by_device: dict[str, list[tuple[int, Cell]]] = {}
     for position, cell in enumerate(cells):
         by_device.setdefault(cell.device.name, []).append((position, cell))
@@ -378,6 +381,7 @@ def execute_cells(
             numbering,
             len(cells),
             on_record,
+            backoff_s,
         )
         for name, group in by_device.items()
     ]

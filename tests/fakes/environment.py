@@ -25,6 +25,9 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("EDGEBENCH_BOARDS_DIR", str(_USER_CACHE / "edgebench" / "boards"))
 # The edgebench-native builds (minutes each) and the framework sources they are built from.
 os.environ.setdefault("EDGEBENCH_NATIVE_DIR", str(_USER_CACHE / "edgebench" / "native-runner"))
+# A dropped device is retried after 0.2 s waits, not the product's 1, 2 and 4 s: the fault tests
+# drop devices on purpose, and the waits prove nothing that a short one does not.
+os.environ.setdefault("EDGEBENCH_RETRY_BACKOFF", "0.2,0.2,0.2")
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,6 @@
 
 from types import SimpleNamespace
 
-from edgebench.measure import scheduler
 from edgebench.measure.records import new_record
 from edgebench.measure.scheduler import execute_cells
 from edgebench.planning.cells import Cell
@@ -78,7 +77,7 @@ def cells_of(device: FakeDevice) -> list[Cell]:
 
 
 def test_unexpected_errors_fail_only_their_devices_cells(tmp_path, monkeypatch):
-    monkeypatch.setattr(scheduler, "RETRY_BACKOFF_S", (0.0,))  # one retry, no wait
+    monkeypatch.setenv("EDGEBENCH_RETRY_BACKOFF", "0")  # one retry, no wait
     phone, local = FakeDevice("phone"), FakeDevice("local")
     board = FakeDevice("board", RuntimeError("boom"))  # a host-side bug between its cells
     methods = {
