@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakes.native_builds import first_vulkan_device
 
 from edgebench.builds.native_runner import BuiltRunner
-from fakes.native_builds import first_vulkan_device
 
 pytestmark = pytest.mark.load_sensitive
 
