@@ -26,6 +26,8 @@ BENCHMARKS = REPO / "benchmarks"
 TIMEOUT_S = 300
 #: In ``Smoke.args``: a one-conv ONNX model (1x3x32x32) made for the run.
 TINY_MODEL = "{tiny_model}"
+#: In ``Smoke.args``: the test's own temporary folder.
+TMP = "{tmp}"
 #: flake_hunt.py's smallest run: one load-sensitive test of a second, run once.
 FLAKE_FILE = "tests/measure/test_target_ci.py"
 FIGURE = r"[-+]?\d[\d.]*(?:e[-+]?\d+)?"  # a printed number: 12, 0.973, 2.38e-06
@@ -82,6 +84,13 @@ SMOKE: dict[str, Smoke] = {
         ("--models", "mobilenetv2", "--rounds", "1", "--iterations", "5"),
         (r"^\s+fidelity\s+edgebench tensorrt p50 {n} ms",),
         needs="gpu_check: needs an NVIDIA GPU",
+    ),
+    # Its dry run on lavapipe takes minutes and has its own test
+    # (tests/native_runner/test_gpu_first_light.py); here: it starts and says what it lacks.
+    "gpu_first_light.py": Smoke(
+        ("run", "--kit", f"{TMP}/no-kit", "--out", f"{TMP}/out", "--models", "mobilenetv2"),
+        (),
+        needs="gpu_first_light: no kit at ",
     ),
     "gpu_overhead.py": Smoke(
         ("--rounds", "1", "--iterations", "1"),
@@ -161,6 +170,7 @@ def test_benchmark_runs_with_its_smallest_settings(
     if TINY_MODEL in args:
         tiny = save_conv_model(tmp_path / "tiny.onnx", [1, 3, 32, 32])
         args = [str(tiny) if a == TINY_MODEL else a for a in args]
+    args = [a.replace(TMP, str(tmp_path)) for a in args]
     interpreter = [sys.executable] if script.suffix == ".py" else ["bash"]
     try:
         done = process_group.run(
