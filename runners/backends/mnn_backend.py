@@ -169,6 +169,17 @@ class MnnBackend(Backend):
         unsized = said.matching("Compute Shape Error")
         if unsized:
             return self._module_stream(feeds, unsized)
+        # The binding has no host type for int8 (a tensor's getDataType() is None): the Session
+        # API cannot copy such an input or output (an int8 .tflite's twin keeps int8 io), the
+        # Module API can (an int32 placeholder in, an int8 variable read out).
+        outputs = interpreter.getSessionOutputAll(session)
+        uncopyable = [
+            "%s is int8, which MNN's Python binding cannot copy through a session" % name
+            for name, tensor in [*inputs.items(), *outputs.items()]
+            if tensor.getDataType() is None
+        ]
+        if uncopyable:
+            return self._module_stream(feeds, uncopyable)
         for name, value in feeds.items():
             # MNN keeps integer inputs (ONNX int64 included) as int32 tensors.
             integer = np.dtype(value.dtype).kind in "iub"
@@ -179,7 +190,6 @@ class MnnBackend(Backend):
                 _layout(inputs[name], caffe),
             )
             staged.append((inputs[name], host))
-        outputs = interpreter.getSessionOutputAll(session)
         fetch = []
         for name in self.output_names():
             device_tensor = outputs[name]
@@ -208,17 +218,18 @@ class MnnBackend(Backend):
 
         return Stream(copy_in, compute, copy_out, BOUNDARIES)
 
-    def _module_stream(self, feeds: Dict[str, Any], unsized: List[str]) -> Stream:
-        """A model the Session API cannot size at any input shape (control flow: MNNConvert
-        keeps ONNX If and Loop as MNN control-flow ops) runs through MNN's Module API, which
-        executes the branch each inference takes."""
+    def _module_stream(self, feeds: Dict[str, Any], why: List[str]) -> Stream:
+        """A model the Session API cannot run (``why``) goes through MNN's Module API: one it
+        cannot size at any input shape (control flow: MNNConvert keeps ONNX If and Loop as MNN
+        control-flow ops; the Module API executes the branch each inference takes), or one with
+        an int8 input or output."""
         import numpy as np
 
         if self.compute_backend != CPU:
             raise BackendError(
                 "unsupported",
-                "MNN's Session API cannot size this model (%s); edgebench runs such models "
-                "through MNN's Module API on the CPU only" % "; ".join(unsized),
+                "MNN's Session API cannot run this model (%s); edgebench runs such models "
+                "through MNN's Module API on the CPU only" % "; ".join(why),
             )
         nn, expr = self._mnn.nn, self._mnn.expr
         names = self.output_names()
@@ -245,8 +256,8 @@ class MnnBackend(Backend):
             if len(produced) != len(names):
                 raise BackendError(
                     "inference",
-                    "MNN's Module API computed %d of the model's %d outputs (MNN said: %s)"
-                    % (len(produced), len(names), "; ".join(unsized)),
+                    "MNN's Module API computed %d of the model's %d outputs (%s)"
+                    % (len(produced), len(names), "; ".join(why)),
                 )
 
         def copy_out() -> List[Any]:

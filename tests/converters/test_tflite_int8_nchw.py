@@ -105,3 +105,16 @@ def test_int8_scores_are_checked_as_values_so_the_twin_is_a_reference(classifier
         record = records[framework]
         assert record["status"] == "ok", (framework, record["error"])
         assert record["output_check"]["passed"]
+
+
+def test_mnn_runs_the_twin_with_its_int8_io(classifier, run_cli, eb_env):
+    """MNN's Python binding has no host type for int8, so a session copied the int8 image in as
+    int32 bytes and the scores out as floats: the cell was mismatch (max abs diff 128). The
+    Module API takes an int32 placeholder and gives the int8 scores back."""
+    args = ["run", "--models", str(classifier), "--frameworks", "mnn"]
+    result = run_cli([*args, *QUICK, "--rounds", "1"], timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (record,) = stored_records(Path(eb_env["EDGEBENCH_RESULTS"]))
+    assert record["status"] == "ok", record["error"]
+    check = record["output_check"]
+    assert check["passed"] and check["max_abs_diff"] <= 3, check
