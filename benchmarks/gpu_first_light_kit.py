@@ -221,4 +221,9 @@ def pack(
     if total > CARRY_LIMIT_BYTES:
         print("too large to carry: leave out benchncnn or the transports' wheels")
         return 1
+    relative = kit.resolve().relative_to(REPO) if kit.resolve().is_relative_to(REPO) else kit
+    print(
+        f"on the GPU machine, carrying {relative}: PYTHONUNBUFFERED=1 python3 "
+        f'benchmarks/gpu_first_light.py run --kit {relative} --out "$OUT"  (about 8 minutes)'
+    )
     return 0
