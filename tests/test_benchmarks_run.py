@@ -111,13 +111,17 @@ SMOKE: dict[str, Smoke] = {
         ("--histories", "1"),
         (r"^quiet\s+history\s+{n}", r"^step 10%\s+history\s+{n}\s+{n}%"),
     ),
+    # These two start a real sshd and adb server, as the tests do: the fixtures skip, naming
+    # the package, on a machine without them (the README's test line alone).
     "overhead.py": Smoke(
         ("--repeats", "1"),
         (r"^\s+ssh\s+{n} ms .*overhead vs local\s+{n} ms", r"^\s+adb\s+{n} ms$"),
+        fixtures=("shared_sshd", "adb_server"),
     ),
     "parallel.py": Smoke(
         ("--devices", "1", "--min-time", "0"),
         (r"all devices in one run: {n} s -> {n}x the slowest device",),
+        fixtures=("adb_server",),
     ),
     "publish_site.py": Smoke(
         ("--nights", "3", "--cells", "2", "--step-night", "1", "--step-every", "1"),
