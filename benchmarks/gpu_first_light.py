@@ -29,6 +29,7 @@ ready (one line says what to do).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import lzma
 import os
@@ -152,12 +153,20 @@ def install(kit: Path, work: Path) -> dict[str, str]:
     return env
 
 
+def loads(library: str) -> bool:
+    """Whether the dynamic loader finds ``library``, as ncnn's and MNN's dlopen will."""
+    try:
+        ctypes.CDLL(library)
+    except OSError:
+        return False
+    return True
+
+
 def vulkan_environment(kit: Path, work: Path, env: dict[str, str]) -> list[str]:
     """The loader from the kit where the machine has none, and NVIDIA's ICD where the loader
     would not find it by itself; lines saying what was done."""
     said = []
-    listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
-    if "libvulkan.so.1 " not in listing and (kit / "lib" / "libvulkan.so.1.xz").exists():
+    if not loads("libvulkan.so.1") and (kit / "lib" / "libvulkan.so.1.xz").exists():
         unxz(kit / "lib" / "libvulkan.so.1.xz", work / "lib" / "libvulkan.so.1")
         env["LD_LIBRARY_PATH"] = os.pathsep.join(
             filter(None, [str(work / "lib"), env.get("LD_LIBRARY_PATH")])

@@ -134,7 +134,10 @@ def pack_wheels(folder: Path, target: Path) -> list[str]:
 
 
 def vulkan_loader() -> Path | None:
-    listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    try:
+        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    except OSError:  # no ldconfig on PATH: the kit goes without the loader
+        return None
     for line in listing.splitlines():
         if line.strip().startswith("libvulkan.so.1 ") and "x86-64" in line:
             return Path(line.rsplit("=>", 1)[1].strip()).resolve()
