@@ -804,6 +804,10 @@ class AdbDeviceEmulator:
                 return None
             if self.board:
                 argv = board_command(self.sandbox, argv)
+            # Commands start as adbd starts them, with SIGHUP's default action: under a harness
+            # started by nohup, an ignored SIGHUP is inherited across exec, and a command would
+            # outlive the hang-up that pump_input sends when the host closes its stream.
+            argv = ["env", "--default-signal=HUP", *argv]
             proc = subprocess.Popen(
                 argv,
                 cwd=self.sandbox,
