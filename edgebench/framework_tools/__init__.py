@@ -8,6 +8,8 @@ the device runs only the binary.
 
 from __future__ import annotations
 
+from edgebench.frameworks import FRAMEWORKS, load_target
+
 from .base import (
     NativeAdapter,
     NativeCell,
@@ -24,15 +26,22 @@ from .tflite_benchmark import TfliteBenchmarkAdapter
 from .tnn_test import TnnTestAdapter, parse_tnn_output_file
 from .trtexec import TrtexecAdapter
 
-#: Framework name -> adapter class (construct with keyword options, all optional).
-ADAPTERS: dict[str, type[NativeAdapter]] = {
-    "tflite": TfliteBenchmarkAdapter,
-    "ncnn": BenchncnnAdapter,
-    "mnn": MnnBenchmarkAdapter,
-    "tnn": TnnTestAdapter,
-    "openvino": OpenvinoBenchmarkAppAdapter,
-    "tensorrt": TrtexecAdapter,
-}
+
+def _adapters() -> dict[str, type[NativeAdapter]]:
+    found: dict[str, type[NativeAdapter]] = {}
+    for framework in FRAMEWORKS:
+        if framework.tool is None:
+            continue
+        adapter = load_target(framework.tool)
+        if not (isinstance(adapter, type) and issubclass(adapter, NativeAdapter)):
+            raise TypeError(f"{framework.name}'s tool {framework.tool} is not a NativeAdapter")
+        found[framework.name] = adapter
+    return found
+
+
+#: Framework name -> adapter class (construct with keyword options, all optional), as each
+#: framework folder's ``tool`` names it.
+ADAPTERS: dict[str, type[NativeAdapter]] = _adapters()
 
 __all__ = [
     "ADAPTERS",

@@ -13,12 +13,14 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import ClassVar
 
 from edgebench.compute_backends import BACKEND_NAMES, CPU
 from edgebench.device_shell import RECORD_PID_THEN_EXEC, taskset_mask
 
 from .accelerator import BackendReport
+from .site import ToolSite
 
 #: The precisions a NativeCell can hold; an adapter runs those of its ``precisions``.
 PRECISIONS = ("fp32", "fp16", "int8")
@@ -277,6 +279,12 @@ class NativeAdapter:
     #: The cell precisions the adapter runs (trtexec adds int8: the QDQ model).
     precisions: ClassVar[tuple[str, ...]] = ("fp32", "fp16")
 
+    #: Whether the tool is installed on the device (looked for there when the cell runs)
+    #: rather than copied from the lab's ``native_bin`` folder.
+    installed_on_device: ClassVar[bool] = False
+    #: Why the tool gives no per-operator times (None: the adapter has ``parse_op_profile``).
+    no_op_profile: ClassVar[str | None] = None
+
     env: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
@@ -284,6 +292,25 @@ class NativeAdapter:
         for name in self.env:
             if not _ENV_NAME_RE.match(name):
                 raise ValueError(f"invalid environment variable name {name!r}")
+
+    # Lifecycle hooks, in the order a cell calls them; each adapter overrides what its tool
+    # needs (trtexec: all of them) and inherits the no-ops.
+    @classmethod
+    def for_cell(cls, backend: str, android: bool) -> NativeAdapter:
+        """The adapter for a cell on ``backend`` on a device (``android``: over ADB)."""
+        return cls()
+
+    def locate(self, site: ToolSite) -> str:
+        """The tool's path on the device: by default, deployed from ``native_bin``."""
+        return site.deploy(self.binary)
+
+    def prepare(self, site: ToolSite, binary: str, cell: NativeCell, model: Path) -> NativeAdapter:
+        """The adapter to run ``cell`` with, once the device has been asked what it needs
+        (a version, a cache); ``model`` is the host copy of the cell's model file."""
+        return self
+
+    def collect(self, site: ToolSite, result: NativeResult) -> None:
+        """Add to ``result`` what the tool left on the device beside its output."""
 
     @property
     def tool(self) -> str:

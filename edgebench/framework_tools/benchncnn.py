@@ -94,6 +94,10 @@ class BenchncnnAdapter(SummaryLineAdapter):
     result_re = _RESULT_RE
     count_re = _LOOP_RE
     result_line = "'<model>  min = ...  max = ...  avg = ...' line"
+    no_op_profile = (
+        "benchncnn prints only whole-model min/max/avg "
+        "(per-layer times need a ncnn build with NCNN_BENCHMARK)"
+    )
 
     powersave: int = 0
     #: The Vulkan device a ``vulkan`` cell runs on (None: the registry's, device 0).

@@ -48,6 +48,8 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
+from edgebench.compute_backends import CPU
+
 from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import NUMBER, NativeCell, SummaryLineAdapter
 
@@ -71,6 +73,10 @@ class MnnBenchmarkAdapter(SummaryLineAdapter):
     result_re = _RESULT_RE
     count_re = _LOOP_RE
     result_line = "'[ - ] <model>  max = ... ms  min = ... ms  avg = ... ms' line"
+    no_op_profile = (
+        "MNN's benchmark.out prints only whole-model min/max/avg "
+        "(per-op totals come from its separate timeProfile.out tool)"
+    )
 
     logcat_tag = "MNNJNI"
     #: benchmark.out precision codes (MNN::BackendConfig::PrecisionMode) on the CPU and on a GPU.
@@ -79,6 +85,11 @@ class MnnBenchmarkAdapter(SummaryLineAdapter):
 
     #: On Android: read MNN's messages from logcat (see the module docs).
     android: bool = False
+
+    @classmethod
+    def for_cell(cls, backend: str, android: bool) -> MnnBenchmarkAdapter:
+        # MNN's backend messages go to logcat on Android; a CPU cell needs none of them.
+        return cls(android=android and backend != CPU)
 
     def needs_logcat(self) -> bool:
         return self.android

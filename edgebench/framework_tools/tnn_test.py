@@ -89,6 +89,10 @@ class TnnTestAdapter(SummaryLineAdapter):
     logcat_tag = "tnn"
     result_re = _RESULT_RE
     result_line = "'TNN Benchmark time cost: min = ... ms | max = ... ms | avg = ... ms' line"
+    no_op_profile = (
+        "TNNTest prints only whole-model min/max/avg "
+        "(per-layer times need a TNN build with TNN_PROFILER_ENABLE)"
+    )
 
     PRECISION_FLAGS: ClassVar[dict[str, str]] = {"fp32": "HIGH", "fp16": "LOW"}
 
@@ -101,6 +105,10 @@ class TnnTestAdapter(SummaryLineAdapter):
         syntax = self.input_shape_syntax
         if syntax not in ("bracket", "colon"):
             raise ValueError(f"input_shape_syntax must be 'bracket' or 'colon', got {syntax!r}")
+
+    @classmethod
+    def for_cell(cls, backend: str, android: bool) -> TnnTestAdapter:
+        return cls(android=android)
 
     def needs_logcat(self) -> bool:
         return self.android

@@ -54,13 +54,16 @@ Failures: ``[E]`` lines (``[E] [TRT] ... Error Code 4: ...``, ``[E] Engine set u
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import posixpath
 import re
+import shlex
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from .accelerator import BackendReport, accelerator_run, quote
@@ -74,6 +77,7 @@ from .base import (
     shape_arg,
     streams,
 )
+from .site import ToolNotFound, ToolSite
 
 #: Where trtexec is when it is not on PATH: JetPack's tensorrt package, then TensorRT's tar
 #: package under ``$TENSORRT_HOME``.
@@ -231,6 +235,11 @@ class TrtexecAdapter(NativeAdapter):
     binary = "trtexec"
     precisions = ("fp32", "fp16", "int8")
     result_line = "'=== Performance summary ===' with its 'Latency: min = ...' line"
+    installed_on_device = True
+    no_op_profile = (
+        "trtexec's summary gives whole-model min/max/avg and percentiles "
+        "(its per-layer table, --dumpProfile --separateProfileRun, is not read)"
+    )
     #: Installed on the device (JetPack, TensorRT's tar package), not deployed from native_bin.
     device_locations: ClassVar[tuple[str, ...]] = DEVICE_LOCATIONS
     not_found: ClassVar[str] = NOT_FOUND
@@ -252,6 +261,57 @@ class TrtexecAdapter(NativeAdapter):
             raise ValueError(f"trtexec of TensorRT {self.tensorrt_major} is not supported (8.6+)")
         if self.warmup_ms < 0:
             raise ValueError(f"trtexec warm-up must be >= 0 ms, got {self.warmup_ms}")
+
+    def locate(self, site: ToolSite) -> str:
+        """A trtexec in the lab's native_bin folder is deployed; otherwise the device's own is
+        looked for: PATH, then JetPack's and TENSORRT_HOME's bin folders."""
+        if site.has_local_binary(self.binary):
+            return site.deploy(self.binary)
+        candidates = " ".join(f'"{path}"' for path in self.device_locations)
+        script = (
+            f"command -v {shlex.quote(self.binary)} || "
+            f'for f in {candidates}; do [ -x "$f" ] && echo "$f" && break; done; true'
+        )
+        found = site.shell(script, timeout=30).strip().splitlines()
+        if not found:
+            raise ToolNotFound(self.not_found)
+        return found[0].strip()
+
+    def prepare(self, site: ToolSite, binary: str, cell: NativeCell, model: Path) -> NativeAdapter:
+        """This device's TensorRT major version, the cache folder and engine name (loaded
+        when already there) and the exportTimes file."""
+        probe = " ".join(shlex.quote(a) for a in self.version_command(binary))
+        found = tensorrt_version(site.shell(probe + " 2>&1 | head -n 3", timeout=60))
+        version, major = found if found else ("unknown", self.tensorrt_major)
+        cache = site.path("cache", "tensorrt")
+        name = engine_file_name(
+            site.local_sha256(model), cell.input_shapes, cell.precision, version
+        )
+        engine = f"{cache}/{name}"
+        check = (
+            f"mkdir -p {shlex.quote(cache)} && test -f {shlex.quote(engine)} && echo cached; true"
+        )
+        return dataclasses.replace(
+            self,
+            tensorrt_major=major,
+            cache_dir=cache,
+            engine_name=name,
+            engine_cached="cached" in site.shell(check, timeout=30),
+            times_file=site.path("trtexec-times.json"),
+        )
+
+    def collect(self, site: ToolSite, result: NativeResult) -> None:
+        """The exportTimes samples and stage split onto ``result`` (kept as the summary alone
+        when the file is missing or broken)."""
+        if self.times_file is None or not isinstance(result, TrtexecResult):
+            return
+        text = site.read(self.times_file)
+        if not text:
+            return
+        try:
+            result.add_times(parse_export_times(text, float(self.warmup_ms)))
+        except ValueError as exc:
+            result.raw_lines.append(str(exc))
 
     def version_command(self, binary_path: str) -> list[str]:
         """The probe whose first line names the version (:func:`tensorrt_version`)."""

@@ -1,83 +1,62 @@
-"""The frameworks edgebench benchmarks: one registry entry each, in display order.
+"""The frameworks edgebench benchmarks, found by listing this folder: one sub-folder each.
 
-An entry says what the host needs to know: the name, the runner backend module that runs it
-(runners/backends/<backend>.py), the artifact format it executes (None: the ONNX file itself)
-and the converter that produces that format. What the device needs to know (the modules whose
-presence means the framework is installed, the pip extra, why a framework has no Python
-runtime) is declared in that backend module, because the runner must work without the host
-package; the entry reads it from there (``modules``, ``pip_extra``, ``native_only``), so each
-fact is stated once.
+A framework folder (``edgebench/frameworks/mnn/``) declares ``FRAMEWORK``, a
+:class:`~edgebench.frameworks.rows.Framework` row: the runner backend module that runs it on the
+device, the artifact format it executes and the converters that write it, its accelerator
+backends, and its benchmark tool's adapter. Adding a framework is adding a folder; folders
+outside edgebench are listed too when ``EDGEBENCH_FRAMEWORKS_PATH`` names the folders that hold
+them (``os.pathsep``-separated), so a lab can add an in-house framework without editing edgebench.
 
-Adding a framework is adding its entry here and its backend module in runners/backends/
-(and, for a new format, its converter in converters/).
+What the device needs to know (the modules whose presence means the framework is installed,
+the pip extra, why a framework has no Python runtime) is declared in the runner backend module,
+because the runner works without the host package; the row reads it from there (``modules``,
+``pip_extra``, ``native_only``), so each fact is stated once.
 """
 
 from __future__ import annotations
 
-import functools
+import importlib
+import logging
+import os
+import pkgutil
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from edgebench.runners import backends
+from edgebench.frameworks.rows import ComputeBackend, ConverterRow, Framework
 from edgebench.runners.protocol import install_hint as _pip_install_hint
 
+log = logging.getLogger(__name__)
 
-@dataclass(frozen=True)
-class Framework:
-    name: str
-    #: Runner backend module in runners/backends/ (``mnn_backend``).
-    backend: str
-    #: The artifact format it executes; None: it runs the ONNX file itself (onnxruntime).
-    artifact_format: str | None = None
-    #: The converter (``CONVERTERS`` key in converters/) that produces ``artifact_format``.
-    converter: str | None = None
-    #: The format it executes at int8 when that differs (ONNX Runtime: a QDQ ONNX model).
-    int8_format: str | None = None
+#: Folders beside edgebench's own that hold framework folders (``os.pathsep``-separated).
+PATH_VARIABLE = "EDGEBENCH_FRAMEWORKS_PATH"
 
-    @property
-    def declaration(self) -> backends.Declaration:
-        """What the backend module declares for the device (runners/backends/__init__.py)."""
-        return _declaration(self.backend)
-
-    @property
-    def modules(self) -> tuple[str, ...]:
-        """Python modules whose presence means the framework is installed (any one of them)."""
-        return self.declaration.requires
-
-    @property
-    def pip_extra(self) -> str | None:
-        """The edgebench extra that installs it (None: no pip package)."""
-        return self.declaration.pip_extra
-
-    @property
-    def native_only(self) -> str | None:
-        """Why the framework runs only through a native benchmark binary (no Python runtime)."""
-        return self.declaration.native_only
-
-    @property
-    def install_hint(self) -> str:
-        extra = self.pip_extra
-        return _pip_install_hint(extra) if extra else (self.native_only or "no pip package")
+__path__.extend(folder for folder in os.environ.get(PATH_VARIABLE, "").split(os.pathsep) if folder)
 
 
-@functools.cache
-def _declaration(module: str) -> backends.Declaration:
-    return backends.declaration(module)
+def _discover() -> tuple[Framework, ...]:
+    found: dict[str, Framework] = {}
+    for info in pkgutil.iter_modules(__path__):
+        if not info.ispkg or info.name.startswith(("_", ".")):
+            continue
+        where = os.path.join(getattr(info.module_finder, "path", "?"), info.name)
+        try:
+            module = importlib.import_module(f"{__name__}.{info.name}")
+        except Exception as exc:
+            log.warning("framework folder %s is skipped: it does not import (%s)", where, exc)
+            continue
+        framework = getattr(module, "FRAMEWORK", None)
+        if not isinstance(framework, Framework) or framework.name != info.name:
+            log.warning(
+                "framework folder %s is skipped: it must declare FRAMEWORK = Framework(%r, ...)",
+                where,
+                info.name,
+            )
+            continue
+        found.setdefault(framework.name, framework)
+    return tuple(sorted(found.values(), key=lambda f: (f.order, f.name)))
 
 
 #: Every framework, in display order (tables, reports, --frameworks choices).
-FRAMEWORKS: tuple[Framework, ...] = (
-    Framework("onnxruntime", backend="onnxruntime_backend", int8_format="onnx-qdq"),
-    Framework("mnn", backend="mnn_backend", artifact_format="mnn", converter="mnn"),
-    Framework("ncnn", backend="ncnn_backend", artifact_format="ncnn", converter="ncnn"),
-    Framework("tflite", backend="tflite_backend", artifact_format="tflite", converter="tflite"),
-    Framework(
-        "openvino", backend="openvino_backend", artifact_format="openvino", converter="openvino"
-    ),
-    Framework("tnn", backend="tnn_backend", artifact_format="tnn", converter="tnn"),
-    # Builds its engine from the ONNX file on the device (engines are per GPU and version).
-    Framework("tensorrt", backend="tensorrt_backend", int8_format="onnx-qdq"),
-)
+FRAMEWORKS: tuple[Framework, ...] = _discover()
 
 
 def framework_names() -> list[str]:
@@ -111,3 +90,38 @@ def display_order(present: Iterable[str]) -> list[str]:
     present = list(dict.fromkeys(present))
     known = [n for n in framework_names() if n in present]
     return known + [n for n in present if n not in known]
+
+
+def all_accelerators() -> tuple[ComputeBackend, ...]:
+    """Every framework's accelerator backends: frameworks in display order, each one's in its
+    own order."""
+    return tuple(b for f in FRAMEWORKS for b in f.accelerators)
+
+
+def all_converters() -> tuple[ConverterRow, ...]:
+    """Every framework's converter rows, frameworks in display order."""
+    return tuple(c for f in FRAMEWORKS for c in f.converters)
+
+
+def load_target(target: str) -> object:
+    """The object a ``"module:Name"`` pointer of a framework row names, imported now."""
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+__all__ = [
+    "FRAMEWORKS",
+    "PATH_VARIABLE",
+    "ComputeBackend",
+    "ConverterRow",
+    "Framework",
+    "all_accelerators",
+    "all_converters",
+    "display_order",
+    "find_framework",
+    "framework_for_format",
+    "framework_names",
+    "install_hint",
+    "load_target",
+    "python_frameworks",
+]

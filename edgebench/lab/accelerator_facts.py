@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from edgebench.compute_backends import OPENCL_PACKAGES, VULKAN_PACKAGES
+from edgebench.frameworks.rows import OPENCL_PACKAGES, VULKAN_PACKAGES
 from edgebench.runners.accelerators import software_kind
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 Every ``*_backend.py`` here declares, at module level, what the runner needs to know about one
 framework, so adding a framework is adding one file (plus its entry in the host's
-``edgebench/frameworks.py``):
+``edgebench/frameworks/<name>/``):
 
     FRAMEWORK = "mnn"        # the framework name used in specs, results and on the command line
     REQUIRES = ("MNN",)      # importable modules; any one of them present means it is installed

@@ -30,8 +30,8 @@ from edgebench.builds.compilers import find_compiler
 from edgebench.builds.native_runner import BuiltRunner, find_runner
 from edgebench.builds.sources import FRAMEWORKS, find_source
 from edgebench.builds.targets import parse_target
-from edgebench.compute_backends import OPENCL_PACKAGES, VULKAN_PACKAGES
 from edgebench.converters import ConversionOptions, get_converter
+from edgebench.frameworks.rows import OPENCL_PACKAGES, VULKAN_PACKAGES
 from edgebench.runners import vulkan_info
 from edgebench.runners.protocol import RESULT_PREFIX, SPEC_SCHEMA
 from fakes.models import save_conv_model

@@ -17,7 +17,7 @@ from fakes.gpu_tools import driver_manifest
 from fakes.models import save_conv_model
 from onnx import TensorProto, helper, numpy_helper
 
-from edgebench.compute_backends import VULKAN_PACKAGES
+from edgebench.frameworks.rows import VULKAN_PACKAGES
 
 QUICK = ["--warmup", "0", "--iterations", "2", "--min-time", "0", "--rounds", "1"]
 

@@ -1,4 +1,4 @@
-"""The frameworks registry (edgebench/frameworks.py) and the runner's backend discovery.
+"""The frameworks registry (edgebench/frameworks/) and the runner's backend discovery.
 
 Adding a framework is one registry entry plus one backend file: the test below adds a
 numpy-only framework that way and measures it through the host's own planning and scheduling.

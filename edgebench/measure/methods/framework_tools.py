@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.compute_backends import CPU
-from edgebench.framework_tools import ADAPTERS, NativeCell, NativeParseError
+from edgebench.framework_tools import ADAPTERS, NativeAdapter, NativeCell, NativeParseError
 from edgebench.framework_tools.accelerator import BackendReport, tool_refusal
-from edgebench.framework_tools.trtexec import TrtexecAdapter
+from edgebench.framework_tools.site import ToolNotFound
 from edgebench.lab.device import Device
-from edgebench.lab.remote import RemoteDevice
+from edgebench.lab.remote import RemoteDevice, local_sha256
 from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.measure.breakdowns import attach_op_profile
-from edgebench.measure.methods import trtexec_cell
 from edgebench.measure.methods.base import (
     Visit,
     model_files,
@@ -46,18 +45,6 @@ from edgebench.results.record_warnings import INPUT_NOT_USED, OP_PROFILE_FAILED
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
-#: Tools that print no per-operator times, and why (the others have ``parse_op_profile``).
-NO_OP_PROFILE = {
-    "ncnn": "benchncnn prints only whole-model min/max/avg "
-    "(per-layer times need a ncnn build with NCNN_BENCHMARK)",
-    "mnn": "MNN's benchmark.out prints only whole-model min/max/avg "
-    "(per-op totals come from its separate timeProfile.out tool)",
-    "tnn": "TNNTest prints only whole-model min/max/avg "
-    "(per-layer times need a TNN build with TNN_PROFILER_ENABLE)",
-    "tensorrt": "trtexec's summary gives whole-model min/max/avg and percentiles "
-    "(its per-layer table, --dumpProfile --separateProfileRun, is not read)",
-}
-
 
 class NativeRunError(Exception):
     """The native cell could not be run; the message names the tool and the fix."""
@@ -78,8 +65,8 @@ class FrameworkTools:
         if refusal is not None:
             return (Status.UNSUPPORTED, ErrorKind.UNSUPPORTED, refusal)
         folder = getattr(device, "native_bin", None)
-        if tool is TrtexecAdapter:
-            return None  # installed on the device: looked for there when the cell runs
+        if tool.installed_on_device:
+            return None  # looked for on the device when the cell runs
         if folder is None or not (Path(folder) / tool.binary).is_file():
             where = folder or "(no native_bin in the lab entry)"
             return (
@@ -105,7 +92,7 @@ class FrameworkTools:
         model_path = device.stage_model(model_files(cell))
         try:
             record = _run(cell, device, model_path, visit.run_id)
-        except trtexec_cell.TrtexecNotFound as exc:
+        except ToolNotFound as exc:
             return _not_run(visit.run_id, cell, ErrorKind.UNSUPPORTED, str(exc))
         except NativeRunError as exc:
             return failed_record(visit.run_id, cell, ErrorKind.NATIVE_TOOL, str(exc))
@@ -136,16 +123,45 @@ def backend_refusal(device: Device, framework: str, backend: str) -> str | None:
     return tool_refusal(framework, backend, android=_android(device), device=device.name)
 
 
-def _adapter(cell: Cell, device: RemoteDevice) -> Any:
+def _adapter(cell: Cell, device: RemoteDevice) -> NativeAdapter:
     cls = ADAPTERS.get(cell.framework)
     if cls is None:
         raise NativeRunError(f"no native benchmark tool is known for {cell.framework}")
-    if cell.framework == "tnn":
-        return cls(android=_android(device))
-    if cell.framework == "mnn":
-        # MNN's backend messages go to logcat on Android; a CPU cell needs none of them.
-        return cls(android=_android(device) and cell.backend != CPU)
-    return cls()
+    return cls.for_cell(cell.backend, _android(device))
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceToolSite:
+    """A remote device as the tool adapters' hooks see it (framework_tools/site.py)."""
+
+    device: RemoteDevice
+
+    @property
+    def name(self) -> str:
+        return self.device.name
+
+    @property
+    def android(self) -> bool:
+        return _android(self.device)
+
+    def shell(self, script: str, timeout: float) -> str:
+        return self.device.transport.shell(script, timeout=timeout).stdout
+
+    def path(self, *parts: str) -> str:
+        return self.device.path(*parts)
+
+    def read(self, path: str) -> str | None:
+        return self.device.transport.read_many([path]).get(path)
+
+    def has_local_binary(self, binary: str) -> bool:
+        folder = self.device.native_bin
+        return bool(folder) and (Path(folder or "") / binary).is_file()
+
+    def deploy(self, binary: str) -> str:
+        return deploy_binary(self.device, binary)
+
+    def local_sha256(self, path: Path) -> str:
+        return local_sha256(path)
 
 
 def deploy_binary(device: RemoteDevice, binary: str) -> str:
@@ -165,14 +181,9 @@ def deploy_binary(device: RemoteDevice, binary: str) -> str:
 
 
 def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Record:
+    site = DeviceToolSite(device)
     adapter = _adapter(cell, device)
-    local = Path(device.native_bin or "") / adapter.binary
-    if isinstance(adapter, TrtexecAdapter) and not (device.native_bin and local.is_file()):
-        binary = trtexec_cell.locate(device, adapter)
-    else:
-        binary = deploy_binary(device, adapter.binary)
-    if isinstance(adapter, TrtexecAdapter):
-        adapter = trtexec_cell.prepare(device, adapter, binary, cell, model_files(cell)[0])
+    binary = adapter.locate(site)
     native_cell = NativeCell(
         model_path=model_path,
         model_dir=posixpath.dirname(model_path),
@@ -185,6 +196,7 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
         backend=cell.backend,
         cuda_graph=bool(getattr(cell, "cuda_graph", False)),
     )
+    adapter = adapter.prepare(site, binary, native_cell, model_files(cell)[0])
     if adapter.needs_logcat():
         device.transport.shell(adapter.clear_logcat_command(), timeout=30)
     tool_line = adapter.shell_command(binary, native_cell, pid_file=device.pid_file)
@@ -220,8 +232,7 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
         raise NativeRunError(
             f"{exc} (exit {command.returncode}; {said or 'last line: ' + tail[0][:200]})"
         ) from exc
-    if isinstance(adapter, TrtexecAdapter):
-        trtexec_cell.add_times(device, adapter, result)
+    adapter.collect(site, result)
     if report.fallback is not None:
         return _not_run(run_id, cell, ErrorKind.FALLBACK, _fallback_reason(cell, report))
     record = record_from_native(run_id, cell, result)
@@ -263,7 +274,7 @@ def _attach_op_profile(
     reaches the timed record; a failure costs only the profile (a warning says why)."""
     parse = getattr(adapter, "parse_op_profile", None)
     if parse is None:
-        reason = NO_OP_PROFILE.get(cell.framework, f"{adapter.binary} has no per-operator times")
+        reason = adapter.no_op_profile or f"{adapter.binary} has no per-operator times"
         record.op_profile = OpProfile.missing(reason)
         return
     profiled = dataclasses.replace(
