@@ -9,7 +9,7 @@ import re
 import shutil
 from pathlib import Path
 
-from edgebench.builds import CMAKE_HOOKS, BuildError
+from edgebench.builds import BuildError
 from edgebench.builds.compilers import Compiler, ask_tool
 from edgebench.builds.logged import first_error, run_logged
 from edgebench.builds.targets import Target
@@ -37,43 +37,6 @@ ANY_OPENCL_DEVICE = "-DEDGEBENCH_ANY_OPENCL_DEVICE=ON"
 
 def gpu_apis(framework: str, target: Target) -> tuple[str, ...]:
     return GPU_APIS.get((framework, target.name), ())
-
-
-def ncnn_vulkan_flags(target: Target) -> list[str]:
-    """ncnn's Vulkan compute with NCNN_SIMPLEVK: ncnn loads libvulkan.so.1 itself at run time,
-    so the binary starts (and runs CPU cells) on a machine without a Vulkan loader."""
-    if "vulkan" not in gpu_apis("ncnn", target):
-        return ["-DNCNN_VULKAN=OFF"]
-    return ["-DNCNN_VULKAN=ON", "-DNCNN_SIMPLEVK=ON", "-DNCNN_SYSTEM_GLSLANG=OFF"]
-
-
-def mnn_gpu_flags(target: Target, gpu_devices: str) -> list[str]:
-    """MNN's Vulkan and OpenCL backends where GPU_APIS has them (nothing elsewhere: a CPU build's
-    flags, and so its key, stay as they were), compiled into libMNN.a; each loads its API's
-    library (``libvulkan.so``, ``libOpenCL.so``) with dlopen when a session asks for it. With
-    ``gpu_devices`` "any", its OpenCL runtime also takes a CPU-type device; both in
-    ``cmake/mnn_gpu.cmake``."""
-    apis = gpu_apis("mnn", target)
-    if not apis:
-        return []
-    flags = [f"-DMNN_{api.upper()}=ON" for api in apis]
-    flags.append(f"-DCMAKE_PROJECT_MNN_INCLUDE_BEFORE={CMAKE_HOOKS / 'mnn_gpu.cmake'}")
-    if "opencl" in apis and gpu_devices == "any":
-        flags.append(ANY_OPENCL_DEVICE)
-    return flags
-
-
-def tnn_gpu_flags(target: Target, gpu_devices: str) -> list[str]:
-    """TNN's OpenCL device where GPU_APIS has it (nothing elsewhere), which loads
-    ``libOpenCL.so`` with dlopen; with ``gpu_devices`` "any" it also takes a CPU-type device;
-    both in ``cmake/tnn_gpu.cmake``."""
-    if "opencl" not in gpu_apis("tnn", target):
-        return []
-    flags = [
-        "-DTNN_OPENCL_ENABLE=ON",
-        f"-DCMAKE_PROJECT_TNN_INCLUDE_BEFORE={CMAKE_HOOKS / 'tnn_gpu.cmake'}",
-    ]
-    return [*flags, ANY_OPENCL_DEVICE] if gpu_devices == "any" else flags
 
 
 def rename_opencl_api(library: Path, compiler: Compiler, log_path: Path) -> None:

@@ -12,12 +12,10 @@ process waits, then finds done.json.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
 import os
-import platform
 import re
 import shutil
 import time
@@ -32,13 +30,11 @@ from edgebench.builds.gpu_builds import (
     ANY_OPENCL_DEVICE,
     GPU_DEVICES,
     gpu_apis,
-    mnn_gpu_flags,
-    ncnn_vulkan_flags,
     rename_opencl_api,
-    tnn_gpu_flags,
 )
 from edgebench.builds.logged import first_error, run_logged
-from edgebench.builds.sources import Source, ncnn_version_number
+from edgebench.builds.recipe import LibraryRecipe, library_recipes
+from edgebench.builds.sources import Source
 from edgebench.builds.targets import TARGETS, Target
 from edgebench.paths import exclusive_lock, write_json_atomically
 
@@ -52,37 +48,6 @@ CONFIGURE_TIMEOUT_S = 600.0
 DONE_FILE = "done.json"
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Recipe:
-    include: str  # the include folder the runner needs, under install/
-    lib: str  # the static library, under install/
-    whole_archive: bool  # link every object (MNN and TNN register their ops by static initialisers)
-    core_minutes: tuple[int, int]  # a build's rough cost in CPU-core minutes, for the estimate
-    #: The CMake target to build when the framework has no install rule (TNN): its library and
-    #: the source's include/ are then copied into install/ by hand.
-    target_without_install: str | None = None
-    #: Macros the runner must see as the library was built with (they change its headers).
-    runner_defines: tuple[str, ...] = ()
-    #: Folders of the framework's source tree the runner also includes: TNN declares the
-    #: LayerInfo its ForwardWithCallback hands out (layer name and type) only under source/.
-    source_includes: tuple[str, ...] = ()
-
-
-RECIPES = {
-    "ncnn": Recipe("include/ncnn", "lib/libncnn.a", False, (10, 20)),
-    "mnn": Recipe("include", "lib/libMNN.a", True, (6, 14)),
-    "tnn": Recipe(
-        "include",
-        "lib/libTNN.a",
-        True,
-        (3, 8),
-        target_without_install="TNN",
-        runner_defines=("FORWARD_CALLBACK_ENABLE",),
-        source_includes=("source",),
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -110,7 +75,7 @@ class Library:
         ``EB_<FW>_VERSION``, for a framework whose library cannot say its own version, and
         ``EB_<FW>_<API>`` for each GPU API it has (``EB_<FW>_ANY_GPU_DEVICE`` where they take
         any device type)."""
-        recipe = RECIPES[self.framework]
+        recipe = library_recipes()[self.framework]
         name = self.framework.upper()
         defines = [f"-D{define}" for define in recipe.runner_defines]
         defines += [f"-DEB_{name}_{api.upper()}" for api in self.gpu_apis]
@@ -138,34 +103,6 @@ class Library:
 CPU_FEATURES = ("all", "lean")
 
 
-@functools.cache
-def host_cpu_flags() -> frozenset[str]:
-    """The ``flags`` of /proc/cpuinfo (empty where it cannot be read)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        return frozenset()
-    found = re.search(r"^flags\s*:(.*)$", text, re.M)
-    return frozenset(found.group(1).split()) if found else frozenset()
-
-
-def ncnn_lean_flags(target: Target) -> list[str]:
-    """ncnn without its run-time CPU dispatch: one variant of every kernel."""
-    if target.machine == "aarch64":
-        on = ["NCNN_ARM82", "NCNN_ARM82DOT"]
-        off = ["NCNN_ARM82FP16FML", "NCNN_ARM84BF16", "NCNN_ARM84I8MM", "NCNN_ARM86SVE"]
-    else:
-        have = host_cpu_flags() if platform.machine() in ("x86_64", "AMD64") else frozenset()
-        wanted = {"NCNN_AVX": "avx", "NCNN_FMA": "fma", "NCNN_F16C": "f16c", "NCNN_AVX2": "avx2"}
-        on = [name for name, flag in wanted.items() if flag in have]
-        off = [name for name in wanted if name not in on] + [
-            "NCNN_AVX512",
-            "NCNN_AVXVNNI",
-            "NCNN_XOP",
-        ]
-    return ["-DNCNN_RUNTIME_CPU=OFF", *(f"-D{n}=ON" for n in on), *(f"-D{n}=OFF" for n in off)]
-
-
 def framework_flags(
     source: Source, target: Target, features: str = "all", gpu_devices: str = "hardware"
 ) -> list[str]:
@@ -180,80 +117,11 @@ def framework_flags(
         raise BuildError(
             f"unknown GPU devices {gpu_devices!r}: choose one of {', '.join(GPU_DEVICES)}"
         )
-    lean = features == "lean"
-    if source.framework == "ncnn":
-        # Never ncnn's default NCNN_VERSION: it stamps the build date into the library.
-        number = ncnn_version_number(source.version) or "0"
-        return [
-            *ncnn_vulkan_flags(target),
-            "-DNCNN_BUILD_TOOLS=OFF",
-            "-DNCNN_BUILD_EXAMPLES=OFF",
-            "-DNCNN_BUILD_TESTS=OFF",
-            "-DNCNN_BUILD_BENCHMARK=OFF",
-            "-DNCNN_PYTHON=OFF",
-            "-DNCNN_SHARED_LIB=OFF",
-            "-DNCNN_OPENMP=ON",
-            f"-DNCNN_VERSION={number}",
-            *(ncnn_lean_flags(target) if lean else []),
-        ]
-    if source.framework == "mnn":
-        flags = [
-            "-DMNN_BUILD_SHARED_LIBS=OFF",
-            "-DMNN_BUILD_TOOLS=OFF",
-            "-DMNN_BUILD_DEMO=OFF",
-            "-DMNN_BUILD_TEST=OFF",
-            "-DMNN_BUILD_BENCHMARK=OFF",
-            "-DMNN_BUILD_CONVERTER=OFF",
-            "-DMNN_SEP_BUILD=OFF",
-            "-DMNN_USE_THREAD_POOL=ON",
-            *unity_flags("MNN", "mnn_unity.cmake"),
-            *mnn_gpu_flags(target, gpu_devices),
-        ]
-        if target.machine == "aarch64":
-            flags.append("-DMNN_ARM82=ON")
-            if lean:  # KleidiAI's kernels are off by default at run time; SME2 is Armv9.2
-                flags += ["-DMNN_KLEIDIAI=OFF", "-DMNN_SME2=OFF"]
-        return flags
-    if source.framework == "tnn":
-        return tnn_flags(target) + tnn_gpu_flags(target, gpu_devices)
-    raise BuildError(f"no build recipe for {source.framework}: choose one of {', '.join(RECIPES)}")
-
-
-def tnn_flags(target: Target) -> list[str]:
-    """TNN as a static library with the CPU devices only: X86 (and the NAIVE device its missing
-    layers fall back to) or ARM with its fp16 kernels. FORWARD_CALLBACK_ENABLE compiles in
-    Instance::ForwardWithCallback, the per-layer hook the runner's op profile uses; it costs
-    nothing when not called. A unity build cuts TNN's build from about 20 minutes to about 2 on
-    two cores (see unity_flags)."""
-    devices = (
-        ["-DTNN_ARM_ENABLE=ON", "-DTNN_ARM82_ENABLE=ON"]
-        if target.machine == "aarch64"
-        else ["-DTNN_X86_ENABLE=ON"]
-    )
-    return [
-        "-DTNN_CPU_ENABLE=ON",
-        *devices,
-        "-DTNN_BUILD_SHARED=OFF",
-        "-DTNN_OPENMP_ENABLE=ON",
-        "-DTNN_TEST_ENABLE=OFF",
-        "-DTNN_UNIT_TEST_ENABLE=OFF",
-        "-DTNN_CONVERTER_ENABLE=OFF",
-        "-DTNN_BENCHMARK_MODE=OFF",  # ON would fill every model with random weights
-        # The macros the runner compiles with too (Recipe.runner_defines): they change headers.
-        "-DCMAKE_CXX_FLAGS=" + " ".join(f"-D{name}" for name in RECIPES["tnn"].runner_defines),
-        *unity_flags("TNN", "tnn_unity.cmake"),
-    ]
-
-
-def unity_flags(project: str, hook: str) -> list[str]:
-    """A unity build: CMake compiles 16 source files per compiler call, which cuts MNN's and
-    TNN's builds about threefold; ``hook`` (in ``cmake/``) keeps out the files that clash with
-    a neighbour."""
-    return [
-        "-DCMAKE_UNITY_BUILD=ON",
-        "-DCMAKE_UNITY_BUILD_BATCH_SIZE=16",
-        f"-DCMAKE_PROJECT_{project}_INCLUDE={CMAKE_HOOKS / hook}",
-    ]
+    recipe = library_recipes().get(source.framework)
+    if recipe is None:
+        known = ", ".join(library_recipes())
+        raise BuildError(f"no build recipe for {source.framework}: choose one of {known}")
+    return recipe.cmake_flags(source, target, features == "lean", gpu_devices)
 
 
 def key_flag(flag: str) -> str:
@@ -309,7 +177,7 @@ def read_library(folder: Path) -> Library | None:
         return None
     if not isinstance(done, dict) or done.get("schema") != SCHEMA:
         return None
-    recipe = RECIPES.get(str(done.get("framework")))
+    recipe = library_recipes().get(str(done.get("framework")))
     if recipe is None or not (folder / "install" / recipe.lib).is_file():
         return None
     lib = folder / "install" / recipe.lib
@@ -366,7 +234,8 @@ def build_library(
         if build_dir.is_dir():
             say(f"{what}: resuming the unfinished build in {folder}")
         shutil.rmtree(install_dir, ignore_errors=True)
-        low, high = (max(1, round(m / jobs)) for m in RECIPES[source.framework].core_minutes)
+        minutes = library_recipes()[source.framework].core_minutes
+        low, high = (max(1, round(m / jobs)) for m in minutes)
         say(
             f"building {what} with {compiler.short} (about {low}-{high} min on {jobs} "
             f"core{'s' if jobs > 1 else ''}; log: {log_path})"
@@ -385,7 +254,7 @@ def build_library(
             *framework_flags(source, target, features, gpu_devices),
         ]
         log.debug("%s: %s", what, " ".join(configure))
-        recipe = RECIPES[source.framework]
+        recipe = library_recipes()[source.framework]
         cmake_target = recipe.target_without_install or "install"
         build = [cmake, "--build", str(build_dir), "-j", str(jobs), "--target", cmake_target]
         try:
@@ -429,7 +298,9 @@ def build_library(
     return built
 
 
-def _install_by_hand(source: Source, recipe: Recipe, build_dir: Path, install_dir: Path) -> None:
+def _install_by_hand(
+    source: Source, recipe: LibraryRecipe, build_dir: Path, install_dir: Path
+) -> None:
     """The library CMake built and the source's public headers, laid out as an install."""
     built = build_dir / Path(recipe.lib).name
     if not built.is_file():

@@ -32,7 +32,6 @@ from edgebench.builds.compilers import (
     find_compiler,
 )
 from edgebench.builds.libraries import (
-    RECIPES,
     Library,
     Progress,
     build_library,
@@ -40,6 +39,7 @@ from edgebench.builds.libraries import (
     key_flag,
 )
 from edgebench.builds.logged import first_error, run_logged
+from edgebench.builds.recipe import library_recipes
 from edgebench.builds.sources import FRAMEWORKS, find_source
 from edgebench.builds.targets import TARGETS, Target, parse_target
 from edgebench.converters.artifact_cache import file_sha256
@@ -180,7 +180,9 @@ def build_runner(
             say(f"compiling the native runner for {target.name} with {compiler.short}")
             started = time.monotonic()
             includes = [
-                src.root / name for src in found for name in RECIPES[src.framework].source_includes
+                src.root / name
+                for src in found
+                for name in library_recipes()[src.framework].source_includes
             ]
             argv = _compile(
                 compiler, folder, cpp_files, libraries, includes, cxxflags, link_flags, out_dir

@@ -22,20 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from edgebench.builds import BuildError, native_root
+from edgebench.builds.recipe import library_recipes
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.paths import exclusive_lock
 
 log = logging.getLogger(__name__)
 
-#: The frameworks the native runner can link, and their CMake project() names.
-FRAMEWORKS = {"ncnn": "ncnn", "mnn": "MNN", "tnn": "TNN"}
+#: The frameworks the native runner can link (each folder with a ``build`` recipe), and their
+#: CMake project() names.
+FRAMEWORKS = {name: recipe.project for name, recipe in library_recipes().items()}
 
 #: Where each framework's source comes from: its project page.
-PROJECT_PAGES = {
-    "ncnn": "github.com/Tencent/ncnn",
-    "mnn": "github.com/alibaba/MNN",
-    "tnn": "github.com/Tencent/TNN",
-}
+PROJECT_PAGES = {name: recipe.page for name, recipe in library_recipes().items()}
 
 #: The pinned ncnn source: the sdist of the `ncnn` package, version 1.0.20250428 (it carries
 #: glslang and the Vulkan shaders). ``edgebench runners fetch-sources`` has pip download it.
@@ -52,7 +50,6 @@ NCNN_SDIST_WHERE = (
 PIP_TIMEOUT_S = 900
 KNOWN_SHA256 = {NCNN_SDIST_NAME: NCNN_SDIST_SHA256}
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
-UNKNOWN = "unknown"
 
 
 class UnreadableArchive(BuildError):
@@ -76,11 +73,9 @@ def sources_dir() -> Path:
 
 
 def missing_source_message(framework: str) -> str:
-    if framework == "ncnn":
-        return (
-            f"no ncnn source: {NCNN_SDIST_WHERE} (sha256 {NCNN_SDIST_SHA256}), into "
-            f"{sources_dir()}/; or pass --source ncnn=FILE"
-        )
+    recipe = library_recipes().get(framework)
+    if recipe is not None and recipe.missing_source is not None:
+        return recipe.missing_source()
     return (
         f"no {framework} source: put a {FRAMEWORKS.get(framework, framework)}-<version>.tar.gz "
         f"(or .zip) of its source from {PROJECT_PAGES.get(framework, 'its project page')} into "
@@ -226,9 +221,10 @@ def find_source(framework: str, given: Path | None = None) -> Source:
         )
     else:
         raise BuildError(f"{framework} source {given} does not exist")
-    version = read_version(framework, root)
-    commit = re.match(r"tnn-([0-9a-f]{7,40})\b", archive_stem(given).lower())
-    if framework == "tnn" and commit:  # TNN's own version number has not moved since 2021
+    recipe = library_recipes()[framework]
+    version = recipe.read_version(root)
+    commit = re.match(r"[^-]+-([0-9a-f]{7,40})\b", archive_stem(given).lower())
+    if recipe.archives_name_commits and commit:
         version = f"{version}+{commit.group(1)}"
     log.info("%s %s from %s", framework, version, given)
     return Source(framework, version, root, given, digest)
@@ -257,7 +253,8 @@ def _newest_archive(framework: str) -> Path | None:
             continue
         head, _, version = stem.partition("-")
         # TNN's archives carry a commit (TNN-f0cb081-src), the others a version number.
-        if head.lower() == framework and (re.match(r"\d", version) or framework == "tnn"):
+        by_commit = library_recipes()[framework].archives_name_commits
+        if head.lower() == framework and (re.match(r"\d", version) or by_commit):
             found.append((_version_key(version), path.name, path))
     return max(found)[2] if found else None
 
@@ -374,70 +371,3 @@ def _source_root(folder: Path, framework: str) -> Path:
             f"{root} is not the {framework} source: its CMakeLists.txt has no project({project})"
         )
     return root
-
-
-# --- versions ---------------------------------------------------------------------------------
-
-
-def read_version(framework: str, root: Path) -> str:
-    if framework == "ncnn":
-        return ncnn_version(root)
-    if framework == "mnn":
-        return mnn_version(root)
-    if framework == "tnn":
-        return tnn_version(root)
-    return UNKNOWN
-
-
-def ncnn_version(root: Path) -> str:
-    """PKG-INFO's ``Version:`` (an sdist), else a literal NCNN_VERSION_STRING or NCNN_VERSION
-    set in CMakeLists.txt (a checkout), else "unknown"."""
-    pkg_info = root / "PKG-INFO"
-    if pkg_info.is_file():
-        for line in pkg_info.read_text(errors="replace").splitlines():
-            if line.startswith("Version:") and line.split(":", 1)[1].strip():
-                return line.split(":", 1)[1].strip()
-    cmake = root / "CMakeLists.txt"
-    text = cmake.read_text(errors="replace") if cmake.is_file() else ""
-    for name in ("NCNN_VERSION_STRING", "NCNN_VERSION"):
-        found = re.search(rf'^\s*set\s*\(\s*{name}\s+"?(\d+(?:\.\d+)*)"?\s*\)', text, re.M)
-        if found:
-            value = found.group(1)
-            return value if "." in value else f"1.0.{value}"
-    return UNKNOWN
-
-
-def ncnn_version_number(version: str) -> str | None:
-    """The digits ncnn's CMake takes as NCNN_VERSION: ``1.0.20250428`` -> ``20250428``."""
-    last = version.rsplit(".", 1)[-1]
-    return last if last.isdigit() else None
-
-
-def mnn_version(root: Path) -> str:
-    """``MAJOR.MINOR.PATCH`` from include/MNN/MNNDefine.h, else "unknown"."""
-    header = root / "include" / "MNN" / "MNNDefine.h"
-    text = header.read_text(errors="replace") if header.is_file() else ""
-    parts = []
-    for name in ("MAJOR", "MINOR", "PATCH"):
-        found = re.search(rf"^\s*#\s*define\s+MNN_VERSION_{name}\s+(\d+)", text, re.M)
-        if not found:
-            break
-        parts.append(found.group(1))
-    if len(parts) == 3:
-        return ".".join(parts)
-    found = re.search(r'^\s*#\s*define\s+MNN_VERSION\s+"(\d+(?:\.\d+)*)"', text, re.M)
-    return found.group(1) if found else UNKNOWN
-
-
-def tnn_version(root: Path) -> str:
-    """``MAJOR.MINOR.PATCH.BUILD`` as TNN's CMakeLists.txt sets TNN_*_VERSION, else "unknown".
-    TNN has not changed it in years, so the build key also takes the archive's sha256."""
-    cmake = root / "CMakeLists.txt"
-    text = cmake.read_text(errors="replace") if cmake.is_file() else ""
-    parts = []
-    for name in ("MAJOR", "MINOR", "PATCH", "BUILD"):
-        found = re.search(rf"^\s*set\s*\(\s*TNN_{name}_VERSION\s+(\d+)\s*\)", text, re.M)
-        if not found:
-            return UNKNOWN
-        parts.append(found.group(1))
-    return ".".join(parts)

@@ -92,6 +92,9 @@ class Framework:
     #: Its own benchmark tool's adapter, ``"module:Class"`` (an
     #: ``edgebench.framework_tools.NativeAdapter``); None: it has none edgebench drives.
     tool: str | None = None
+    #: How edgebench-native builds its static library, ``"module:NAME"`` of an
+    #: ``edgebench.builds.recipe.LibraryRecipe``; None: edgebench-native does not link it.
+    build: str | None = None
 
     @property
     def declaration(self) -> Declaration | None:

@@ -32,9 +32,6 @@ from edgebench.builds.sources import (
     NCNN_SDIST_WHERE,
     Source,
     find_source,
-    mnn_version,
-    ncnn_version,
-    ncnn_version_number,
 )
 from edgebench.builds.targets import (
     TARGETS,
@@ -45,6 +42,8 @@ from edgebench.builds.targets import (
 )
 from edgebench.cli.runners import parse_sources
 from edgebench.converters.artifact_cache import file_sha256
+from edgebench.frameworks.mnn.build import mnn_version
+from edgebench.frameworks.ncnn.build import ncnn_version, ncnn_version_number
 
 NCNN_CMAKE = "cmake_minimum_required(VERSION 3.5)\nproject(ncnn)\n"
 GXX_VERSION = "g++ (Debian 12.2.0-14) 12.2.0"

@@ -17,6 +17,7 @@ FRAMEWORK = Framework(
     artifact_suffixes=(".mnn", None),
     converters=(ConverterRow("mnn", "edgebench.converters.mnn_converter:MnnConverter"),),
     tool="edgebench.framework_tools.mnn_benchmark:MnnBenchmarkAdapter",
+    build="edgebench.frameworks.mnn.build:BUILD",
     accelerators=(
         ComputeBackend(
             "mnn",

@@ -11,6 +11,7 @@ FRAMEWORK = Framework(
     artifact_suffixes=(".param", ".bin"),
     converters=(ConverterRow("ncnn", "edgebench.converters.ncnn_converter:NcnnConverter"),),
     tool="edgebench.framework_tools.benchncnn:BenchncnnAdapter",
+    build="edgebench.frameworks.ncnn.build:BUILD",
     accelerators=(
         ComputeBackend(
             "ncnn",

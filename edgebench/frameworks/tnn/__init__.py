@@ -12,6 +12,7 @@ FRAMEWORK = Framework(
     artifact_suffixes=(".tnnproto", ".tnnmodel"),
     converters=(ConverterRow("tnn", "edgebench.converters.tnn_converter:TnnConverter"),),
     tool="edgebench.framework_tools.tnn_test:TnnTestAdapter",
+    build="edgebench.frameworks.tnn.build:BUILD",
     accelerators=(
         ComputeBackend(
             "tnn",
