@@ -38,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import onnx
-from runner_rounds import RUNNER, p50_ms, rotated_rounds
+from runner_rounds import RUNNER_ARGV, p50_ms, rotated_rounds
 
 from edgebench.converters import ConversionOptions, get_converter
 from edgebench.framework_tools.base import NativeCell
@@ -113,7 +113,7 @@ def spec(model: Path, framework: str, backend: str, precision: str, iterations: 
 def run_cell(cell_spec: dict) -> dict:
     """One runner process; its result, or ``{"error": line}``."""
     proc = subprocess.run(
-        [sys.executable, str(RUNNER), "-"],
+        [*RUNNER_ARGV, "-"],
         input=json.dumps(cell_spec),
         capture_output=True,
         text=True,

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from fidelity import convert
 from runner_rounds import (
-    RUNNER,
+    RUNNER_ARGV,
     benchncnn_avg_ms,
     host_runner,
     p50_ms,
@@ -125,7 +125,7 @@ def main() -> int:
     built = host_runner()
     started = time.monotonic()
     model = convert(args.model, "ncnn")
-    native, python = [str(built.path)], [sys.executable, str(RUNNER)]
+    native, python = [str(built.path)], list(RUNNER_ARGV)
     measurers: dict[str, Callable[[], dict]] = {
         f"{name} {precision}": (
             lambda argv=argv, p=precision: summary(

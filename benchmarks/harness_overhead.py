@@ -20,15 +20,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "runners"))
 
-# The on-device runner's modules, imported in-process as the device has them.
-from backend_loader import load_backend  # noqa: E402
-from backends.tensors import make_inputs  # noqa: E402
-from timing import measure_sequential  # noqa: E402
-
+# The on-device runner's modules, imported in-process.
 from edgebench.models import builtin_model_path  # noqa: E402
 from edgebench.paths import cache_dir  # noqa: E402
+from edgebench.runners.backend_loader import load_backend  # noqa: E402
+from edgebench.runners.backends.tensors import make_inputs  # noqa: E402
+from edgebench.runners.timing import measure_sequential  # noqa: E402
 
 
 def noop() -> None:

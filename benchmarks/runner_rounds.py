@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -17,7 +18,8 @@ from edgebench.framework_tools import BenchncnnAdapter, NativeCell
 from edgebench.runners import protocol
 
 REPO = Path(__file__).resolve().parent.parent
-RUNNER = REPO / "runners" / "runner.py"
+#: The Python runner, as the host's local device runs it (the installed package).
+RUNNER_ARGV = [sys.executable, "-m", "edgebench.runners"]
 T = TypeVar("T")
 
 

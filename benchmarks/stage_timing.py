@@ -20,15 +20,13 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "runners"))
-
-from backend_loader import load_backend  # noqa: E402
-from backends.tensors import make_inputs  # noqa: E402
-from timing import measure_sequential  # noqa: E402
 
 from edgebench.converters import ConversionOptions, get_converter  # noqa: E402
 from edgebench.frameworks import find_framework  # noqa: E402
 from edgebench.models.registry import BUILTIN_MODELS, build_model  # noqa: E402
+from edgebench.runners.backend_loader import load_backend  # noqa: E402
+from edgebench.runners.backends.tensors import make_inputs  # noqa: E402
+from edgebench.runners.timing import measure_sequential  # noqa: E402
 
 
 def artifact_for(model: Path, framework: str, work: Path) -> Path:

@@ -10,12 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-if __package__:
-    from . import vulkan_info
-    from .accelerators import software_kind
-else:  # on the device, beside runner.py
-    import vulkan_info
-    from accelerators import software_kind
+from . import vulkan_info
+from .accelerators import software_kind
 
 MIB = 1024 * 1024
 

@@ -3,10 +3,11 @@ CUDA GPUs (NVML, or a Jetson's sysfs), and which of them are software (a GPU API
 CPU).
 
 Standard library only, Python 3.8+, no host imports: it runs on phones and boards. The
-runner's ``--probe`` calls ``start_probe()`` and ``finish_probe()``, which run this file as
+runner's ``--probe`` calls ``start_probe()`` and ``finish_probe()``, which run this module as
 a child process: a driver that crashes or hangs while it is asked costs only the accelerator
-facts ("probe failed: ..."), never the probe. Run by hand, ``python3 accelerators.py`` prints
-one JSON line per API.
+facts ("probe failed: ..."), never the probe. Run by hand, ``python3 -m
+edgebench_runner.accelerators`` (on the host, ``python -m edgebench.runners.accelerators``)
+prints one JSON line per API.
 
 Each API's line is ``{"api", "devices": [...], "problem": None | {"kind", "message"}}``; a
 device is ``{"api", "name", "type", "software", "driver", "api_version", "index", ...}`` with
@@ -35,16 +36,9 @@ import time
 from subprocess import Popen
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-if __package__:
-    from . import nvidia_info, opencl_info, vulkan_info
-    from .jetson import TegraGpu, read_release
-    from .nvidia_info import NvidiaUnavailable
-else:  # on the device, beside runner.py, or run as the probe's child
-    import nvidia_info
-    import opencl_info
-    import vulkan_info
-    from jetson import TegraGpu, read_release
-    from nvidia_info import NvidiaUnavailable
+from . import nvidia_info, opencl_info, vulkan_info
+from .jetson import TegraGpu, read_release
+from .nvidia_info import NvidiaUnavailable
 
 APIS = ("Vulkan", "OpenCL", "OpenVINO", "CUDA")
 #: Bound on the child probe: lavapipe and pocl answer in well under a second.
@@ -187,7 +181,8 @@ def start_probe(apis: Optional[List[str]] = None) -> Tuple[List[str], Optional[P
         return apis, None
     try:
         child = subprocess.Popen(
-            [sys.executable, __file__, *apis],
+            [sys.executable, "-m", __name__, *apis],
+            env=_child_env(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -195,6 +190,17 @@ def start_probe(apis: Optional[List[str]] = None) -> Tuple[List[str], Optional[P
     except OSError:
         return apis, None
     return apis, child
+
+
+def _child_env() -> Dict[str, str]:
+    """This process's environment, with the folder this package was imported from (the runner
+    folder on a device) first on PYTHONPATH, so the child imports the same package."""
+    env = dict(os.environ)
+    top = (__package__ or "").split(".")[0]
+    root = next((p for p in sys.path if p and os.path.isdir(os.path.join(p, top))), None)
+    if top and root:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return env
 
 
 def finish_probe(

@@ -8,14 +8,9 @@ from __future__ import annotations
 
 import importlib
 
-if __package__:
-    from .backends import Backend, BackendError, Declaration, discover
-    from .backends.accelerator import CPU, refusal
-    from .protocol import install_hint
-else:  # on the device, beside runner.py
-    from backends import Backend, BackendError, Declaration, discover
-    from backends.accelerator import CPU, refusal
-    from protocol import install_hint
+from .backends import Backend, BackendError, Declaration, discover
+from .backends.accelerator import CPU, refusal
+from .protocol import install_hint
 
 
 def load_backend(framework: str, compute_backend: str = CPU) -> Backend:

@@ -18,36 +18,20 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence
 
-if __package__:
-    from .accelerator_run import DeviceMemory
-    from .backend_loader import load_backend
-    from .backends import Backend, BackendError
-    from .backends.base import InputSpec, Stream
-    from .backends.tensors import make_inputs, save_outputs, summarize_outputs
-    from .evaluation import evaluate
-    from .feeds import Feeds, prepare_feeds, resolve_inputs
-    from .instances import OpenedStreams, open_streams
-    from .nvidia_cell import NvidiaWatch, cell_report
-    from .op_profile import profile_ops
-    from .proc import PinningError, apply_affinity, effective_cores, peak_rss_kb, rss_kb
-    from .spec import RunSpec
-    from .telemetry import CellTelemetry
-    from .timing import TimedWindow, WindowLimits, run_window
-else:  # on the device, beside runner.py
-    from accelerator_run import DeviceMemory
-    from backend_loader import load_backend
-    from backends import Backend, BackendError
-    from backends.base import InputSpec, Stream
-    from backends.tensors import make_inputs, save_outputs, summarize_outputs
-    from evaluation import evaluate
-    from feeds import Feeds, prepare_feeds, resolve_inputs
-    from instances import OpenedStreams, open_streams
-    from nvidia_cell import NvidiaWatch, cell_report
-    from op_profile import profile_ops
-    from proc import PinningError, apply_affinity, effective_cores, peak_rss_kb, rss_kb
-    from spec import RunSpec
-    from telemetry import CellTelemetry
-    from timing import TimedWindow, WindowLimits, run_window
+from .accelerator_run import DeviceMemory
+from .backend_loader import load_backend
+from .backends import Backend, BackendError
+from .backends.base import InputSpec, Stream
+from .backends.tensors import make_inputs, save_outputs, summarize_outputs
+from .evaluation import evaluate
+from .feeds import Feeds, prepare_feeds, resolve_inputs
+from .instances import OpenedStreams, open_streams
+from .nvidia_cell import NvidiaWatch, cell_report
+from .op_profile import profile_ops
+from .proc import PinningError, apply_affinity, effective_cores, peak_rss_kb, rss_kb
+from .spec import RunSpec
+from .telemetry import CellTelemetry
+from .timing import TimedWindow, WindowLimits, run_window
 
 Hooks = Sequence[ContextManager[Any]]
 

@@ -11,10 +11,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
-if __package__:
-    from .device_state import cpufreq_path, read_state
-else:  # on the device, beside runner.py
-    from device_state import cpufreq_path, read_state
+from .device_state import cpufreq_path, read_state
 
 
 class Governor:

@@ -11,10 +11,7 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-if __package__:
-    from .sysfs import sysfs_glob, sysfs_path, try_int, try_text
-else:  # on the device, beside runner.py
-    from sysfs import sysfs_glob, sysfs_path, try_int, try_text
+from .sysfs import sysfs_glob, sysfs_path, try_int, try_text
 
 MAX_ZONES = 16
 

@@ -9,10 +9,7 @@ import math
 import time
 from typing import Any, Dict, NamedTuple, Optional
 
-if __package__:
-    from .sysfs import one_line
-else:  # on the device, beside runner.py
-    from sysfs import one_line
+from .sysfs import one_line
 
 
 class TelemetryUnavailable(Exception):

@@ -19,24 +19,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional, Sequence
 
-if __package__:
-    from .energy_source import EnergySource, NoneSource, Reading, TelemetryUnavailable
-    from .fuel_gauge import AndroidFuelGauge
-    from .ina3221 import Ina3221
-    from .nvml_power import NvmlPower
-    from .odpm import AndroidOdpm
-    from .rapl import Rapl
-    from .sysfs import one_line
-    from .tegrastats import Tegrastats
-else:  # on the device, beside runner.py
-    from energy_source import EnergySource, NoneSource, Reading, TelemetryUnavailable
-    from fuel_gauge import AndroidFuelGauge
-    from ina3221 import Ina3221
-    from nvml_power import NvmlPower
-    from odpm import AndroidOdpm
-    from rapl import Rapl
-    from sysfs import one_line
-    from tegrastats import Tegrastats
+from .energy_source import EnergySource, NoneSource, Reading, TelemetryUnavailable
+from .fuel_gauge import AndroidFuelGauge
+from .ina3221 import Ina3221
+from .nvml_power import NvmlPower
+from .odpm import AndroidOdpm
+from .rapl import Rapl
+from .sysfs import one_line
+from .tegrastats import Tegrastats
 
 #: (root, rails, current_unit, voltage_unit) -> an unprobed source, per kind that measures.
 _OPENERS: Dict[str, Callable[..., EnergySource]] = {

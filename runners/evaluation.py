@@ -8,14 +8,9 @@ from __future__ import annotations
 
 from typing import Any, List
 
-if __package__:
-    from .backends import Backend, BackendError
-    from .backends.base import InputSpec
-    from .backends.tensors import fit_sample, save_outputs
-else:  # on the device, beside runner.py
-    from backends import Backend, BackendError
-    from backends.base import InputSpec
-    from backends.tensors import fit_sample, save_outputs
+from .backends import Backend, BackendError
+from .backends.base import InputSpec
+from .backends.tensors import fit_sample, save_outputs
 
 
 def evaluate(backend: Backend, inputs: List[InputSpec], eval_file: str, target: str) -> int:

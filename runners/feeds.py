@@ -10,14 +10,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-if __package__:
-    from .backends import BackendError
-    from .backends.base import InputSpec
-    from .backends.tensors import load_inputs, make_inputs
-else:  # on the device, beside runner.py
-    from backends import BackendError
-    from backends.base import InputSpec
-    from backends.tensors import load_inputs, make_inputs
+from .backends import BackendError
+from .backends.base import InputSpec
+from .backends.tensors import load_inputs, make_inputs
 
 
 @dataclass

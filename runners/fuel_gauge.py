@@ -10,12 +10,8 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-if __package__:
-    from .energy_source import EnergySource, Reading, TelemetryUnavailable
-    from .sysfs import read_int, sysfs_path, try_int, try_text
-else:  # on the device, beside runner.py
-    from energy_source import EnergySource, Reading, TelemetryUnavailable
-    from sysfs import read_int, sysfs_path, try_int, try_text
+from .energy_source import EnergySource, Reading, TelemetryUnavailable
+from .sysfs import read_int, sysfs_path, try_int, try_text
 
 # Unit detection, by magnitude of the raw integer (the kernel ABI says µV/µA; some vendor
 # drivers report mV/mA). A phone battery sits at 3-5 V (9 V for two cells) and draws

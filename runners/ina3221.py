@@ -11,12 +11,8 @@ import re
 import time
 from typing import Any, Dict, List, Tuple
 
-if __package__:
-    from .energy_source import EnergySource, Reading, TelemetryUnavailable
-    from .sysfs import read_int, sysfs_glob, sysfs_path, try_text
-else:  # on the device, beside runner.py
-    from energy_source import EnergySource, Reading, TelemetryUnavailable
-    from sysfs import read_int, sysfs_glob, sysfs_path, try_text
+from .energy_source import EnergySource, Reading, TelemetryUnavailable
+from .sysfs import read_int, sysfs_glob, sysfs_path, try_text
 
 I2C_DEVICES = "/sys/bus/i2c/devices"
 INA_NAMES = ("ina3221", "ina3221x")  # JetPack 5+ mainline driver, JetPack 4 ina3221x driver

@@ -14,10 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
-if __package__:
-    from .backends import Backend, BackendError
-else:  # on the device, beside runner.py
-    from backends import Backend, BackendError
+from .backends import Backend, BackendError
 
 MODES = ("separate", "shared")
 MIB = 1024 * 1024

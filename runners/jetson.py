@@ -17,10 +17,7 @@ import shutil
 import subprocess
 from typing import Any, Dict, List, Optional, Tuple
 
-if __package__:
-    from .sysfs import sysfs_glob, sysfs_path, try_int, try_text
-else:  # on the device, beside runner.py
-    from sysfs import sysfs_glob, sysfs_path, try_int, try_text
+from .sysfs import sysfs_glob, sysfs_path, try_int, try_text
 
 TEGRA_RELEASE = "/etc/nv_tegra_release"
 DPKG_STATUS = "/var/lib/dpkg/status"

@@ -18,12 +18,8 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List, Optional
 
-if __package__:
-    from .jetson import TegraGpu, jetson_facts, nvmap_memory_mb, read_release
-    from .nvidia_info import NVML_NAMES, NvidiaUnavailable, Nvml, library_versions, open_first
-else:  # on the device, beside runner.py
-    from jetson import TegraGpu, jetson_facts, nvmap_memory_mb, read_release
-    from nvidia_info import NVML_NAMES, NvidiaUnavailable, Nvml, library_versions, open_first
+from .jetson import TegraGpu, jetson_facts, nvmap_memory_mb, read_release
+from .nvidia_info import NVML_NAMES, NvidiaUnavailable, Nvml, library_versions, open_first
 
 CUDA_BACKENDS = ("cuda", "tensorrt")
 SAMPLE_PERIOD_S = 0.05

@@ -15,10 +15,7 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-if __package__:
-    from .cuda_runtime import library_candidates as cudart_candidates
-else:  # on the device, beside runner.py
-    from cuda_runtime import library_candidates as cudart_candidates
+from .cuda_runtime import library_candidates as cudart_candidates
 
 NVML_ENV = "EDGEBENCH_NVML_LIBRARY"
 NVML_NAMES = ("libnvidia-ml.so.1", "libnvidia-ml.so")

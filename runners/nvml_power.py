@@ -11,12 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any, Dict
 
-if __package__:
-    from .energy_source import EnergySource, Reading, TelemetryUnavailable
-    from .nvidia_info import NvidiaUnavailable, Nvml
-else:  # on the device, beside runner.py
-    from energy_source import EnergySource, Reading, TelemetryUnavailable
-    from nvidia_info import NvidiaUnavailable, Nvml
+from .energy_source import EnergySource, Reading, TelemetryUnavailable
+from .nvidia_info import NvidiaUnavailable, Nvml
 
 
 class NvmlPower(EnergySource):

@@ -10,12 +10,8 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-if __package__:
-    from .energy_source import EnergySource, Reading, TelemetryUnavailable
-    from .sysfs import one_line, read_bytes, sysfs_glob, sysfs_path
-else:  # on the device, beside runner.py
-    from energy_source import EnergySource, Reading, TelemetryUnavailable
-    from sysfs import one_line, read_bytes, sysfs_glob, sysfs_path
+from .energy_source import EnergySource, Reading, TelemetryUnavailable
+from .sysfs import one_line, read_bytes, sysfs_glob, sysfs_path
 
 ODPM_GLOB = "/sys/bus/iio/devices/iio:device*/energy_value"
 # drivers/iio/power/odpm.c (Pixel 6+ kernels), energy_value_show():

@@ -292,9 +292,8 @@ def _mnn_feed(mnn: Any, np: Any, interpreter: Any, session: Any, feeds: Dict[str
 
 
 def _backend(name: str) -> Any:
-    """A backend module, as the runner imports it (runners/ on sys.path) or in the host package."""
-    package = __package__ or None
-    return importlib.import_module(("." if package else "") + "backends." + name, package)
+    """A backend module of this package, imported when first needed."""
+    return importlib.import_module(".backends." + name, __package__)
 
 
 def _reason(framework: str, exc: BaseException) -> str:

@@ -8,10 +8,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional, Sequence
 
-if __package__:
-    from .protocol import parse_cpu_list
-else:  # on the device, beside runner.py
-    from protocol import parse_cpu_list
+from .protocol import parse_cpu_list
 
 
 class PinningError(Exception):

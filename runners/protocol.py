@@ -1,9 +1,8 @@
 """What the host and the on-device runner share: the schema names, the result line, the error
 kinds and statuses a runner result carries, the install hint, and the Linux CPU-list syntax.
 
-Standard library only, Python 3.8. The runner imports it on the device as the top-level module
-``protocol`` (runner.py puts its own folder first on ``sys.path``); the host imports it as
-``edgebench.runners.protocol``.
+Standard library only, Python 3.8. The runner imports it on the device as
+``edgebench_runner.protocol``; the host imports it as ``edgebench.runners.protocol``.
 """
 
 from typing import List, Set

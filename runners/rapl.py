@@ -9,12 +9,8 @@ import os
 import time
 from typing import Any, Dict, Optional
 
-if __package__:
-    from .energy_source import EnergySource, Reading, TelemetryUnavailable
-    from .sysfs import one_line, read_int, sysfs_path, try_int, try_text
-else:  # on the device, beside runner.py
-    from energy_source import EnergySource, Reading, TelemetryUnavailable
-    from sysfs import one_line, read_int, sysfs_path, try_int, try_text
+from .energy_source import EnergySource, Reading, TelemetryUnavailable
+from .sysfs import one_line, read_int, sysfs_path, try_int, try_text
 
 RAPL_PERMISSION_HINT = (
     "RAPL energy_uj is readable only by root (CVE-2020-8694): run as root or "

@@ -14,12 +14,8 @@ import platform
 import traceback
 from typing import Any, Dict, Optional
 
-if __package__:
-    from .backends.tensors import INPUT_GENERATOR
-    from .protocol import RESULT_PREFIX, RESULT_SCHEMA
-else:  # on the device, beside runner.py
-    from backends.tensors import INPUT_GENERATOR
-    from protocol import RESULT_PREFIX, RESULT_SCHEMA
+from .backends.tensors import INPUT_GENERATOR
+from .protocol import RESULT_PREFIX, RESULT_SCHEMA
 
 #: How much of a traceback an error carries.
 DETAIL_CHARS = 4000

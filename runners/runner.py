@@ -1,13 +1,14 @@
-#!/usr/bin/env python3
 """edgebench on-device runner: one JSON spec in, one JSON result out.
 
-Usage:
+Usage, on a device (the runner folder as edgebench pushes it: this package as
+``edgebench_runner/`` beside the entry script ``launcher.py``, pushed as ``runner.py``):
     python3 runner.py SPEC.json        (or "-" to read the spec from stdin)
     python3 runner.py '{"schema": ...}' (the spec itself, as one argument)
     python3 runner.py --probe          (which frameworks this device can run)
+and on the host, ``python -m edgebench.runners ARG``.
 
 Self-contained on purpose: Python 3.8+, the standard library, numpy and the framework under test.
-It imports nothing from the host package: this folder (the runner's modules, protocol.py, what
+It imports nothing from the host package: this package (the runner's modules, protocol.py, what
 host and runner share, and backends/) is copied to a phone or a board and run there. The spec
 is ``spec.RunSpec``; one cell is measured by ``cell.measure_cell``. The result is the last line
 on stdout, prefixed with ``RESULT_PREFIX``; anything the framework prints goes to stderr (stdout
@@ -23,18 +24,16 @@ import platform
 import sys
 from typing import Any, Dict, List, Optional
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from accelerators import finish_probe, start_probe
-from backend_loader import instantiate
-from backends import MODULE_SUFFIX, BackendError, discover
-from cell import CellFacts, measure_cell
-from emulation import boot_id
-from emulation import detect as detect_emulation
-from proc import effective_cores, peak_rss_kb
-from protocol import PROBE_SCHEMA, status_of
-from result import error_fields, internal_error, new_result, out_of_memory, result_line
-from spec import RunSpec, SpecError
+from .accelerators import finish_probe, start_probe
+from .backend_loader import instantiate
+from .backends import MODULE_SUFFIX, BackendError, discover
+from .cell import CellFacts, measure_cell
+from .emulation import boot_id
+from .emulation import detect as detect_emulation
+from .proc import effective_cores, peak_rss_kb
+from .protocol import PROBE_SCHEMA, status_of
+from .result import error_fields, internal_error, new_result, out_of_memory, result_line
+from .spec import RunSpec, SpecError
 
 
 def execute(raw_spec: Any) -> Dict[str, Any]:
@@ -132,7 +131,3 @@ def main(argv: Optional[List[str]] = None) -> int:
     with os.fdopen(result_fd, "w") as out:
         out.write(result_line(payload))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,14 +13,9 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-if __package__:
-    from .device_state import cpufreq_path, find_zones, list_cpus
-    from .energy_source import EnergySource, NoneSource
-    from .sysfs import one_line, read_int
-else:  # on the device, beside runner.py
-    from device_state import cpufreq_path, find_zones, list_cpus
-    from energy_source import EnergySource, NoneSource
-    from sysfs import one_line, read_int
+from .device_state import cpufreq_path, find_zones, list_cpus
+from .energy_source import EnergySource, NoneSource
+from .sysfs import one_line, read_int
 
 TRACE_SCHEMA = "edgebench.telemetry/1"
 DEFAULT_PERIOD_S = 0.02

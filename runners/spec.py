@@ -13,10 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
-if __package__:
-    from .protocol import SPEC_SCHEMA
-else:  # on the device, beside runner.py
-    from protocol import SPEC_SCHEMA
+from .protocol import SPEC_SCHEMA
 
 
 class SpecError(ValueError):

@@ -23,10 +23,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-if __package__:
-    from .energy_source import EnergySource, Reading, TelemetryUnavailable
-else:  # on the device, beside runner.py
-    from energy_source import EnergySource, Reading, TelemetryUnavailable
+from .energy_source import EnergySource, Reading, TelemetryUnavailable
 
 INTERVAL_MS = 100
 FIRST_LINE_TIMEOUT_S = 5.0

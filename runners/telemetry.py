@@ -18,20 +18,12 @@ import os
 from contextlib import ExitStack, contextmanager
 from typing import Any, ContextManager, Dict, Iterator, List, Optional
 
-if __package__:
-    from .conditions import Governor, cool_down, sync_marker
-    from .device_state import list_cpus, read_state
-    from .energy_source import NoneSource, TelemetryUnavailable
-    from .energy_sources import make_source
-    from .sampler import Sampler, idle_baseline
-    from .spec import TelemetrySpec
-else:  # on the device, beside runner.py
-    from conditions import Governor, cool_down, sync_marker
-    from device_state import list_cpus, read_state
-    from energy_source import NoneSource, TelemetryUnavailable
-    from energy_sources import make_source
-    from sampler import Sampler, idle_baseline
-    from spec import TelemetrySpec
+from .conditions import Governor, cool_down, sync_marker
+from .device_state import list_cpus, read_state
+from .energy_source import NoneSource, TelemetryUnavailable
+from .energy_sources import make_source
+from .sampler import Sampler, idle_baseline
+from .spec import TelemetrySpec
 
 
 class CellTelemetry:

@@ -16,12 +16,8 @@ import ctypes
 import os
 from typing import Any, Dict, Iterator, List, Optional
 
-if __package__:
-    from .opencl_info import loader_errors
-    from .vulkan_env import driver_env_problem
-else:
-    from opencl_info import loader_errors
-    from vulkan_env import driver_env_problem
+from .opencl_info import loader_errors
+from .vulkan_env import driver_env_problem
 
 #: The loader to open instead of the usual names (a loader outside the library path).
 LOADER_ENV = "EDGEBENCH_VULKAN_LOADER"

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgebench import runners
 from edgebench.builds.native_runner import BuiltRunner, find_runner
 from edgebench.builds.targets import targets_for_device
 from edgebench.converters.isolation import prepare_private_home
@@ -22,6 +21,7 @@ from edgebench.frameworks import find_framework
 from edgebench.lab.facts import DeviceFacts, collect_facts
 from edgebench.lab.runner_choice import TOOLS_NOT_PROBED, Probe, RunnerChoice, choose_runner
 from edgebench.lab.runner_kinds import RunnerKind
+from edgebench.lab.runner_tree import HOST_MODULE, write_runner_tree
 from edgebench.lab.transports import CommandResult, LocalTransport, Transport
 from edgebench.lab.transports.base import TransportError
 from edgebench.paths import cache_dir
@@ -62,7 +62,9 @@ class Device:
     #: Whether the frameworks' own benchmark binaries can be pushed here (ADB and SSH devices).
     runs_framework_tools = False
 
-    def __init__(self, name: str, transport: Transport, python: str, runner_path: str) -> None:
+    def __init__(
+        self, name: str, transport: Transport, python: str, runner_path: str | None
+    ) -> None:
         self.name = name
         self.transport = transport
         self.python = python
@@ -131,7 +133,9 @@ class Device:
         if choice is not None and choice.kind == RunnerKind.EDGEBENCH_NATIVE:
             assert choice.build is not None
             return [self.native_runner_path(choice.build), arg]
-        return [self.python, self.runner_path, arg]
+        # No runner path: the installed package's runner (python -m edgebench.runners).
+        entry = ["-m", HOST_MODULE] if self.runner_path is None else [self.runner_path]
+        return [self.python, *entry, arg]
 
     def native_runner_path(self, build: BuiltRunner) -> str:
         """Where the edgebench-native binary is, as the device sees it."""
@@ -305,17 +309,22 @@ def local_work_dir() -> Path:
 
 
 class LocalDevice(Device):
-    """The host: the runner runs from the installed package, with edgebench's interpreter or
-    the lab's ``python``; its private HOME and each cell's outputs live in ``work_dir``."""
+    """The host: the runner runs from the installed package with edgebench's interpreter, or,
+    with the lab's ``python`` (another environment, which need not have edgebench), laid out as
+    a device has it under ``work_dir``; its private HOME and each cell's outputs live there."""
 
     def __init__(
         self, name: str = "local", python: str | None = None, work_dir: Path | None = None
     ) -> None:
-        runner = Path(runners.__file__).with_name("runner.py")
-        super().__init__(name, LocalTransport(), python or sys.executable, str(runner))
+        super().__init__(name, LocalTransport(), python or sys.executable, None)
         # Without taskset the runner still pins itself with sched_setaffinity.
         self.use_taskset = shutil.which("taskset") is not None
         self._home = work_dir or local_work_dir()
+
+    def runner_argv(self, arg: str, choice: RunnerChoice | None = None) -> list[str]:
+        if self.runner_path is None and self.python != sys.executable:
+            self.runner_path = str(write_runner_tree(self._home / "runner"))
+        return super().runner_argv(arg, choice)
 
     def runner_env(self) -> dict[str, str]:
         # A private HOME: frameworks that drop ids or caches into $HOME write there, not into

@@ -423,12 +423,12 @@ def _tiny_model_bytes() -> bytes:
 
 
 def _probe(root: Path) -> dict:
-    from edgebench import runners
     from edgebench.lab.device import parse_runner_output
+    from edgebench.lab.runner_tree import ENTRY_SCRIPT, write_runner_tree
 
     with tempfile.TemporaryDirectory(dir=root / "tmp") as tmp:
-        shutil.copytree(Path(runners.__file__).parent, Path(tmp) / "runners")
-        inside = "/tmp/" + Path(tmp).name + "/runners/runner.py"
+        write_runner_tree(Path(tmp) / "runner")
+        inside = f"/tmp/{Path(tmp).name}/runner/{ENTRY_SCRIPT}"
         proc = run_in_board(root, [PYTHON, inside, "--probe"])
     probe = parse_runner_output(proc.stdout)
     if probe is None:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgebench import runners
 from edgebench.builds.native_runner import BuiltRunner
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.device_shell import RECORD_PID_THEN_EXEC, taskset_mask
@@ -22,11 +21,11 @@ from edgebench.lab.device import Device, RunnerOutcome, outcome_of
 from edgebench.lab.facts import ANDROID_PROPERTIES, collect_android
 from edgebench.lab.runner_choice import RunnerChoice
 from edgebench.lab.runner_kinds import RunnerKind
+from edgebench.lab.runner_tree import ENTRY_SCRIPT, runner_tree
 from edgebench.lab.transports.base import CommandResult, Transport, TransportError, quote_argv
 
 log = logging.getLogger(__name__)
 
-RUNNER_DIR = Path(runners.__file__).parent
 #: Written into the work dir before anything else is deployed there; ``clean`` removes only
 #: what it lists, so a work dir shared with other files keeps them.
 DEPLOYED_MARKER = ".edgebench-deployed"
@@ -52,14 +51,6 @@ def local_sha256(path: Path) -> str:
 def _sha256_of(path: str, mtime_ns: int, size: int) -> str:
     """Keyed by mtime and size too, so a changed file is hashed again."""
     return file_sha256(Path(path))
-
-
-def runner_files() -> list[Path]:
-    """What the device needs to run the Python runner: the modules beside runner.py (what it
-    shares with the host, telemetry, instances, operator profiles) and its backends."""
-    files = sorted(p for p in RUNNER_DIR.glob("*.py") if p.name != "__init__.py")
-    files += sorted((RUNNER_DIR / "backends").glob("*.py"))
-    return files
 
 
 class RemoteDevice(Device):
@@ -98,10 +89,10 @@ class RemoteDevice(Device):
 
     @property
     def runner_path(self) -> str:
-        return self.path("runner", "runner.py")
+        return self.path("runner", ENTRY_SCRIPT)
 
     @runner_path.setter
-    def runner_path(self, _value: str) -> None:
+    def runner_path(self, _value: str | None) -> None:
         """Derived from the work dir; the base class's assignment is ignored."""
 
     def path(self, *parts: str) -> str:
@@ -145,11 +136,7 @@ class RemoteDevice(Device):
             assert choice.build is not None
             self.deploy_executable(choice.build.path, self.native_runner_path(choice.build))
         else:
-            pairs = [
-                (f, self.path("runner", f.relative_to(RUNNER_DIR).as_posix()))
-                for f in runner_files()
-            ]
-            self.deploy(pairs)
+            self.deploy([(f, self.path("runner", where)) for f, where in runner_tree()])
         self._runners_ready.add(choice.kind)
 
     def deploy_executable(self, local: Path, remote: str) -> None:

@@ -8,13 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from ..vulkan_env import driver_env_problem
 from .accelerator import accelerator_report, fallback
 from .base import BackendError
-
-try:
-    from ..vulkan_env import driver_env_problem
-except ImportError:  # on the device: backends/ is a top-level package beside vulkan_env.py
-    from vulkan_env import driver_env_problem  # type: ignore
 
 API = "Vulkan"
 NO_DEVICE = (

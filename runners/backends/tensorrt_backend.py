@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..cuda_runtime import CudaError, CudaUnavailable, open_cuda, version_text
 from .accelerator import accelerator_report
 from .base import Backend, BackendError, InputSpec, Stream, check_precision
 from .trt_engine import (
@@ -28,11 +29,6 @@ from .trt_engine import (
 from .trt_engine_cache import EngineCache, EngineKey, cache_folder, file_sha256
 from .trt_profile import Profile, context_profiles, covers, engine_profile
 from .trt_stream import EngineStream
-
-try:
-    from ..cuda_runtime import CudaError, CudaUnavailable, open_cuda, version_text
-except ImportError:  # on the device: backends/ is a top-level package beside cuda_runtime.py
-    from cuda_runtime import CudaError, CudaUnavailable, open_cuda, version_text  # type: ignore
 
 FRAMEWORK = "tensorrt"
 REQUIRES = ("tensorrt",)

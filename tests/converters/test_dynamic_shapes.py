@@ -27,10 +27,10 @@ from fakes.dynamic_models import (
     dynamic_classifier,
     reshape_head,
 )
-from fakes.runner_process import RUNNER
 
 from edgebench.converters import ConversionError, ConversionOptions, Converter, get_converter
 from edgebench.models.dynamic import relax_inputs
+from edgebench.runners.backend_loader import load_backend
 from edgebench.runners.backends.base import InputSpec
 from edgebench.runners.backends.io_map import TensorMap
 from edgebench.runners.backends.tensors import make_inputs
@@ -52,12 +52,8 @@ TOLERANCE = 1e-4
 
 @pytest.fixture(scope="module")
 def runner() -> ModuleType:
-    """The device-side runner, loaded from its file as a device runs it."""
-    spec = importlib.util.spec_from_file_location("edgebench_device_runner", RUNNER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The device-side runner (its package, as the host imports it)."""
+    return importlib.import_module("edgebench.runners.runner")
 
 
 @pytest.fixture(scope="module")
@@ -215,8 +211,7 @@ def test_a_fixed_artifact_at_another_shape_is_never_silently_wrong(
     assert result["error"]["kind"] == "bad_spec"
     assert str(HEAD_SHAPE) in result["error"]["message"]
 
-    # The runner put its folder first on sys.path: its modules import as the device has them.
-    backend = importlib.import_module("backend_loader").load_backend(fmt)
+    backend = load_backend(fmt)
     backend.load(str(artifact), 1, "fp32", {"streams": 1})
     reference = _reference(models["head-relaxed"], LARGE_SHAPE)
     try:

@@ -3,7 +3,6 @@ copy of the runner folder plus one registry entry, planned into a cell on this m
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,13 +10,13 @@ import pytest
 from edgebench import frameworks
 from edgebench.frameworks import FRAMEWORKS, Framework
 from edgebench.lab.device import LocalDevice
+from edgebench.lab.runner_tree import DEVICE_PACKAGE, write_runner_tree
 from edgebench.measure.methods.python_runner import PythonRunner
 from edgebench.paths import cache_dir
 from edgebench.planning.cells import Cell, build_cells, check_frameworks, resolve_inputs
 from edgebench.planning.config import TimingConfig
 from edgebench.planning.modelref import resolve_model
 from fakes.models import save_double_model
-from fakes.runner_process import RUNNER
 
 
 def dummy_framework_cell(
@@ -30,14 +29,13 @@ def dummy_framework_cell(
     """The one cell of framework ``name`` (backend ``<name>_backend.py`` holding
     ``backend_source``) on the y = 2x model in ``tmp_path/double.onnx``, run by a runner
     copied to ``tmp_path/runners``."""
-    runners = tmp_path / "runners"
-    shutil.copytree(RUNNER.parent, runners, ignore=shutil.ignore_patterns("__pycache__"))
-    (runners / "backends" / f"{name}_backend.py").write_text(backend_source)
+    entry = write_runner_tree(tmp_path / "runner")
+    (entry.parent / DEVICE_PACKAGE / "backends" / f"{name}_backend.py").write_text(backend_source)
     monkeypatch.setattr(
         frameworks, "FRAMEWORKS", (*FRAMEWORKS, Framework(name, backend=f"{name}_backend"))
     )
     device = LocalDevice()
-    device.runner_path = str(runners / "runner.py")
+    device.runner_path = str(entry)
     model = resolve_model(str(save_double_model(tmp_path / "double.onnx")), cache_dir())
     (cell,) = build_cells(
         [device],

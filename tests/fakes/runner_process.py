@@ -1,4 +1,4 @@
-"""runners/runner.py run as a device runs it: a subprocess fed one JSON spec on stdin."""
+"""The Python runner run as a device runs it: a subprocess fed one JSON spec on stdin."""
 
 from __future__ import annotations
 
@@ -6,17 +6,16 @@ import json
 import subprocess
 import sys
 
-from fakes.environment import REPO
-
-RUNNER = REPO / "runners" / "runner.py"
+#: The installed package's runner, as the host's local device runs it.
+RUNNER_ARGV = [sys.executable, "-m", "edgebench.runners"]
 
 
 def run_runner(spec: dict | str, timeout: float = 120, env: dict[str, str] | None = None) -> dict:
-    """Run runners/runner.py as a device would (in ``env``, else this process's environment)
-    and return its parsed result."""
+    """Run the runner as a device would (in ``env``, else this process's environment) and
+    return its parsed result."""
     payload = spec if isinstance(spec, str) else json.dumps(spec)
     proc = subprocess.run(
-        [sys.executable, str(RUNNER), "-"],
+        [*RUNNER_ARGV, "-"],
         input=payload,
         capture_output=True,
         text=True,

@@ -8,15 +8,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.runner_process import RUNNER_ARGV
 
 from edgebench.lab import emulated_board as boards
 from edgebench.lab.device import parse_runner_output
-
-RUNNER = Path(__file__).parents[2] / "runners" / "runner.py"
 
 
 @pytest.fixture
@@ -100,9 +98,7 @@ def test_the_build_demands_the_recipes_frameworks_not_the_whole_registry() -> No
     # needs an NVIDIA GPU, TNN has no wheel) is unavailable here as it is on the board.
     from edgebench.frameworks import FRAMEWORKS
 
-    proc = subprocess.run(
-        [sys.executable, str(RUNNER), "--probe"], capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([*RUNNER_ARGV, "--probe"], capture_output=True, text=True, timeout=120)
     probe = parse_runner_output(proc.stdout)
     assert probe is not None, proc.stderr
     assert not probe["frameworks"]["tensorrt"]["available"]

@@ -98,7 +98,7 @@ def runner_processes(edgebench_pid: int, remote_runner: Path) -> dict[str, int]:
             continue
         if len(argv) > 1 and argv[1] == str(remote_runner).encode():
             found["ssh-box"] = int(entry.name)
-        elif parent == edgebench_pid and len(argv) > 1 and argv[1].endswith(b"runner.py"):
+        elif parent == edgebench_pid and argv[1:3] == [b"-m", b"edgebench.runners"]:
             found["local"] = int(entry.name)
     return found
 

@@ -6,16 +6,15 @@ numpy-only framework that way and measures it through the host's own planning an
 
 from __future__ import annotations
 
-import shutil
 import tomllib
 
 from fakes.dummy_framework import dummy_framework_cell
 from fakes.environment import REPO
-from fakes.runner_process import RUNNER
 
 from edgebench import frameworks
 from edgebench.frameworks import FRAMEWORKS, framework_names, install_hint
 from edgebench.lab.device import LocalDevice
+from edgebench.lab.runner_tree import DEVICE_PACKAGE, write_runner_tree
 from edgebench.measure.scheduler import run_cell
 from edgebench.planning.config import TimingConfig
 from edgebench.runners.backends import discover
@@ -101,14 +100,13 @@ def test_hints_and_defaults():
 
 
 def test_a_missing_framework_names_its_pip_extra(tmp_path):
-    runners = tmp_path / "runners"
-    shutil.copytree(RUNNER.parent, runners, ignore=shutil.ignore_patterns("__pycache__", "native"))
-    (runners / "backends" / "absent_backend.py").write_text(
+    entry = write_runner_tree(tmp_path / "runner")
+    (entry.parent / DEVICE_PACKAGE / "backends" / "absent_backend.py").write_text(
         'FRAMEWORK = "absent"\nREQUIRES = ("no_such_module_xyz",)\nPIP_EXTRA = "absent-extra"\n'
         "BACKEND = object\n"
     )
     device = LocalDevice()
-    device.runner_path = str(runners / "runner.py")
+    device.runner_path = str(entry)
     facts = device.facts().frameworks
     assert facts["absent"]["reason"] == "not_installed"
     assert "pip install 'edgebench[absent-extra]'" in facts["absent"]["message"]

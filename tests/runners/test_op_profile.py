@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from fakes.environment import REPO
 from fakes.labs import write_phone_lab
 
 from edgebench.analysis.breakdowns import op_sum_warning
@@ -24,6 +23,7 @@ from edgebench.framework_tools import (
     OpenvinoBenchmarkAppAdapter,
     TfliteBenchmarkAdapter,
 )
+from edgebench.lab.runner_tree import write_runner_tree
 from edgebench.models.registry import build_model
 from edgebench.runners import op_profile
 
@@ -162,11 +162,14 @@ def test_a_framework_failure_becomes_one_line(framework, model, reason, feeds, t
     assert list(workdir.iterdir()) == []  # ORT writes its trace file even then; it is removed
 
 
-def test_the_runner_imports_it_as_a_top_level_module(artifacts, feeds, tmp_path):
-    """On the device runners/ is on sys.path and op_profile finds the backends as ``backends``."""
+def test_the_device_package_finds_its_backends(artifacts, feeds, tmp_path):
+    """On the device the runner is the package edgebench_runner, and op_profile finds the
+    backends in it."""
     np.savez(tmp_path / "feeds.npz", **feeds)
+    pushed = write_runner_tree(tmp_path / "runner").parent
     script = (
-        "import json, sys, numpy as np, op_profile\n"
+        "import json, sys, numpy as np\n"
+        "from edgebench_runner import op_profile\n"
         "feeds = dict(np.load(sys.argv[2]))\n"
         "print(json.dumps(op_profile.profile_ops('openvino', sys.argv[1], 1, 'fp32', feeds, 1, "
         "sys.argv[3])))\n"
@@ -174,7 +177,7 @@ def test_the_runner_imports_it_as_a_top_level_module(artifacts, feeds, tmp_path)
     args = [str(artifacts["openvino"]), str(tmp_path / "feeds.npz"), str(tmp_path)]
     proc = subprocess.run(
         [sys.executable, "-c", script, *args],
-        cwd=REPO / "runners",
+        cwd=pushed,
         capture_output=True,
         text=True,
         timeout=120,

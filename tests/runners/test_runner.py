@@ -2,12 +2,14 @@
 
 import json
 import os
+import re
 import subprocess
-import sys
 
 import pytest
 from fakes.models import save_conv_model, save_sqrt_model
-from fakes.runner_process import RUNNER, run_runner
+from fakes.runner_process import RUNNER_ARGV, run_runner
+
+from edgebench.lab.runner_tree import RUNNER_PACKAGE
 
 
 def spec_for(model_path, **extra):
@@ -124,7 +126,7 @@ def test_framework_noise_on_stdout_cannot_corrupt_the_result(conv_model, tmp_pat
     )
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     proc = subprocess.run(
-        [sys.executable, str(RUNNER), "-"],
+        [*RUNNER_ARGV, "-"],
         input=__import__("json").dumps(spec_for(conv_model, iterations=2)),
         capture_output=True,
         text=True,
@@ -139,7 +141,7 @@ def test_nan_outputs_give_a_strict_json_result_line(tmp_path):
     strictly still gets the measurement."""
     model = save_sqrt_model(tmp_path / "sqrt.onnx")
     proc = subprocess.run(
-        [sys.executable, str(RUNNER), "-"],
+        [*RUNNER_ARGV, "-"],
         input=json.dumps(spec_for(model, iterations=2)),
         capture_output=True,
         text=True,
@@ -157,9 +159,7 @@ def test_nan_outputs_give_a_strict_json_result_line(tmp_path):
 
 
 def test_probe_lists_every_known_framework():
-    proc = subprocess.run(
-        [sys.executable, str(RUNNER), "--probe"], capture_output=True, text=True, timeout=120
-    )
+    proc = subprocess.run([*RUNNER_ARGV, "--probe"], capture_output=True, text=True, timeout=120)
     payload = __import__("json").loads(proc.stdout.strip().split(" ", 1)[1])
     assert payload["schema"] == "edgebench.probe/1"
     assert set(payload["frameworks"]) == {
@@ -179,13 +179,14 @@ def test_runner_source_stays_python38_compatible():
     # The runner ships to devices with old Pythons: no 3.9+ only syntax in its files.
     import ast
 
-    for path in RUNNER.parent.rglob("*.py"):
+    for path in RUNNER_PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text(), feature_version=(3, 8))
         assert tree is not None
         for node in ast.walk(tree):
             assert not isinstance(node, ast.Match), path
         source = path.read_text()
-        assert "from edgebench" not in source and "import edgebench" not in source, path
+        # The host package never; the launcher imports the device package, edgebench_runner.
+        assert not re.search(r"(from|import) edgebench\b(?!_runner)", source), path
 
 
 def test_out_of_memory_is_reported_as_such(tmp_path):
@@ -198,7 +199,7 @@ def test_out_of_memory_is_reported_as_such(tmp_path):
     model = save_conv_model(tmp_path / "dynamic.onnx", [1, 3, "h", "w"])
     spec = spec_for(model, inputs=[{"name": "x", "shape": [1, 3, 20000, 20000]}])
     proc = subprocess.run(
-        [sys.executable, str(RUNNER), "-"],
+        [*RUNNER_ARGV, "-"],
         input=__import__("json").dumps(spec),
         capture_output=True,
         text=True,
