@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -167,7 +167,10 @@ def stage_summaries(records: Sequence[Record]) -> list[StageSummary]:
 # Op profiles
 
 
-class Op(NamedTuple):
+@dataclass(frozen=True)
+class Op:
+    """One profiled op that has a time; ``count`` is its calls per iteration (1 if unsaid)."""
+
     name: str
     type: str
     impl: str | None

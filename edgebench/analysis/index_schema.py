@@ -78,7 +78,7 @@ META_TYPES: dict[str, tuple[type, ...]] = {
     "devices": (dict,),
     "models": (dict,),
 }
-_JSON_NAMES = {str: "string", dict: "object"}
+_JSON_NAMES: dict[type, str] = {str: "string", dict: "object"}
 
 
 def wrong_field(meta: dict[str, Any]) -> str | None:

@@ -203,12 +203,12 @@ def recommend(
                 if any(r.status == Status.OK and not correctness_only(r) for r in cells):
                     score.without_value.append(dev)
                 continue
-            value, best = ranked_by.best(ok)
-            chosen[(fw, dev)] = best
-            lat = metric_value(best, budget_metric)
+            value, best_cell = ranked_by.best(ok)
+            chosen[(fw, dev)] = best_cell
+            lat = metric_value(best_cell, budget_metric)
             meets = None if budget_ms is None or lat is None else lat <= budget_ms
             score.per_device[dev] = DeviceResult(
-                dev, best.cell_id, value, lat, meets, candidates=len(ok)
+                dev, best_cell.cell_id, value, lat, meets, candidates=len(ok)
             )
         for dev in refused:
             there = [r for r in on_emulated if r.engine == fw and r.device == dev]

@@ -15,6 +15,9 @@ import numpy as np
 
 from edgebench.results.record_warnings import FEW_SAMPLES, HIGH_VARIANCE, RecordWarning
 
+#: Samples as a list of numbers or a numpy array of them.
+Samples = Sequence[float] | np.ndarray
+
 #: Below this many samples p99 is an interpolation between the last few points, not a tail.
 MIN_SAMPLES_FOR_P99 = 100
 #: Coefficient of variation above which a result is flagged as noisy.
@@ -108,7 +111,7 @@ def _average_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return avg[inverse], counts
 
 
-def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
+def mann_whitney_u(x: Samples, y: Samples) -> tuple[float, float]:
     """Two-sided Mann-Whitney U test, normal approximation with tie and continuity correction.
 
     Returns ``(U, p)`` where U is the statistic of ``x`` (as scipy.stats.mannwhitneyu with
@@ -150,8 +153,8 @@ def _bootstrap_stat(
 
 
 def bootstrap_ratio_ci(
-    base: Sequence[float],
-    new: Sequence[float],
+    base: Samples,
+    new: Samples,
     *,
     quantile: float | None = 0.5,
     resamples: int = BOOTSTRAP_RESAMPLES,

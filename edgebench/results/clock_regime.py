@@ -192,7 +192,7 @@ def _limits_from_label(text: str) -> tuple[CoreLimits, ...]:
     for group in text.split(",cpu"):
         spec, _, bounds = group.removeprefix("cpu").partition(":")
         low, _, high = bounds.partition("-")
-        cpus = []
+        cpus: list[int] = []
         for item in spec.split(","):
             first, _, last = item.partition("-")
             if first.isdigit() and (not last or last.isdigit()):

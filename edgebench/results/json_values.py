@@ -5,7 +5,6 @@ have that it lacks (``accelerator.api``)."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import types
 import typing
@@ -26,7 +25,11 @@ def json_kind(value: Any) -> str:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+    return _JSON_KINDS.get(type(value), type(value).__name__)
+
+
+#: JSON's names for the container and string types ``json.loads`` returns.
+_JSON_KINDS: dict[type, str] = {str: "string", list: "array", dict: "object"}
 
 
 def matches(value: Any, hint: Any) -> bool:
@@ -179,10 +182,16 @@ def _listed_dataclass(hint: Any) -> type | None:
     return None
 
 
-@functools.cache
+#: Each dataclass's field types, resolved once (``typing.get_type_hints`` is slow).
+_FIELD_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _field_hints(cls: type) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+    found = _FIELD_HINTS.get(cls)
+    if found is None:
+        hints = typing.get_type_hints(cls)
+        found = _FIELD_HINTS[cls] = {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+    return found
 
 
 def _no_default(f: dataclasses.Field[Any]) -> bool:

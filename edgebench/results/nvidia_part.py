@@ -61,7 +61,8 @@ class NvidiaState(RecordPart):
         )
         parts += [f"{name} {value}" for name, value in versions if value]
         if self.power_mode:
-            locked = {True: ", clocks locked", False: ", clocks free"}.get(self.clocks_locked, "")
+            words: dict[bool | None, str] = {True: ", clocks locked", False: ", clocks free"}
+            locked = words.get(self.clocks_locked, "")
             parts.append(f"power mode {self.power_mode}{locked}")
         if self.gpu_memory_mb is not None:
             parts.append(f"process GPU memory {self.gpu_memory_mb:.0f} MB")
