@@ -348,7 +348,10 @@ def shape_tables(records: Sequence[Record]) -> dict[str, list[Table]]:
     series = shape_series(records)
     for model, keys in _by_model(list(series), lambda k: k.model).items():
         settings = key_settings(keys)
-        rows, row_settings, changes, change_settings = [], [], [], []
+        rows: list[list[str]] = []
+        changes: list[list[str]] = []
+        row_settings: list[str] = []
+        change_settings: list[str] = []
         marked: set[tuple[int, int]] = set()
         for key, setting in zip(keys, settings, strict=True):
             points = series[key]

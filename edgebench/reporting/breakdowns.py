@@ -135,7 +135,9 @@ def stages_section(records: Sequence[Record], notes: Notes | None = None) -> str
         return ""
     legend = f'<p class="muted">Each bar is one iteration (100%):{stage_legend()}</p>'
     body = []
-    shown, folded, ranges = [], [], []
+    shown: list[tuple[Table, list[StageSummary]]] = []
+    folded: list[tuple[Table, list[StageSummary]]] = []
+    ranges: list[tuple[float, float]] = []
     for table, summaries in tables:
         compute = _compute_range(summaries)
         (shown if compute is None else folded).append((table, summaries))
@@ -291,7 +293,9 @@ def shapes_section(records: Sequence[Record]) -> str:
         body.append(f"<h3>{esc(model)}</h3>")
         charts = []
         for device, keys in _by_device([k for k in series if k.model == model]).items():
-            lines, marks, ticks = [], [], {}
+            lines: list[Series] = []
+            marks: list[Mark] = []
+            ticks: dict[int, dict[str, None]] = {}
             for key, label, colour, dashed in _series_lines(keys, "dynamic", colours):
                 points = series[key]
                 for p in points:

@@ -34,7 +34,7 @@ def cell_details(r: Record, anchor: str, expand: bool = False) -> str:
     ]
     if r.error:
         out.append(f'<div class="err">{esc(r.error)}</div>')
-    stats = [
+    stats: list[tuple[str, Any]] = [
         (key, fmt_number(lat.get(key), "ms"))
         for key in ("min", "p50", "p90", "p95", "p99", "mean", "std")
         if lat.get(key) is not None
@@ -71,7 +71,7 @@ def cell_details(r: Record, anchor: str, expand: bool = False) -> str:
     out.append("<h3>statistics</h3>" + kv_table(stats))
     if r.output_check is not None:
         check = r.output_check.to_dict()
-        rows = [
+        rows: list[tuple[str, Any]] = [
             (k, check[k])
             for k in (
                 "passed",

@@ -55,7 +55,7 @@ SKIP_LABELS = {
 }
 #: What an accelerator cell that ran on the CPU shows: never a figure.
 FALLBACK_LABEL = "CPU fallback"
-STATUS_LABELS = {
+STATUS_LABELS: dict[str, str] = {
     Status.SKIPPED: "skipped",
     Status.FAILED: "FAILED",
     Status.UNSUPPORTED: "unsupported",
@@ -189,9 +189,10 @@ def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
                     mark = TEXT_MARKS.get(ranking.standing(framework), "")
                     if correctness_only(record):
                         mark = emulated_mark(record)
-                    if value is None and record.native and (record.latency_ms or {}).get("mean"):
+                    average = (record.latency_ms or {}).get("mean")
+                    if value is None and record.native and average:
                         # A native tool that printed no percentiles: show its average, labelled.
-                        row.append(_fmt(record.latency_ms["mean"]) + " avg" + mark)
+                        row.append(_fmt(average) + " avg" + mark)
                     else:
                         row.append(_fmt(value) + mark)
             rows.append(row)

@@ -108,11 +108,10 @@ def sparkline_svg(
         parts.append(
             f'<polyline fill="none" stroke="{LINE}" stroke-width="1.2" points="{_path(run)}"/>'
         )
-    last = next((i for i in range(len(values) - 1, -1, -1) if values[i] is not None), None)
+    last = next(((i, v) for i, v in reversed(list(enumerate(values))) if v is not None), None)
     if last is not None:
-        parts.append(
-            f'<circle cx="{sx(last):.1f}" cy="{sy(values[last]):.1f}" r="2" fill="{LINE}"/>'
-        )
+        at, value = last
+        parts.append(f'<circle cx="{sx(at):.1f}" cy="{sy(value):.1f}" r="2" fill="{LINE}"/>')
     parts.append("</svg>")
     return "".join(parts)
 
