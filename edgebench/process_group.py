@@ -23,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -239,7 +239,9 @@ def _forget(proc: subprocess.Popen) -> None:
 
 
 def _tree(
-    proc: subprocess.Popen, table: dict[int, _Process], also: set[tuple[int, int]] = frozenset()
+    proc: subprocess.Popen,
+    table: dict[int, _Process],
+    also: Set[tuple[int, int]] = frozenset(),
 ) -> set[tuple[int, int]]:
     """(pid, start) of every live descendant of ``proc`` and of the processes in ``also``,
     plus the members of its process group: those that left the group (setsid, an unshare

@@ -81,8 +81,8 @@ def convert(
     if unknown:
         raise UserError(f"--to {','.join(targets)}: choose from {', '.join(CONVERTERS)}")
     (ref,) = resolve_models([model], cache_dir())
-    if ref.error:
-        raise UserError(ref.error)
+    if ref.error or ref.path is None or ref.sha256 is None:
+        raise UserError(ref.error or f"model {model} could not be read")
     if ref.format != "onnx":
         raise UserError(f"{model} is already a {ref.format} model; convert takes an ONNX model")
     inputs = input_shapes(ref, parse_shape_overrides(shape))

@@ -121,7 +121,8 @@ def _request(authority: str) -> bytes:
             ("te", "trailers"),
         )
     )
-    message = gcs_service_pb2.GetAllNodeInfoRequest().SerializeToString()
+    request = gcs_service_pb2.GetAllNodeInfoRequest()  # type: ignore[attr-defined]  # generated protobuf, no stubs
+    message = request.SerializeToString()
     return b"".join(
         (
             _PREFACE,
@@ -205,14 +206,14 @@ def _nodes(payload: bytes, address: str) -> list[NodeSeen]:
     from ray.core.generated import gcs_pb2, gcs_service_pb2
 
     compressed, size = payload[0], int.from_bytes(payload[1:5], "big")
-    reply = gcs_service_pb2.GetAllNodeInfoReply()
+    reply = gcs_service_pb2.GetAllNodeInfoReply()  # type: ignore[attr-defined]  # generated protobuf, no stubs
     try:
         if compressed or size != len(payload) - 5:
             raise ValueError("not one uncompressed gRPC message")
         reply.ParseFromString(payload[5:])
     except Exception as exc:  # protobuf's DecodeError and friends
         raise NotAHead(f"{address} is not a Ray head: its reply did not parse ({exc})") from None
-    alive = gcs_pb2.GcsNodeInfo.ALIVE
+    alive = gcs_pb2.GcsNodeInfo.ALIVE  # type: ignore[attr-defined]  # generated protobuf, no stubs
     return [_node(info, alive) for info in reply.node_info_list]
 
 

@@ -25,6 +25,7 @@ from edgebench.lab.facts import DeviceFacts
 from edgebench.lab.host_lock import DeviceLock
 from edgebench.lab.inventory import open_device, probe_device
 from edgebench.lab.lab_file import load_lab
+from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.methods import Method, Visit, method_for
 from edgebench.measure.records import failed_record
@@ -140,7 +141,9 @@ class DeviceHost:
     def lock(self, lease_s: float, wait: bool) -> str | None:
         """Take the lease on a remote device, as a plain run does; None, or why not."""
         device = self._device()
-        if device.unreachable or device.transport.kind == "local":
+        if device.unreachable or not isinstance(device, RemoteDevice):
+            return None
+        if device.transport.kind == "local":
             return None  # the host-side lock covers this machine
         try:
             lock = DeviceLockFile(

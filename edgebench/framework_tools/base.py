@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Self, cast
 
 from edgebench.compute_backends import BACKEND_NAMES, CPU
 from edgebench.device_shell import RECORD_PID_THEN_EXEC, taskset_mask
@@ -168,7 +168,7 @@ class NativeResult:
         ("memory", "memory_mb"),
     )
 
-    def finish(self) -> NativeResult:
+    def finish(self) -> Self:
         """Set ``stats_available`` from the fields that hold a value; returns ``self``."""
         self.stats_available = tuple(
             name for name, attr in self._STAT_FIELDS if getattr(self, attr) is not None
@@ -334,7 +334,7 @@ class NativeAdapter:
             words += ["sh", "-c", shlex.quote(RECORD_PID_THEN_EXEC), shlex.quote(pid_file)]
             if self.env:
                 words.append("env")
-        words += [f"{name}={shlex.quote(value)}" for name, value in self.env.items()]
+        words += [f"{name}={shlex.quote(value)}" for name, value in (self.env or {}).items()]
         if cell.cores is not None:
             words += ["taskset", shlex.quote(taskset_mask(cell.cores))]
         words += [shlex.quote(arg) for arg in self.command(binary_path, cell)]
@@ -459,7 +459,8 @@ class SummaryLineAdapter(NativeAdapter):
             return None
         if model_path is None:
             candidates = self.narrow(candidates)
-        match, line = self._select(candidates, model_path, self.result_line)  # type: ignore[misc]
+        picked = self._select(candidates, model_path, self.result_line)
+        match, line = cast(tuple[re.Match[str], str], picked)
         result = NativeResult(
             tool=self.tool,
             count=count,

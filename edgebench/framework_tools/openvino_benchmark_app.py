@@ -190,7 +190,7 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
                 continue
             timed = self.parse_lines(lines, None)
             latency = timed and (timed.avg_ms or timed.median_ms)
-            if not latency:
+            if timed is None or not latency:
                 raise NativeParseError(self.tool, self.result_line, "beside the counters")
             # The counters' means take in the untimed first inference too.
             calls = timed.count + 1 if timed.count else 1
@@ -277,7 +277,7 @@ def _counter_rows(lines: list[str]) -> list[dict[str, Any]] | None:
     start = next((i for i, line in enumerate(lines) if _COUNTERS_RE.match(line)), None)
     if start is None:
         return None
-    rows = []
+    rows: list[dict[str, Any]] = []
     for line in lines[start + 1 :]:
         match = _COUNTER_ROW_RE.match(line)
         if match is None:

@@ -181,7 +181,7 @@ def parse_tnn_output_file(text: str) -> dict[str, np.ndarray]:
     n_outputs = int_or_none(lines[0])
     if n_outputs is None or n_outputs < 1 or n_outputs > len(lines) - 1:
         raise NativeParseError(tool, "output count line", f"first line {lines[0][:40]!r}")
-    headers = []
+    headers: list[tuple[str, list[int], int | None]] = []
     for line in lines[1 : 1 + n_outputs]:
         header = _parse_header(line)
         if header is None:

@@ -79,7 +79,7 @@ class Accelerator:
     def from_dict(cls, data: Mapping[str, Any]) -> Accelerator:
         """From a probe's entry or a stored record's; fields it lacks are None."""
         known = {f.name for f in fields(cls)} - {"details"}
-        values = {k: data.get(k) for k in known}
+        values: dict[str, Any] = {k: data.get(k) for k in known}
         values["name"] = str(values["name"] or "?")
         values["type"] = str(values["type"] or "other")
         values["api"] = str(values["api"] or "?")

@@ -7,6 +7,7 @@ import os
 import re
 import time
 from collections.abc import Callable
+from typing import TextIO
 
 from edgebench.errors import UserError
 from edgebench.paths import cache_dir, is_locked
@@ -27,7 +28,7 @@ class DeviceLock:
         self.device_name = device_name
         self.identity = identity
         self.path = cache_dir() / "locks" / f"{key}.lock"
-        self._fh = None
+        self._fh: TextIO | None = None
 
     def _holder(self) -> str:
         try:
@@ -43,9 +44,9 @@ class DeviceLock:
                 f"({self.identity}); keep one of them in --devices"
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a+")  # noqa: SIM115 - held open for the whole run
+        handle = self._fh = open(self.path, "a+")  # noqa: SIM115 - held open for the whole run
         try:
-            fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = self._holder()
             if not wait:
@@ -55,23 +56,23 @@ class DeviceLock:
                     "drop --no-wait"
                 ) from None
             report(f"device {self.device_name} is busy ({holder}); waiting for it")
-            if not self._wait(timeout_s):
+            if not self._wait(handle, timeout_s):
                 self.release()
                 raise UserError(
                     f"device {self.device_name} stayed busy for {timeout_s:.0f} s ({holder})"
                 ) from None
-        self._fh.seek(0)
-        self._fh.truncate()
-        self._fh.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}")
-        self._fh.flush()
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%d %H:%M:%S')}")
+        handle.flush()
         _HELD_HERE[str(self.path)] = self.device_name
 
-    def _wait(self, timeout_s: float) -> bool:
+    def _wait(self, handle: TextIO, timeout_s: float) -> bool:
         # Blocking flock in slices, so the wait is bounded and Ctrl-C still works.
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
-                fcntl.flock(self._fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return True
             except BlockingIOError:
                 time.sleep(0.2)

@@ -375,7 +375,8 @@ class _DeviceReader:
             return sys.executable
         if "/" not in value:
             return value  # a command name, found through PATH like any other
-        return os.path.abspath(self.host_path("python", '"~/venv/bin/python3"'))
+        path = self.host_path("python", '"~/venv/bin/python3"')
+        return os.path.abspath(path) if path is not None else value
 
     def refuse_for_local(self, runner: str, profile: DeviceProfile | None) -> None:
         """What a local device cannot do: the frameworks' benchmark binaries (runner
@@ -387,7 +388,11 @@ class _DeviceReader:
                 'ssh devices only); remove it, or use runner = "edgebench-native"',
             )
         if runner == RunnerKind.FRAMEWORK_TOOLS:
-            origin = "" if "runner" in self.table else f" (from profile {profile.name})"
+            origin = (
+                f" (from profile {profile.name})"
+                if "runner" not in self.table and profile is not None
+                else ""
+            )
             raise self.fail(
                 "runner",
                 f'"framework-tools"{origin} is not available for local devices (it pushes '

@@ -17,6 +17,7 @@ embedding) raises ``RelaxError``: that axis is not free.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TypeGuard
 
 import numpy as np
 import onnx
@@ -133,7 +134,7 @@ def _infer(model: onnx.ModelProto, inputs: Mapping[str, list[int]], strict: bool
     return shapes
 
 
-def _known(shape: list[int] | None) -> bool:
+def _known(shape: list[int] | None) -> TypeGuard[list[int]]:
     return shape is not None and all(d >= 0 for d in shape)
 
 

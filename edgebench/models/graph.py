@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -66,7 +67,7 @@ class GraphBuilder:
         return self._const("i64", values, np.int64)
 
     def _const(self, kind: str, values: float | Sequence[float], dtype: type) -> str:
-        array = np.asarray(values, dtype=dtype)
+        array: np.ndarray = np.asarray(values, dtype=dtype)
         # Rank is part of the key: the scalar 0 and the 1-D [0] are different constants.
         key = (f"{kind}.rank{array.ndim}", tuple(array.ravel().tolist()))
         if key not in self._constants:
@@ -75,12 +76,12 @@ class GraphBuilder:
 
     # -- nodes ----------------------------------------------------------------------------
 
-    def op(self, op_type: str, inputs: Sequence[str], name: str, **attrs: object) -> str:
+    def op(self, op_type: str, inputs: Sequence[str], name: str, **attrs: Any) -> str:
         """Add a single-output node named ``name``; its output tensor gets the same name."""
         return self.op_multi(op_type, inputs, name, 1, **attrs)[0]
 
     def op_multi(
-        self, op_type: str, inputs: Sequence[str], name: str, n_outputs: int, **attrs: object
+        self, op_type: str, inputs: Sequence[str], name: str, n_outputs: int, **attrs: Any
     ) -> list[str]:
         node_name = self.unique(name)
         if n_outputs == 1:

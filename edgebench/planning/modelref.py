@@ -234,7 +234,7 @@ def input_shapes(ref: ModelRef, overrides: Sequence[ShapeOverride]) -> list[dict
                 f"pass --shape {spec.name}={example} with numbers for N"
             )
         else:
-            shape = tuple(int(d) for d in spec.shape)
+            shape = tuple(d for d in spec.shape if isinstance(d, int))  # static: all ints
         resolved.append({"name": spec.name, "shape": list(shape), "dtype": spec.dtype})
     return resolved
 

@@ -7,10 +7,16 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
+from edgebench.converters import (
+    Artifact,
+    ArtifactCache,
+    ConversionError,
+    ConversionOptions,
+    get_converter,
+)
 from edgebench.converters.artifact_precision import FilePrecision, ran_precision, read_precision
 from edgebench.converters.base import CALIBRATED_PRECISIONS
-from edgebench.planning.cells import Cell
+from edgebench.planning.cells import Cell, Verdict
 from edgebench.planning.config import RunConfig
 from edgebench.planning.tflite_origin import direct_conversion
 from edgebench.quantization import QUANTIZED_PRECISIONS
@@ -24,7 +30,7 @@ from edgebench.statuses import ErrorKind, Status
 log = logging.getLogger(__name__)
 
 # ConversionError kind -> the status of the cells that needed the artifact.
-_STATUS_OF_KIND = {
+_STATUS_OF_KIND: dict[str, Status] = {
     ErrorKind.UNSUPPORTED_OP: Status.UNSUPPORTED,
     ErrorKind.UNSUPPORTED_PRECISION: Status.UNSUPPORTED,
     ErrorKind.TOOLCHAIN_MISSING: Status.SKIPPED,
@@ -33,8 +39,9 @@ _STATUS_OF_KIND = {
 
 def conversion_options(cell: Cell) -> ConversionOptions:
     # The set goes only to conversions that calibrate (int8-weights evaluates on it, no more).
-    calibrates = cell.quantization is not None and cell.precision in CALIBRATED_PRECISIONS
-    calibration = cell.quantization.calibration if calibrates else None
+    quantization = cell.quantization
+    calibrates = quantization is not None and cell.precision in CALIBRATED_PRECISIONS
+    calibration = quantization.calibration if quantization is not None and calibrates else None
     dynamic = cell.shape_mode == "dynamic"
     # A dynamic artifact serves every shape of the sweep: one conversion, keyed on its first.
     shaped = cell.shape_base if dynamic and cell.shape_base else cell.inputs
@@ -108,7 +115,7 @@ def prepare_cells(
     """
     if calibration is not None:
         attach_calibration(cells, calibration, report)
-    done: dict[tuple, object] = {}
+    done: dict[tuple, Artifact | Verdict] = {}
     converted = 0
     for cell in cells:
         if cell.convert_to is None or cell.verdict is not None:
@@ -122,6 +129,8 @@ def prepare_cells(
         source, sha256 = cell.model.path, cell.model.sha256
         if direct is not None and cell.model.tflite is not None:
             source, sha256 = cell.model.tflite.path, cell.model.tflite.sha256
+        # A model that did not resolve gets no cells, so every cell's model has both.
+        assert source is not None and sha256 is not None, cell.model.name
         key = (sha256, cell.convert_to, repr(options))
         if key not in done:
             label = f"convert {cell.model.name} -> {cell.convert_to} ({cell.precision})"

@@ -285,7 +285,7 @@ def _write(kind: str, samples: list[Sample], synthetic: bool, source: str) -> Se
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}")
-        np.savez(partial, **arrays)
+        np.savez(partial, **arrays)  # type: ignore[arg-type]  # stub: keywords as options
         # np.savez appends .npz to a name without it.
         written = partial if partial.is_file() else partial.with_name(partial.name + ".npz")
         written.replace(target)  # atomic: another run never reads half a file
