@@ -184,3 +184,20 @@ def test_the_repository_names_no_package_registry_host() -> None:
         text = path.read_bytes().decode("utf-8", errors="replace").lower()
         found += [f"{name.decode()}: {host}" for host in REGISTRY_HOSTS if host in text]
     assert found == []
+
+
+def test_every_repository_path_the_docs_name_exists() -> None:
+    """A file or folder named in backticks in README.md or docs/ (``edgebench/lab/remote.py``)
+    is there: a move leaves no stale pointer behind. Placeholders (``<name>``, globs) are
+    patterns, not paths."""
+    named = re.compile(
+        r"`((?:edgebench|tests|runners|converters|benchmarks|docs|device_profiles)/[\w./-]+)`"
+    )
+    missing = []
+    for doc in [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]:
+        for number, line in enumerate(doc.read_text().splitlines(), 1):
+            for match in named.finditer(line):
+                path = match.group(1).rstrip(".,:")
+                if not (REPO / path).exists():
+                    missing.append(f"{doc.relative_to(REPO)}:{number}: {path}")
+    assert not missing, "\n".join(missing)
