@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +26,7 @@ class Layer:
     outputs: list[str]
     # The text after the output names, exactly as TNN's converter prints it.
     params: str = ""
-    resource: list[ResourceItem] | None = None
+    resource: Sequence[ResourceItem] | None = None
     # Constant blobs this layer reads as inputs; they go to the model's constant map.
     constant_inputs: list[str] = field(default_factory=list)
 

@@ -12,7 +12,13 @@ import math
 import numpy as np
 
 from edgebench.converters.tnn.binary import format_float
-from edgebench.converters.tnn.context import Context, Layer, as_tnn_tensor, axis_index
+from edgebench.converters.tnn.context import (
+    Context,
+    Layer,
+    ResourceItem,
+    as_tnn_tensor,
+    axis_index,
+)
 from edgebench.converters.tnn.onnx_graph import Node
 
 # TNN pad_type values (ConvLayerParam / PoolingLayerParam).
@@ -228,7 +234,7 @@ def gemm(node: Node, ctx: Context) -> Layer:
         bias = np.broadcast_to(c.reshape(-1), (num_output,)).astype(np.float32) * np.float32(beta)
     # num_output, has_bias, transpose, axis
     params = f"{num_output} 1 0 1 "
-    resource = [node.name, ctx.weight(weight), ctx.weight(bias)]
+    resource: list[ResourceItem] = [node.name, ctx.weight(weight), ctx.weight(bias)]
     return Layer("InnerProduct", node.name, node.inputs[:1], node.outputs[:1], params, resource)
 
 

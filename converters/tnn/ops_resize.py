@@ -111,9 +111,10 @@ def _upsample_layer(
             )
     elif mode == "linear":
         tnn_mode = MODE_LINEAR
-        align = _linear_align(in_hw, out_hw, scale_hw, coord)
-        if align is None:
+        linear_align = _linear_align(in_hw, out_hw, scale_hw, coord)
+        if linear_align is None:
             raise ctx.unsupported(node, f"linear with {coord} at {list(in_hw)}->{out_hw}")
+        align = linear_align
     else:
         raise ctx.unsupported(node, f"mode {mode}")
     # TNN derives the output size as round(in * scale) from the printed scales; when that

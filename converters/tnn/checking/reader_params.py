@@ -7,6 +7,7 @@ trailing tokens. Names with ``_h``/``_w`` spell out the height/width order TNN p
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Callable
 from typing import Any
@@ -37,18 +38,19 @@ class _Tokens:
         self.index += 1
         return float(self.tokens[self.index - 1])
 
-    def named(self, names: str, **defaults: int) -> dict[str, int]:
+    # Below, ``int`` in this class body names the method above, so annotations say builtins.int.
+    def named(self, names: str, **defaults: builtins.int) -> dict[str, builtins.int]:
         """One int per space-separated name, in order; a missing trailing token reads as the
         name's entry in ``defaults``, else 0."""
         return {name: self.int(defaults.get(name, 0)) for name in names.split()}
 
-    def ints(self, count: int) -> list[int]:
+    def ints(self, count: builtins.int) -> list[builtins.int]:
         return [self.int() for _ in range(count)]
 
-    def counted(self) -> list[int]:
+    def counted(self) -> list[builtins.int]:
         return self.ints(self.int())
 
-    def left(self) -> int:
+    def left(self) -> builtins.int:
         return len(self.tokens) - self.index
 
 
@@ -82,7 +84,7 @@ def _upsample(t: _Tokens) -> dict[str, Any]:
 
 
 def _reshape(t: _Tokens) -> dict[str, Any]:
-    params = {"axis": t.int(), "num_axes": t.int()}
+    params: dict[str, Any] = {"axis": t.int(), "num_axes": t.int()}
     size = t.int(-1)
     if size < 0:
         raise ValueError("Reshape layer without a shape")  # TNN rejects it the same way

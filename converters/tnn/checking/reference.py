@@ -263,12 +263,13 @@ def _reduce_step(layer_type: str) -> Callable[[np.ndarray, int], np.ndarray]:
         return lambda y, axis: (y * (np.float32(1) / np.float32(y.shape[axis]))).sum(
             axis=axis, keepdims=True, dtype=np.float32
         )
-    step = {
+    steps: dict[str, Callable[..., np.ndarray]] = {
         "ReduceSum": np.sum,
         "ReduceMax": np.max,
         "ReduceMin": np.min,
         "ReduceProd": np.prod,
-    }[layer_type]
+    }
+    step = steps[layer_type]
     return lambda y, axis: step(y, axis=axis, keepdims=True).astype(np.float32)
 
 
