@@ -54,7 +54,7 @@ def convert_model(
     lowering = Lowering(graph, builder, half=precision == "fp16")
 
     inputs: list[TensorInfo] = []
-    input_tensors = []
+    input_tensors: list[int] = []
     for graph_input in graph.inputs:
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(graph_input.elem_type))
         if dtype == np.float64 or dtype.kind != "f":
@@ -73,13 +73,14 @@ def convert_model(
         translate(lowering, node)
 
     outputs: list[TensorInfo] = []
-    output_tensors = []
+    output_tensors: list[int] = []
     for name in graph.outputs:
         value = lowering.value(name)
         tensor = _own_output(lowering, name, value, input_tensors, output_tensors)
         output_tensors.append(tensor)
-        dtype = builder.tensors[tensor].dtype.name
-        outputs.append(_info(builder, name, list(lowering.shape(name)), tensor, value.nhwc, dtype))
+        dtype_name = builder.tensors[tensor].dtype.name
+        shape = list(lowering.shape(name))
+        outputs.append(_info(builder, name, shape, tensor, value.nhwc, dtype_name))
 
     optimize(builder, output_tensors)
     counts: dict[str, int] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -135,7 +136,7 @@ class Lowering:
     def scratch(self, hint: str, shape: tuple[int, ...], dtype: object = np.float32) -> int:
         return self.builder.tensor(hint, shape, dtype)
 
-    def constant(self, array: np.ndarray, hint: str) -> int:
+    def constant(self, array: np.ndarray | np.generic, hint: str) -> int:
         return self.builder.constant(np.asarray(array), hint)
 
     def int32(self, values: object, hint: str) -> int:
@@ -160,8 +161,9 @@ class Lowering:
         inputs: list[int],
         outputs: list[int],
         options: str | None = None,
-        **fields: object,
+        **fields: Any,
     ) -> None:
+        """``fields``: the options table's fields, and ``version`` (as ``ModelBuilder.op``)."""
         self.builder.op(code, inputs, outputs, options, **fields)
 
     def transpose(self, source: int, perm: tuple[int, ...], hint: str) -> int:

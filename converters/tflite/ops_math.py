@@ -137,7 +137,11 @@ def clip(lowering: Lowering, node: Node) -> None:
                 raise lowering.unsupported(node, "min and max must be constants")
         low, high = (None if b is None else float(b.reshape(-1)[0]) for b in bounds)
     value = lowering.value(node.inputs[0])
-    known = {(0.0, 6.0): "RELU6", (0.0, None): "RELU", (-1.0, 1.0): "RELU_N1_TO_1"}
+    known: dict[tuple[float | None, float | None], str] = {
+        (0.0, 6.0): "RELU6",
+        (0.0, None): "RELU",
+        (-1.0, 1.0): "RELU_N1_TO_1",
+    }
     code = known.get((low, high))
     if code:
         result = lowering.define(node.outputs[0], value.nhwc)

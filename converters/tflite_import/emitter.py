@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -66,19 +67,20 @@ class Emitter:
         self._names.add(name)
         return name
 
-    def node(self, op_type: str, inputs: Sequence[str], hint: str, **attrs: object) -> str:
+    def node(self, op_type: str, inputs: Sequence[str], hint: str, **attrs: Any) -> str:
         (output,) = self.node_n(op_type, inputs, hint, 1, **attrs)
         return output
 
     def node_n(
-        self, op_type: str, inputs: Sequence[str], hint: str, count: int, **attrs: object
+        self, op_type: str, inputs: Sequence[str], hint: str, count: int, **attrs: Any
     ) -> list[str]:
+        """``attrs`` are ONNX attribute values, as ``onnx.helper.make_node`` takes them."""
         outputs = [self.unique(hint) for _ in range(count)]
         name = self.unique(f"{op_type}_{hint}")
         self.nodes.append(helper.make_node(op_type, list(inputs), outputs, name=name, **attrs))
         return outputs
 
-    def constant(self, array: np.ndarray, hint: str) -> str:
+    def constant(self, array: np.ndarray | np.generic, hint: str) -> str:
         name = self.unique(hint)
         self.initializers.append(numpy_helper.from_array(np.asarray(array), name))
         return name
@@ -182,6 +184,7 @@ class Emitter:
         nchw: bool,
         activation: int = 0,
         position: int = 0,
+        /,
         **attrs: object,
     ) -> str:
         """Emit the op that writes output ``position`` of ``op``, then its fused activation."""

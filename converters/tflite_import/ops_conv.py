@@ -3,6 +3,8 @@ padding written out (asymmetric, the extra row or column at the end)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..tflite.ops_resize import onnx_nearest, tflite_nearest
@@ -22,7 +24,7 @@ def same_padding(size: int, kernel: int, stride: int, dilation: int = 1) -> tupl
 
 def window_pads(
     op: OpSpec,
-    size: tuple[int, int],
+    size: Sequence[int],
     kernel: tuple[int, int],
     strides: tuple[int, int],
     dilations: tuple[int, int] = (1, 1),
