@@ -126,7 +126,9 @@ def _tflite(path: Path) -> FilePrecision:
     for i in range(model.OperatorCodesLength()):
         code = model.OperatorCodes(i)
         codes.append(op_names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), ""))
-    activations, weights, half = [], [], False
+    activations: list[str] = []
+    weights: list[str] = []
+    half = False
     for s in range(model.SubgraphsLength()):
         graph = model.Subgraphs(s)
         readers: dict[int, set[str]] = {}

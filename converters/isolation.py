@@ -93,6 +93,8 @@ def run_tool(argv: Sequence[str], *, cwd: Path, env: dict[str, str], timeout: fl
         )
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout or ""
+        if isinstance(out, bytes):  # the type allows it; the text=True run above gives str
+            out = out.decode(errors="replace")
         return ToolRun(None, out[-LOG_TAIL_CHARS:], time.monotonic() - started, True)
     return ToolRun(done.returncode, done.stdout[-LOG_TAIL_CHARS:], time.monotonic() - started)
 

@@ -277,7 +277,8 @@ def weight_only_quant(
         work.mkdir()
         try:
             zeros = work / "zeros.npz"
-            np.savez(zeros, **{n: np.zeros([1, *shape], np.float32) for n, shape in shapes.items()})
+            arrays = {n: np.zeros([1, *shape], np.float32) for n, shape in shapes.items()}
+            np.savez(zeros, **arrays)  # type: ignore[arg-type]  # stub: keywords as options
             fallback = run_models([model], zeros, work, timeout)[0]["float"]
         finally:
             shutil.rmtree(work, ignore_errors=True)

@@ -276,6 +276,8 @@ def _has_external_data(model: onnx.ModelProto) -> bool:
 
 
 def _shape_arg(spec: TensorSpec) -> str:
+    # Only inputs staged at fixed shapes get here (convert refuses shapeless ones first).
+    assert spec.shape is not None, spec.name
     dims = ",".join(str(d) for d in spec.shape)
     return f"[{dims}]{_TYPE_SUFFIX.get(spec.dtype, '')}"
 

@@ -33,7 +33,7 @@ ov.save_model(model, sys.argv[2], compress_to_fp16=(sys.argv[3] == "fp16"))
 class OpenVinoConverter(Converter):
     format = "openvino"
     framework = "openvino"
-    precisions = ("fp32", "fp16", "int8")
+    precisions: tuple[str, ...] = ("fp32", "fp16", "int8")
     dynamic_shapes: ClassVar[bool] = True
     timeout_s = 600.0
 

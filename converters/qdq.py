@@ -12,6 +12,7 @@ import importlib.metadata
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 from .base import ConversionError, ConversionOptions
 from .calibration_data import load_calibration
@@ -202,7 +203,7 @@ def quantize_qdq(
     finally:
         for leftover in target.parent.glob(target.name + ".pre*"):
             leftover.unlink()
-    summary: dict[str, object] = {}
+    summary: dict[str, Any] = {}  # the quantizer's JSON line
     for line in run.log.splitlines():
         if line.startswith("EDGEBENCH_QDQ "):
             summary = json.loads(line.split(" ", 1)[1])

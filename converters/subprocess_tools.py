@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 import onnx
 
@@ -204,7 +205,7 @@ def tensor_entry(
     }
 
 
-def known_shape(shape: list[int] | None) -> bool:
+def known_shape(shape: list[int] | None) -> TypeGuard[list[int]]:
     return shape is not None and all(d > 0 for d in shape)
 
 
@@ -218,7 +219,7 @@ class ToolchainConverter(Converter):
     toolchain_name = ""
     #: The converting tool, as named in the version string (part of the cache key).
     tool = ""
-    precisions = ("fp32", "fp16")
+    precisions: tuple[str, ...] = ("fp32", "fp16")
     timeout_s = 600.0
 
     @property

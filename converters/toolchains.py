@@ -226,8 +226,9 @@ def install_toolchain(
             shutil.rmtree(venv, ignore_errors=True)
             _remove_old_venvs(folder, keep=None)
             detail = f"install failed: {exc}"
-            if getattr(exc, "output", ""):
-                detail += "\n" + _tail(exc.output)
+            output = exc.output if isinstance(exc, _InstallError) else ""
+            if output:
+                detail += "\n" + _tail(output)
             _write_state(
                 folder,
                 {
