@@ -75,7 +75,7 @@ class Backend:
 
     #: The framework name (its module's FRAMEWORK), for messages.
     name = ""
-    precisions = ("fp32",)
+    precisions: Tuple[str, ...] = ("fp32",)
     #: Why one loaded model cannot serve several concurrent streams (None: it can, and
     #: ``make_stream`` shares the weights between them: --instances N in shared mode).
     no_shared_instances: Optional[str] = None

@@ -70,7 +70,7 @@ class MnnBackend(Backend):
         import MNN
 
         self._mnn = MNN
-        self._interpreter = None
+        self._interpreter: Optional[Any] = None
         self._config: Dict[str, Any] = {}
         self._sessions: List[Any] = []
         self._modules: List[Any] = []
@@ -94,6 +94,7 @@ class MnnBackend(Backend):
         self._main = self._new_session()
 
     def _new_session(self) -> Any:
+        assert self._interpreter is not None
         with native_output(capture=self.compute_backend != CPU) as said:
             session = self._interpreter.createSession(self._config)
         if session is None:
@@ -138,12 +139,14 @@ class MnnBackend(Backend):
         )
 
     def model_inputs(self) -> List[InputSpec]:
+        assert self._interpreter is not None
         specs = []
         for name, tensor in self._interpreter.getSessionInputAll(self._main).items():
             specs.append(InputSpec(name, [int(d) for d in tensor.getShape()], "float32"))
         return specs
 
     def output_names(self) -> List[str]:
+        assert self._interpreter is not None
         return list(self._interpreter.getSessionOutputAll(self._main).keys())
 
     def reuse_streams(self) -> None:
@@ -155,6 +158,7 @@ class MnnBackend(Backend):
 
         mnn = self._mnn
         interpreter = self._interpreter
+        assert interpreter is not None
         session = self._main if not getattr(self, "_main_used", False) else self._new_session()
         self._main_used = True
         caffe = mnn.Tensor_DimensionType_Caffe
@@ -267,9 +271,11 @@ class MnnBackend(Backend):
 
     def close(self) -> None:
         self._modules = []
-        for session in self._sessions:
-            with contextlib.suppress(Exception):
-                self._interpreter.releaseSession(session)
+        interpreter = self._interpreter
+        if interpreter is not None:  # the sessions are its own: there are none without it
+            for session in self._sessions:
+                with contextlib.suppress(Exception):
+                    interpreter.releaseSession(session)
         self._sessions = []
         self._interpreter = None
 

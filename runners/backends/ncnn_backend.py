@@ -32,8 +32,8 @@ class NcnnBackend(Backend):
         import ncnn
 
         self._ncnn = ncnn
-        self._net = None
-        self._io = None
+        self._net: Optional[Any] = None
+        self._io: Optional[IoMap] = None
 
     def version(self) -> str:
         return str(getattr(self._ncnn, "__version__", "?"))
@@ -84,9 +84,11 @@ class NcnnBackend(Backend):
         self._net = net
 
     def model_inputs(self) -> List[InputSpec]:
+        assert self._io is not None
         return [InputSpec(t.onnx_name, t.onnx_shape, "float32") for t in self._io.inputs]
 
     def output_names(self) -> List[str]:
+        assert self._io is not None
         return [t.onnx_name for t in self._io.outputs]
 
     def accelerator_report(self) -> Optional[Dict[str, Any]]:
@@ -98,15 +100,16 @@ class NcnnBackend(Backend):
         import numpy as np
 
         ncnn = self._ncnn
-        net = self._net
+        net, io = self._net, self._io
+        assert net is not None and io is not None
         mats = []
-        for tensor in self._io.inputs:
+        for tensor in io.inputs:
             value = _drop_batch(tensor, tensor.to_artifact(feeds[tensor.onnx_name]))
             # ncnn.Mat wraps the numpy buffer without owning it or keeping it alive: hold the
             # array in a name until the clone (which owns its data) is made.
             array = np.ascontiguousarray(value, np.float32)
             mats.append((tensor.name, ncnn.Mat(array).clone()))
-        outputs: List[TensorMap] = list(self._io.outputs)
+        outputs: List[TensorMap] = list(io.outputs)
 
         # One Net serves every stream (each iteration makes its own extractor): shared weights.
         state: Dict[str, Any] = {}

@@ -7,7 +7,7 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import ort_gpu, ort_gpu_streams
 from .accelerator import CPU, accelerator_report, fallback
@@ -61,8 +61,8 @@ class OnnxRuntimeBackend(Backend):
     name = FRAMEWORK
     # int8: a QDQ model (edgebench converts to one), run by ORT's int8 kernels. fp16 only on
     # the GPU providers (the fp16 ONNX artifact): ORT's CPU kernels are fp32.
-    precisions = ("fp32", "int8")
-    gpu_precisions = ("fp32", "fp16", "int8")
+    precisions: Tuple[str, ...] = ("fp32", "int8")
+    gpu_precisions: Tuple[str, ...] = ("fp32", "fp16", "int8")
 
     def __init__(self) -> None:
         import onnxruntime as ort
@@ -71,7 +71,7 @@ class OnnxRuntimeBackend(Backend):
         # No usage events leave the process (Windows-only in practice, but explicit).
         if hasattr(ort, "disable_telemetry_events"):
             ort.disable_telemetry_events()
-        self._session = None
+        self._session: Optional[Any] = None
         self._gpu: Dict[str, Any] = {}
 
     def version(self) -> str:
@@ -96,7 +96,9 @@ class OnnxRuntimeBackend(Backend):
             providers.insert(0, self._provider())
         started = time.perf_counter()
         try:
-            self._session = ort.InferenceSession(model_path, sess_options=so, providers=providers)
+            session = self._session = ort.InferenceSession(
+                model_path, sess_options=so, providers=providers
+            )
         except Exception as exc:  # ORT raises its own exception types per failure
             text = str(exc)
             kind = "unsupported" if "NOT_IMPLEMENTED" in text else "model_load"
@@ -105,16 +107,16 @@ class OnnxRuntimeBackend(Backend):
             ) from exc
         self._gpu["session_ms"] = (time.perf_counter() - started) * 1e3
         asked = providers[0][0] if gpu else providers[0]
-        if self.compute_backend != CPU and asked not in self._session.get_providers():
+        if self.compute_backend != CPU and asked not in session.get_providers():
             raise fallback(
                 FRAMEWORK,
                 self.compute_backend,
-                "the session's providers are %s" % ", ".join(self._session.get_providers()),
+                "the session's providers are %s" % ", ".join(session.get_providers()),
             )
         if gpu:
             make = ort_gpu_streams.session_maker(ort, model_path, so, providers)
             graph = self._gpu["cuda_graph"]
-            self._gpu["streams"] = ort_gpu_streams.StreamSessions(ort, self._session, make, graph)
+            self._gpu["streams"] = ort_gpu_streams.StreamSessions(ort, session, make, graph)
             self.no_shared_instances = ort_gpu_streams.GRAPHS_NOT_SHARED if graph else None
 
     def _gpu_providers(
@@ -166,6 +168,7 @@ class OnnxRuntimeBackend(Backend):
     def _gpu_report(self) -> Dict[str, Any]:
         """Where the first inference's nodes ran (a fallback when none left the CPU), the
         TensorRT engine's build or cache, and the CUDA graph."""
+        assert self._session is not None
         profile = self._session.end_profiling()
         try:
             placement = ort_gpu.placement_from_profile(profile) if profile else {}
@@ -188,6 +191,7 @@ class OnnxRuntimeBackend(Backend):
         return known
 
     def model_inputs(self) -> List[InputSpec]:
+        assert self._session is not None
         specs = []
         for node in self._session.get_inputs():
             shape = [d if isinstance(d, int) else -1 for d in node.shape]
@@ -195,6 +199,7 @@ class OnnxRuntimeBackend(Backend):
         return specs
 
     def output_names(self) -> List[str]:
+        assert self._session is not None
         return [o.name for o in self._session.get_outputs()]
 
     def make_stream(self, feeds: Dict[str, Any]) -> Stream:
@@ -203,6 +208,7 @@ class OnnxRuntimeBackend(Backend):
         # One session serves every stream: ORT sessions run concurrently and share weights
         # (on the GPU with CUDA graphs, each stream has its own: ort_gpu_streams.py).
         session = self._session
+        assert session is not None
         if self.compute_backend in ort_gpu.GPU_PROVIDERS:
             return self._gpu["streams"].stream(feeds)
         binding = session.io_binding()

@@ -73,8 +73,8 @@ class OpenVinoBackend(Backend):
         import openvino as ov
 
         self._ov = ov
-        self._compiled = None
-        self._core = None
+        self._compiled: Optional[Any] = None
+        self._core: Optional[Any] = None
         self._device = "CPU"
 
     def version(self) -> str:
@@ -112,9 +112,10 @@ class OpenVinoBackend(Backend):
     def accelerator_report(self) -> Optional[Dict[str, Any]]:
         if self.compute_backend == CPU or self._compiled is None:
             return None
-        compiled = self._compiled
+        compiled, core = self._compiled, self._core
+        assert core is not None  # load made it before the compiled model
         try:
-            name: Optional[str] = str(self._core.get_property(self._device, "FULL_DEVICE_NAME"))
+            name: Optional[str] = str(core.get_property(self._device, "FULL_DEVICE_NAME"))
         except Exception:  # a plugin without the property still ran the cell
             name = None
         precision = None
@@ -141,6 +142,7 @@ class OpenVinoBackend(Backend):
         )
 
     def model_inputs(self) -> List[InputSpec]:
+        assert self._compiled is not None
         specs = []
         for port in self._compiled.inputs:
             shape = [d.get_length() if d.is_static else -1 for d in port.get_partial_shape()]
@@ -149,14 +151,17 @@ class OpenVinoBackend(Backend):
         return specs
 
     def output_names(self) -> List[str]:
+        assert self._compiled is not None
         return [port.get_any_name() for port in self._compiled.outputs]
 
     def make_stream(self, feeds: Dict[str, Any]) -> Stream:
         # One compiled model, one infer request per stream: the requests share the weights.
         import numpy as np
 
-        request = self._compiled.create_infer_request()
-        ports = list(self._compiled.outputs)
+        compiled = self._compiled
+        assert compiled is not None
+        request = compiled.create_infer_request()
+        ports = list(compiled.outputs)
         staged = []
         for name, value in feeds.items():
             tensor = self._ov.Tensor(np.array(value, copy=True))  # the request's own memory

@@ -43,8 +43,8 @@ class TfliteBackend(Backend):
         self._cls = _interpreter_class()
         self._path = ""
         self._threads = 1
-        self._io = None
-        self._main = None
+        self._io: Optional[IoMap] = None
+        self._main: Optional[Any] = None
         self._gpu: Optional[GpuModel] = None
         self._gpu_models: List[GpuModel] = []
 
@@ -72,7 +72,7 @@ class TfliteBackend(Backend):
             self._io = self._gpu.io
             return
         try:
-            self._main = self._interpreter()
+            main = self._main = self._interpreter()
         except Exception as exc:
             text = str(exc)
             kind = (
@@ -81,8 +81,8 @@ class TfliteBackend(Backend):
             raise BackendError(
                 kind, "LiteRT could not load the model: %s" % first_line(text), text
             ) from exc
-        details_in = self._main.get_input_details()
-        details_out = self._main.get_output_details()
+        details_in = main.get_input_details()
+        details_out = main.get_output_details()
         io = IoMap.beside(model_path)
         if io is None:
             io = IoMap(
@@ -94,9 +94,11 @@ class TfliteBackend(Backend):
         self._out_index = _indices(details_out, io.outputs)
 
     def model_inputs(self) -> List[InputSpec]:
+        assert self._io is not None
         return [InputSpec(t.onnx_name, t.onnx_shape, "float32") for t in self._io.inputs]
 
     def output_names(self) -> List[str]:
+        assert self._io is not None
         return [t.onnx_name for t in self._io.outputs]
 
     def accelerator_report(self) -> Optional[Dict[str, Any]]:
@@ -111,10 +113,12 @@ class TfliteBackend(Backend):
         # An interpreter is not thread-safe: every extra stream gets its own.
         interpreter = self._main if self._main is not None else self._interpreter()
         self._main = None
+        io = self._io
+        assert io is not None
         staged = []
-        for tensor, index in zip(self._io.inputs, self._in_index):
+        for tensor, index in zip(io.inputs, self._in_index):
             staged.append((index, tensor.to_artifact(feeds[tensor.onnx_name])))
-        outputs = list(zip(self._io.outputs, self._out_index))
+        outputs = list(zip(io.outputs, self._out_index))
         set_tensor = interpreter.set_tensor
         get_tensor = interpreter.get_tensor
         invoke = interpreter.invoke
