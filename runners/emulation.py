@@ -10,7 +10,7 @@ name), and the lab file can say it outright.
 from __future__ import annotations
 
 import platform
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 ARM_MACHINES = ("aarch64", "arm64", "armv7l", "armv8l", "armv7", "arm")
 X86_MACHINES = ("x86_64", "amd64", "i386", "i686", "x86")
@@ -28,7 +28,7 @@ def machine_family(machine: str) -> Optional[str]:
 
 def cpuinfo_family(cpuinfo: str) -> Tuple[Optional[str], Optional[str]]:
     """The architecture /proc/cpuinfo describes ("x86", "arm" or None) and the CPU's name."""
-    fields = {}
+    fields: Dict[str, str] = {}
     for line in cpuinfo.splitlines():
         key, sep, value = line.partition(":")
         if sep:

@@ -146,6 +146,7 @@ class AndroidFuelGauge(EnergySource):
         elif self._v_scale is None:
             power = None  # voltage 0: the gauge is not reporting
         else:
+            assert self._i_scale is not None  # set above: i_raw is not 0
             power = abs(i_raw) * self._i_scale * abs(v_raw) * self._v_scale
         return Reading(t_ns, power, None, charging, False)
 

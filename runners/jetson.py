@@ -227,7 +227,7 @@ def nvmap_memory_mb(root: str, pid: int) -> Tuple[Optional[float], str]:
             text = listing.read()
     except OSError as exc:
         return None, "%s not readable (%s; debugfs needs root)" % (NVMAP_CLIENTS, exc.strerror)
-    total_kb = 0
+    total_kb: float = 0
     for line in text.splitlines():
         found = re.match(r"\s*\S+\s+\S+\s+(\d+)\s+(\d+)([KMG]?)\s*$", line)
         if found and int(found.group(1)) == pid:

@@ -83,7 +83,7 @@ PROCESS_CALLS = (
 
 def open_first(names: Sequence[str]) -> Tuple[Optional[ctypes.CDLL], List[str]]:
     """The first of ``names`` that loads, and what dlopen said of the others."""
-    errors = []
+    errors: List[str] = []
     for name in names:
         try:
             return ctypes.CDLL(name), errors

@@ -278,11 +278,11 @@ class Sampler:
                     values.append(read_int(path))
                 except (OSError, ValueError):
                     values.append(None)  # cpu offline or cpufreq absent
-            for values, path in temp_cols:
+            for temps, path in temp_cols:
                 try:
-                    values.append(read_int(path) / 1000.0)
+                    temps.append(read_int(path) / 1000.0)
                 except (OSError, ValueError):
-                    values.append(None)
+                    temps.append(None)
             t_perf.append(t0)
             self._cost_ns += perf() - t0
             index += 1

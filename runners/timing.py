@@ -179,7 +179,7 @@ def measure_sequential(
         if enough and target_ci is None:
             stop_reason = "target_reached"
             break
-        if enough and len(samples) >= next_check:
+        if enough and target_ci is not None and len(samples) >= next_check:
             # Re-checked at growing intervals so sorting stays a small share of the run.
             if median_ci_halfwidth(samples) <= target_ci:
                 stop_reason = "ci_reached"

@@ -58,7 +58,7 @@ class TensorMap:
         return value
 
 
-def _size(shape: List[int]) -> int:
+def _size(shape: Sequence[int]) -> int:
     total = 1
     for d in shape:
         total *= int(d)

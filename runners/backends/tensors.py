@@ -144,7 +144,8 @@ def save_outputs(path: str, names: List[str], outputs: List[Any]) -> None:
     if folder:
         os.makedirs(folder, exist_ok=True)
     arrays = {"output_%d" % i: np.asarray(v) for i, v in enumerate(outputs)}
-    np.savez(path, __names__=np.array(names), **arrays)
+    # numpy's stub lets **arrays reach savez's allow_pickle (a bool); these keys are output_N.
+    np.savez(path, __names__=np.array(names), **arrays)  # type: ignore[arg-type]  # not a bool
 
 
 # --- an input file instead of seeded inputs (--input) ------------------------------------------
@@ -268,9 +269,10 @@ def parse_preprocess(text: str) -> Dict[str, Any]:
                 "%r is not key=value with a key among %s" % (item, ", ".join(PREPROCESS_DEFAULTS))
             )
         if key in ("mean", "std"):
-            settings[key] = _numbers(key, value)
-            if key == "std" and any(v == 0 for v in settings[key]):
+            numbers = _numbers(key, value)
+            if key == "std" and any(v == 0 for v in numbers):
                 raise ValueError("std must not be 0")
+            settings[key] = numbers
         elif key == "scale":
             settings[key] = _numbers(key, value)[0]
         elif key == "layout":
@@ -365,7 +367,9 @@ def _decoded(path: str, mode: str, size: Any) -> Any:
             if width * height > MAX_DECODED_PIXELS:
                 raise ValueError(too_big)
             check_fits_memory("decoding image %s" % path, width * height * 8)
-            return image.convert(mode).resize(size, Image.BILINEAR)
+            # Image.Resampling, the typed name, came in Pillow 9.1: a device may have an older one.
+            bilinear = Image.BILINEAR  # type: ignore[attr-defined]  # Pillow sets it by setattr
+            return image.convert(mode).resize(size, bilinear)
     except Image.DecompressionBombError:
         raise ValueError(too_big) from None
     except (OSError, SyntaxError, EOFError) as exc:

@@ -131,11 +131,14 @@ class EngineCache:
             sidecar = json.loads(sidecar_path.read_text())
             data = engine_path.read_bytes()
         except (OSError, ValueError) as exc:
-            return self._discard(key, "unreadable entry (%s)" % exc)
+            self._discard(key, "unreadable entry (%s)" % exc)
+            return None
         if not isinstance(sidecar, dict) or sidecar.get("key") != key.as_dict():
-            return self._discard(key, "its sidecar does not hold this key")
+            self._discard(key, "its sidecar does not hold this key")
+            return None
         if sidecar.get("size") != len(data) or sidecar.get("sha256") != _sha(data):
-            return self._discard(key, "the engine file does not match its sidecar")
+            self._discard(key, "the engine file does not match its sidecar")
+            return None
         now = time.time()
         for path in (engine_path, sidecar_path):  # a hit is new for the eviction order
             os.utime(str(path), (now, now))
