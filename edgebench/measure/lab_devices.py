@@ -15,6 +15,7 @@ from edgebench.lab.device_lock import DeviceLockFile, LockUnavailable
 from edgebench.lab.host_lock import DeviceLock
 from edgebench.lab.inventory import probe_device, refuse_aliases, resolve_devices
 from edgebench.lab.lab_file import load_lab
+from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.methods import Method, method_for
 from edgebench.measure.progress import LineProgress
@@ -147,6 +148,7 @@ def _lock_devices(
     for device in devices:
         if device.unreachable or device.transport.kind == "local":
             continue  # the host-side lock covers this machine
+        assert isinstance(device, RemoteDevice)  # a lab device not on this host is remote
         try:
             lock = DeviceLockFile(
                 device.name, device.transport, device.work_dir, lease_s, "-", LEASE_MARGIN_S

@@ -16,6 +16,7 @@ latency, and the record says so in a flag.
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any
@@ -270,8 +271,8 @@ def build_trace(
         trace["energy_j"] = [None if e is None else e / 1e6 for e in energy]
         trace["wrapped_at"] = [
             i
-            for i in range(1, len(energy))
-            if energy[i] is not None and energy[i - 1] is not None and energy[i] < energy[i - 1]
+            for i, (before, after) in enumerate(itertools.pairwise(energy), start=1)
+            if before is not None and after is not None and after < before
         ]
     for role in roles:
         kind, _, name = role.partition(":")

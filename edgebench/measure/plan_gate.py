@@ -8,6 +8,7 @@ nights (``analysis.nightly_gate``); a cell with too few of them, and every cell 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from edgebench.analysis.compare import CellVerdict, any_regression, compare_runs
@@ -20,7 +21,9 @@ from edgebench.results.store import ResultsStore, RunDir, latest_per_cell
 
 
 class GateOutput(Protocol):
-    def comparison(self, verdicts: list[CellVerdict], plan_name: str, junit: object) -> None: ...
+    def comparison(
+        self, verdicts: list[CellVerdict], plan_name: str, junit: Path | None
+    ) -> None: ...
 
 
 class Progress(Protocol):
@@ -40,6 +43,8 @@ def gate_run(
     from edgebench.analysis.results_index import ResultsIndex
 
     name = config.plan_name
+    if name is None:  # run_session gates only a run that a plan configured
+        raise ValueError("gate_run needs a configuration filled by a plan")
     thresholds = config.thresholds
     with ResultsIndex.open(store) as index:  # one sync for both what the gate reads
         rows = index.cell_rows() if thresholds.gate == "history" else []

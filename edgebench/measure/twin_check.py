@@ -75,8 +75,10 @@ def failed_twin(cell: Cell, checks: CheckSettings) -> OutputCheck | None:
     if check is None or check.passed:
         return None
     if cell.model.format == "tflite":  # LiteRT ran the original: the very reference the twin failed
+        original = cell.model.path
+        assert original is not None  # a model read from a .tflite file has that file's path
         raise ReferenceUnavailable(
-            f"LiteRT ran the original {cell.model.path.name}, the reference its ONNX twin "
+            f"LiteRT ran the original {original.name}, the reference its ONNX twin "
             f"failed against (max abs diff {check.max_abs_diff:.3g}), so there is nothing to "
             "check it against"
         )

@@ -30,8 +30,10 @@ class Visit:
 
 
 class Method(Protocol):
-    #: The lab entry's ``runner`` value that selects this method.
-    kind: str
+    @property
+    def kind(self) -> str:
+        """The lab entry's ``runner`` value that selects this method (read-only, so a
+        method may declare it as a RunnerKind)."""
 
     def availability(self, device: Device, framework: str) -> Verdict | None:
         """None when ``framework`` can be measured on ``device``, else the cell's verdict."""

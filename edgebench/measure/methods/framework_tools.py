@@ -197,8 +197,8 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
         cuda_graph=bool(getattr(cell, "cuda_graph", False)),
     )
     adapter = adapter.prepare(site, binary, native_cell, model_files(cell)[0])
-    if adapter.needs_logcat():
-        device.transport.shell(adapter.clear_logcat_command(), timeout=30)
+    if (clear_logcat := adapter.clear_logcat_command()) is not None:
+        device.transport.shell(clear_logcat, timeout=30)
     tool_line = adapter.shell_command(binary, native_cell, pid_file=device.pid_file)
     settings = cell.telemetry
     sampler = None
@@ -219,8 +219,8 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
     if command.timed_out:
         raise NativeRunError(f"{adapter.binary} timed out after {cell.timing.timeout_s:.0f} s")
     logcat = ""
-    if adapter.needs_logcat():
-        logcat = device.transport.shell(adapter.logcat_command(), timeout=30).stdout
+    if (dump_logcat := adapter.logcat_command()) is not None:
+        logcat = device.transport.shell(dump_logcat, timeout=30).stdout
     report = adapter.backend_report(native_cell, command.stdout, command.stderr, logcat)
     try:
         result = adapter.parse(command.stdout, command.stderr, logcat, model_path=model_path)
@@ -280,8 +280,8 @@ def _attach_op_profile(
     profiled = dataclasses.replace(
         native_cell, warmup=1, iterations=iterations, profile_ops=True, output_file=None
     )
-    if adapter.needs_logcat():
-        device.transport.shell(adapter.clear_logcat_command(), timeout=30)
+    if (clear_logcat := adapter.clear_logcat_command()) is not None:
+        device.transport.shell(clear_logcat, timeout=30)
     line = adapter.shell_command(binary, profiled, pid_file=device.pid_file)
     command = device.run_measuring(line, cell.timeout_s)
     if command.timed_out:
