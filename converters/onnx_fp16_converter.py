@@ -40,7 +40,7 @@ class OnnxFp16Converter(Converter):
         except (
             onnx.checker.ValidationError,
             onnx.onnx_cpp2py_export.shape_inference.InferenceError,
-        ) as exc:  # type: ignore[attr-defined]
+        ) as exc:
             raise ConversionError(
                 "failed",
                 f"the fp16 model did not check: {str(exc).splitlines()[0]}"

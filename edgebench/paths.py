@@ -15,7 +15,7 @@ from typing import Any
 try:
     import fcntl
 except ImportError:  # Windows: builds and installs are not serialised across processes
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # no fcntl on Windows
 
 
 def _xdg(var: str, fallback: str) -> Path:

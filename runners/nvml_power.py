@@ -53,7 +53,7 @@ class NvmlPower(EnergySource):
     def close(self) -> None:
         if getattr(self, "nvml", None) is not None:
             self.nvml.close()
-            self.nvml = None  # type: ignore[assignment]
+            self.nvml = None  # type: ignore[assignment]  # closed
         self.handle = None
 
     def describe(self) -> Dict[str, Any]:

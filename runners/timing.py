@@ -20,7 +20,7 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence
 try:
     import resource
 except ImportError:  # not on Windows
-    resource = None  # type: ignore[assignment]
+    resource = None  # type: ignore[assignment]  # no resource module on Windows
 
 
 @dataclass
@@ -146,7 +146,7 @@ def measure_sequential(
     start = clock()
     outputs = None
     if stage_samples is not None:
-        copy_in, compute, copy_out = run.copy_in, run.compute, run.copy_out  # type: ignore
+        copy_in, compute, copy_out = run.copy_in, run.compute, run.copy_out  # type: ignore[attr-defined]  # stage_samples: a staged run
         add_in = stage_samples.setdefault("copy_in", []).append
         add_compute = stage_samples.setdefault("compute", []).append
         add_out = stage_samples.setdefault("copy_out", []).append

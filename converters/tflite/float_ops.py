@@ -31,4 +31,4 @@ def float_op_types(flatbuffer: bytes) -> list[str]:
 
 def _empty(data: object) -> bool:
     """A tensor whose buffer holds no bytes is computed at run time, not a constant."""
-    return data is None or len(data) == 0  # type: ignore[arg-type]
+    return data is None or len(data) == 0  # type: ignore[arg-type]  # data is sized when not None

@@ -68,7 +68,7 @@ def window(
     for axis in range(2):
         extent = (kernel[axis] - 1) * dilations[axis] + 1
         end.append(max((out[axis] - 1) * strides[axis] + extent - size[axis] - begin[axis], 0))
-    return Window(kernel, strides, dilations, tuple(begin), tuple(end), out)  # type: ignore[arg-type]
+    return Window(kernel, strides, dilations, tuple(begin), tuple(end), out)
 
 
 def padded_input(
@@ -275,7 +275,7 @@ def pool(lowering: Lowering, node: Node) -> None:
             "ceil_mode with a last window that starts in the padding (ONNX shape "
             "inference and ONNX Runtime disagree on the output size)",
         )
-    win = window(lowering, node, size, kernel, out)  # type: ignore[arg-type]
+    win = window(lowering, node, size, kernel, out)
     is_max = node.op == "MaxPool"
     include_pad = bool(attrs.get("count_include_pad", 0))
     source = lowering.nhwc(node.inputs[0])

@@ -178,7 +178,7 @@ def change_points(
     """The level shifts in a cell's nightly values, each with its size and interval; splits
     whose change is under ``min_effect`` are left out."""
     series = np.asarray(values, dtype=np.float64)
-    splits = e_divisive(series, weights=weights, seed=seed, **options)  # type: ignore[arg-type]
+    splits = e_divisive(series, weights=weights, seed=seed, **options)  # type: ignore[arg-type]  # options are e_divisive's own
     bounds = [0, *(i for i, _ in splits), len(series)]
     rng = np.random.default_rng(seed)
     points = []

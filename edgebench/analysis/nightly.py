@@ -232,7 +232,7 @@ def steps_in(nights: list[Night], lower_is_better: bool = True) -> list[Step]:
     values = [n.value for n in points]
     weights = night_weights([n.spread for n in points])
     steps = []
-    for cp in change_points(values, weights=weights):  # type: ignore[arg-type]
+    for cp in change_points(values, weights=weights):  # type: ignore[arg-type]  # no None left in values
         changed, offsets = _changes_near(points, cp.index)
         worse = cp.change > 0 if lower_is_better else cp.change < 0
         steps.append(Step(points[cp.index], points[cp.index - 1], cp, changed, worse, offsets))

@@ -84,7 +84,7 @@ class ClusterDevice(Device):
         self.availability: dict[str, Verdict | None] = opened.availability
         self._facts = opened.facts
 
-    def facts(self):  # type: ignore[no-untyped-def]
+    def facts(self):
         if self._facts is None:
             raise TransportError(f"device {self.name} on {self.host}: {self.unreachable}")
         return self._facts
@@ -111,7 +111,7 @@ class ClusterMethod:
     def visit(self, cell: Cell, visit: Visit) -> Record:
         device = cell.device
         assert isinstance(device, ClusterDevice) and device.link is not None
-        bare = replace(cell, device=None)  # type: ignore[arg-type]
+        bare = replace(cell, device=None)  # type: ignore[arg-type]  # shipped without its live device
         roots = paths_in((bare, visit))
         entries = self.outbox.manifest(roots)
         refs = self.outbox.refs(entries)

@@ -257,7 +257,7 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
         if not found_latency:
             return None
         if counts:
-            result.count = int_or_none(_COUNT_RE.match(lines[start]).group(1))  # type: ignore[union-attr]
+            result.count = int_or_none(_COUNT_RE.match(lines[start]).group(1))  # type: ignore[union-attr]  # start is a matching line
             result.raw_lines.insert(0, lines[start])
         for line in lines:
             if result.tool_version is None and (match := _BUILD_RE.match(line)):

@@ -343,7 +343,7 @@ class _Validator:
                     f"cpus 0-{max(owner)})",
                 )
         freqs = [c.max_freq_mhz for c in clusters]
-        if all(f is not None for f in freqs) and freqs != sorted(freqs):  # type: ignore[type-var]
+        if all(f is not None for f in freqs) and freqs != sorted(freqs):  # type: ignore[type-var]  # all() above: no None left
             raise self.fail(
                 "clusters", "must be listed from the slowest to the fastest (by max_freq_mhz)"
             )

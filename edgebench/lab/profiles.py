@@ -68,7 +68,7 @@ class DeviceProfile:
         freq: dict[int, int] = {}
         for rank, cluster in enumerate(self.clusters):
             for cpu in cluster.cpus:
-                freq[cpu] = cluster.max_freq_mhz if known else rank  # type: ignore[assignment]
+                freq[cpu] = cluster.max_freq_mhz if known else rank  # type: ignore[assignment]  # known: no None left
         return detect_clusters(freq)
 
     def cluster_map(self) -> dict[str, list[int]]:

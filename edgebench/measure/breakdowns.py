@@ -55,7 +55,7 @@ def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> Instances
     running = _mb(raw.get("rss_running_kb"))
     per_instance = load_growth = None
     if count > 1 and after and all(v is not None for v in after):
-        load_growth = round((after[-1] - after[0]) / (count - 1), 3)  # type: ignore[operator]
+        load_growth = round((after[-1] - after[0]) / (count - 1), 3)  # type: ignore[operator]  # after holds numbers here
     if load_growth is not None and one is not None and running is not None:
         alone = one - load_growth * (count - 1)
         per_instance = round((running - alone) / (count - 1), 3)

@@ -54,7 +54,7 @@ def whole(minimum: int, limit: int | None = None) -> Check:
             raise ValueError(over_limit(value, limit))
         return value
 
-    check.metavar = "N"  # type: ignore[attr-defined]
+    check.metavar = "N"  # type: ignore[attr-defined]  # a function attribute, read with getattr
     return check
 
 
@@ -91,7 +91,7 @@ def number(
             raise ValueError(over_limit(f"{value:g}", limit))
         return float(value)
 
-    check.metavar = "X"  # type: ignore[attr-defined]
+    check.metavar = "X"  # type: ignore[attr-defined]  # a function attribute, read with getattr
     return check
 
 
@@ -109,7 +109,7 @@ def fraction(low_open: bool) -> Check:
             raise ValueError(problem)
         return checked
 
-    check.metavar = "X"  # type: ignore[attr-defined]
+    check.metavar = "X"  # type: ignore[attr-defined]  # a function attribute, read with getattr
     return check
 
 
@@ -123,7 +123,7 @@ def one_of(registry: Collection[str], what: str = "") -> Check:
             raise ValueError(f"{value!r} is not {kind}one of {', '.join(registry)}")
         return value
 
-    check.metavar = "|".join(registry)  # type: ignore[attr-defined]
+    check.metavar = "|".join(registry)  # type: ignore[attr-defined]  # a function attribute, read with getattr
     check.choices = registry  # type: ignore[attr-defined]  # what a command line offers
     return check
 
@@ -329,7 +329,7 @@ def wholes(minimum: int, limit: int | None = None) -> Check:
                 raise
         return list(dict.fromkeys(numbers))
 
-    check.metavar = "N[,N...]"  # type: ignore[attr-defined]
+    check.metavar = "N[,N...]"  # type: ignore[attr-defined]  # a function attribute, read with getattr
     return check
 
 
@@ -343,7 +343,7 @@ def choices(*allowed: str) -> Check:
             raise ValueError(f"{shown} is not {listed}")
         return items
 
-    check.metavar = "|".join(allowed) + "[,...]"  # type: ignore[attr-defined]
+    check.metavar = "|".join(allowed) + "[,...]"  # type: ignore[attr-defined]  # a function attribute, read with getattr
     return check
 
 
@@ -352,19 +352,19 @@ def optional(check: Check) -> Check:
         return None if value is None else check(value)
 
     checked.__name__ = f"optional_{getattr(check, '__name__', 'value')}"
-    checked.metavar = getattr(check, "metavar", "VALUE")  # type: ignore[attr-defined]
+    checked.metavar = getattr(check, "metavar", "VALUE")  # type: ignore[attr-defined]  # a function attribute, read with getattr
     return checked
 
 
-text.metavar = "TEXT"  # type: ignore[attr-defined]
-path.metavar = "PATH"  # type: ignore[attr-defined]
-folder.metavar = "PATH"  # type: ignore[attr-defined]
-input_file.metavar = "PATH"  # type: ignore[attr-defined]
-calibration_source.metavar = "PATH"  # type: ignore[attr-defined]
-preprocessing.metavar = "KEY=VALUE;..."  # type: ignore[attr-defined]
-names.metavar = "NAME[,NAME...]"  # type: ignore[attr-defined]
-device_names.metavar = "NAME[,NAME...]"  # type: ignore[attr-defined]
-entries.metavar = "VALUE"  # type: ignore[attr-defined]
+text.metavar = "TEXT"  # type: ignore[attr-defined]  # a function attribute, read with getattr
+path.metavar = "PATH"  # type: ignore[attr-defined]  # a function attribute, read with getattr
+folder.metavar = "PATH"  # type: ignore[attr-defined]  # a function attribute, read with getattr
+input_file.metavar = "PATH"  # type: ignore[attr-defined]  # a function attribute, read with getattr
+calibration_source.metavar = "PATH"  # type: ignore[attr-defined]  # a function attribute, read with getattr
+preprocessing.metavar = "KEY=VALUE;..."  # type: ignore[attr-defined]  # a function attribute, read with getattr
+names.metavar = "NAME[,NAME...]"  # type: ignore[attr-defined]  # a function attribute, read with getattr
+device_names.metavar = "NAME[,NAME...]"  # type: ignore[attr-defined]  # a function attribute, read with getattr
+entries.metavar = "VALUE"  # type: ignore[attr-defined]  # a function attribute, read with getattr
 
 
 def shapes(value: Any) -> list[str]:
@@ -391,4 +391,4 @@ def shapes(value: Any) -> list[str]:
     return items
 
 
-shapes.metavar = "[NAME=]1x3xHxW[,...]"  # type: ignore[attr-defined]
+shapes.metavar = "[NAME=]1x3xHxW[,...]"  # type: ignore[attr-defined]  # a function attribute, read with getattr

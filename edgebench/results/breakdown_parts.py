@@ -50,9 +50,9 @@ class Stages(RecordPart):
             return rounds[0] if rounds else None
         pooled: dict[str, list[int]] = {}
         for part in rounds:
-            for stage, values in (part.samples_ns or {}).items():  # type: ignore[union-attr]
+            for stage, values in (part.samples_ns or {}).items():  # type: ignore[union-attr]  # rounds that hold samples
                 pooled.setdefault(stage, []).extend(values)
-        return cls.from_samples(pooled, rounds[0].boundaries or {})  # type: ignore[union-attr]
+        return cls.from_samples(pooled, rounds[0].boundaries or {})  # type: ignore[union-attr]  # rounds that hold samples
 
     @classmethod
     def from_dict(cls, data: Any, name: str = "stages") -> Stages:

@@ -137,7 +137,7 @@ def read_fields(
             values[key] = [read_fields(item, o.data, o.name) for o in obj.objects(key)]
         else:
             values[key] = obj.get(key, hint)
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # cls is a dataclass type
         if f.name not in values and _no_default(f):
             values[f.name] = None
     part = cls(**values)
@@ -244,7 +244,7 @@ def read_part(part: type[T], data: Any, name: str) -> T:
     plain dataclass defined below results (quantization's ``Accuracy``) by its fields; then
     checked for the keys it must have (``check_keys``), whichever reader read it."""
     if issubclass(part, RecordPart):
-        value: T = part.from_dict(data, name)  # type: ignore[assignment]
+        value: T = part.from_dict(data, name)
     else:
         value = read_fields(part, data, name)
     check_keys(value, data, name)
@@ -286,5 +286,5 @@ def part_to_json(part: Any) -> dict[str, Any]:
 def merge_part(part: type[T], rounds: typing.Sequence[T | None]) -> T | None:
     """The part of a record pooled from rounds: the part's own merge, or the first round's."""
     if issubclass(part, RecordPart):
-        return part.merge(rounds)  # type: ignore[arg-type,return-value]
+        return part.merge(rounds)  # type: ignore[arg-type]  # rounds are parts of the type merge takes
     return rounds[0] if rounds else None

@@ -300,7 +300,7 @@ def worst_of(warnings: Sequence[RecordWarning]) -> RecordWarning:
     first of equals)."""
     kind = kind_of(warnings[0])
     sign = 1 if kind.highest_is_worst else -1
-    return max(warnings, key=lambda w: sign * float(w.figures[kind.worst]))  # type: ignore[index]
+    return max(warnings, key=lambda w: sign * float(w.figures[kind.worst]))  # type: ignore[index]  # kinds with a worst figure only
 
 
 def by_kind(warnings: Iterable[RecordWarning]) -> list[list[RecordWarning]]:

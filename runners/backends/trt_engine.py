@@ -36,7 +36,7 @@ def collecting_logger(trt: Any) -> Any:
     """A ``trt.ILogger`` that keeps the errors (for one-line messages) and passes warnings
     and errors on to stderr."""
 
-    class CollectingLogger(trt.ILogger):  # type: ignore[misc, name-defined]
+    class CollectingLogger(trt.ILogger):
         def __init__(self) -> None:
             trt.ILogger.__init__(self)
             self.errors: List[str] = []

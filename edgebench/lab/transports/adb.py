@@ -56,7 +56,7 @@ class _NoSpawnConnection(adbutils.AdbConnection):
     server listens on adb's default port whatever the lab's adb_port, and outlives edgebench;
     this connection only connects (AdbConnectionError or AdbTimeout when nothing answers)."""
 
-    def _safe_connect(self):  # type: ignore[no-untyped-def]
+    def _safe_connect(self):
         return self._create_socket()
 
 

@@ -28,7 +28,7 @@ from edgebench.paths import tree_size, write_json_atomically, write_text_atomica
 try:
     import fcntl
 except ImportError:  # Windows: no lock, publishing into one folder twice is not detected
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # no fcntl on Windows
 
 log = logging.getLogger(__name__)
 
