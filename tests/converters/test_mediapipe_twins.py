@@ -55,8 +55,8 @@ def check(outputs: dict[str, np.ndarray], reference: dict[str, np.ndarray], labe
 
 @pytest.mark.parametrize("model", MODELS)
 def test_tnn_writer_on_the_twin(twins, tmp_path: Path, model: str) -> None:
-    from edgebench.converters.tnn.checking.reader import read_model
-    from edgebench.converters.tnn.checking.reference import run_model
+    from fakes.tnn_checking.reader import read_model
+    from fakes.tnn_checking.reference import run_model
 
     twin, _report, feeds, reference = twins[model]
     files = get_converter("tnn").convert(twin, tmp_path, ConversionOptions())

@@ -17,11 +17,11 @@ import onnx
 import onnxruntime as ort
 import pytest
 from fakes.paddleocr import CASES, DATA, IDS, MODELS, page
+from fakes.tnn_checking.reader import read_model
+from fakes.tnn_checking.reference import run_model
 
 from edgebench.converters import ConversionOptions, get_converter
 from edgebench.converters.tflite.convert import convert_model as convert_tflite
-from edgebench.converters.tnn.checking.reader import read_model
-from edgebench.converters.tnn.checking.reference import run_model
 from edgebench.measure.output_check import compare_arrays
 
 BACKENDS = {

@@ -13,11 +13,11 @@ import onnx
 import onnxruntime as ort
 import pytest
 from fakes.ocr_models import CASES, NAMES, SECOND_SHAPES, TEST_SHAPES, build
+from fakes.tnn_checking.reader import TnnModel, parse_model, read_model
+from fakes.tnn_checking.reference import run_model
 from onnx import TensorProto, helper, numpy_helper
 
 from edgebench.converters import ConversionError, ConversionOptions, get_converter
-from edgebench.converters.tnn.checking.reader import TnnModel, parse_model, read_model
-from edgebench.converters.tnn.checking.reference import run_model
 from edgebench.converters.tnn.writer import convert_model
 from edgebench.converters.tnn_converter import TnnConverter
 

@@ -11,11 +11,11 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from fakes.tnn_checking.reader import TnnModel, parse_model, read_model
+from fakes.tnn_checking.reference import run_model
 from onnx import TensorProto, helper, numpy_helper
 
 from edgebench.converters.base import ConversionError, ConversionOptions
-from edgebench.converters.tnn.checking.reader import TnnModel, parse_model, read_model
-from edgebench.converters.tnn.checking.reference import run_model
 from edgebench.converters.tnn.writer import convert_model
 from edgebench.converters.tnn_converter import TnnConverter
 from edgebench.models import build_model

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 from fakes.random_graphs import random_graph
+from fakes.tnn_checking.reader import parse_model
+from fakes.tnn_checking.reference import run_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edgebench.converters.base import ConversionError
-from edgebench.converters.tnn.checking.reader import parse_model
-from edgebench.converters.tnn.checking.reference import run_model
 from edgebench.converters.tnn.writer import convert_model
 
 REFUSAL_PREFIX = "TNN converter does not support operator"

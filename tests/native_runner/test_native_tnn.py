@@ -25,12 +25,12 @@ from fakes.arm_board import phone_without_python_lab
 from fakes.native_builds import run_native, run_once
 from fakes.paddleocr import CASES, DATA, IDS, MODELS, page
 from fakes.records import stored_records
+from fakes.tnn_checking.reader import parse_model
+from fakes.tnn_checking.reference import HANDLERS, run_model
 from fakes.tnn_layers import LAYER_CASES
 
 from edgebench.builds.native_runner import BuiltRunner
 from edgebench.converters import ConversionOptions, get_converter
-from edgebench.converters.tnn.checking.reader import parse_model
-from edgebench.converters.tnn.checking.reference import HANDLERS, run_model
 from edgebench.converters.tnn.writer import convert_model
 from edgebench.measure.output_check import check_outputs, compare_arrays, tolerance_for
 from edgebench.models import BUILTIN_MODELS, build_model

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from edgebench.converters.tnn.checking import kernels
-from edgebench.converters.tnn.checking.reader import TnnLayer, TnnModel
+from fakes.tnn_checking import kernels
+from fakes.tnn_checking.reader import TnnLayer, TnnModel
 
 Handler = Callable[[TnnLayer, list[np.ndarray], dict[str, Any]], list[np.ndarray]]
 _erf = np.frompyfunc(math.erf, 1, 1)

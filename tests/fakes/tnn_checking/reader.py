@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from edgebench.converters.tnn.checking.reader_params import parse_params
+from fakes.tnn_checking.reader_params import parse_params
 
 MAGIC_V1 = 0x0FABC0002
 MAGIC_V2 = 0x0FABC0004

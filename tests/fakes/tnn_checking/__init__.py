@@ -5,11 +5,11 @@ with NumPy as TNN's CPU backend would.
 
 Loaded only by the tests and for debugging a conversion, never by ``convert`` or ``run``::
 
-    from edgebench.converters.tnn.checking import read_model, run_model
+    from fakes.tnn_checking import read_model, run_model
     outputs = run_model(read_model(proto, model), {"input": x})
 """
 
-from edgebench.converters.tnn.checking.reader import TnnModel, parse_model, read_model
-from edgebench.converters.tnn.checking.reference import run_model
+from fakes.tnn_checking.reader import TnnModel, parse_model, read_model
+from fakes.tnn_checking.reference import run_model
 
 __all__ = ["TnnModel", "parse_model", "read_model", "run_model"]
