@@ -25,10 +25,10 @@ from edgebench.builds.targets import host_target
 from edgebench.framework_tools import (
     BenchncnnAdapter,
     MnnBenchmarkAdapter,
-    NativeAdapter,
-    NativeCell,
     OpenvinoBenchmarkAppAdapter,
     TnnTestAdapter,
+    ToolAdapter,
+    ToolCell,
 )
 from edgebench.lab.device import LocalDevice
 from edgebench.lab.runner_choice import RunnerChoice
@@ -196,13 +196,13 @@ def built_tool(given: Path | None, binary: str, flag: str) -> str:
     return str(found[-1])
 
 
-def pinned(core: int, adapter: NativeAdapter, binary: str, cell: Callable[[int], NativeCell]):
+def pinned(core: int, adapter: ToolAdapter, binary: str, cell: Callable[[int], ToolCell]):
     return lambda n: ["taskset", "-c", str(core), *adapter.command(binary, cell(n))]
 
 
-def cell_of(artifact: Path, core: int, warmup: int, **more) -> Callable[[int], NativeCell]:
-    def make(iterations: int) -> NativeCell:
-        return NativeCell(
+def cell_of(artifact: Path, core: int, warmup: int, **more) -> Callable[[int], ToolCell]:
+    def make(iterations: int) -> ToolCell:
+        return ToolCell(
             model_path=str(artifact),
             model_dir=str(artifact.parent),
             threads=1,

@@ -41,7 +41,7 @@ import onnx
 from runner_rounds import RUNNER_ARGV, p50_ms, rotated_rounds
 
 from edgebench.converters import ConversionOptions, get_converter
-from edgebench.framework_tools.base import NativeCell
+from edgebench.framework_tools.base import ToolCell
 from edgebench.framework_tools.trtexec import (
     DEVICE_LOCATIONS,
     TrtexecAdapter,
@@ -146,7 +146,7 @@ def run_trtexec(binary: str, model: Path, precision: str, iterations: int, folde
         engine_name=engine,
         engine_cached=(folder / engine).exists(),
     )
-    cell = NativeCell(
+    cell = ToolCell(
         model_path=str(model),
         model_dir=str(model.parent),
         threads=1,

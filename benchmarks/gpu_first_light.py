@@ -242,7 +242,7 @@ def benchncnn_ms(
 ) -> dict[str, float | str]:
     """benchncnn's average per model (gpu_device 0, its fp16), on the ncnn files the native
     ncnn cells ran, or why there is none."""
-    from edgebench.framework_tools import BenchncnnAdapter, NativeCell
+    from edgebench.framework_tools import BenchncnnAdapter, ToolCell
 
     adapter, found = BenchncnnAdapter(), {}
     for record in records:
@@ -251,7 +251,7 @@ def benchncnn_ms(
             continue
         folder = Path(artifact["path"])
         io = json.loads((folder / "io.json").read_text())
-        cell = NativeCell(
+        cell = ToolCell(
             model_path=str(folder / "model.param"),
             model_dir=str(folder),
             threads=1,

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from edgebench.builds.native_runner import BuiltRunner, find_runner
 from edgebench.builds.targets import host_target
-from edgebench.framework_tools import BenchncnnAdapter, NativeCell
+from edgebench.framework_tools import BenchncnnAdapter, ToolCell
 from edgebench.runners import protocol
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,7 +48,7 @@ def benchncnn_avg_ms(
     io = json.loads((model.parent / "io.json").read_text())
     shapes = {t["onnx_name"]: t["onnx_shape"] for t in io["inputs"]}
     adapter = BenchncnnAdapter()
-    cell = NativeCell(
+    cell = ToolCell(
         model_path=str(model),
         model_dir=str(model.parent),
         threads=1,

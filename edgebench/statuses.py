@@ -32,7 +32,7 @@ class ErrorKind(StrEnum):
     # Decided on the host.
     TRANSPORT = "transport"  # the device's connection dropped or never came up
     RUNNER = "runner"  # the runner exited or timed out without a result
-    NATIVE_TOOL = "native_tool"  # a native benchmark binary failed or printed nothing usable
+    TOOL_FAILED = "native_tool"  # a native benchmark binary failed or printed nothing usable
     LOCK = "lock"  # another run holds the device, or took its lock over
     HOST_LOST = "host_lost"  # the lab host that owns the device left the cluster mid-run
     OTHER_FORMAT = "other_format"  # a pre-converted model only its own framework runs

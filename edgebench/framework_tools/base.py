@@ -22,7 +22,7 @@ from edgebench.device_shell import RECORD_PID_THEN_EXEC, taskset_mask
 from .accelerator import BackendReport
 from .site import ToolSite
 
-#: The precisions a NativeCell can hold; an adapter runs those of its ``precisions``.
+#: The precisions a ToolCell can hold; an adapter runs those of its ``precisions``.
 PRECISIONS = ("fp32", "fp16", "int8")
 
 #: A number as C/C++ tools print it: ``12``, ``12.5``, ``.5``, ``3.51239e+06``, ``1E-3``,
@@ -50,7 +50,7 @@ _SEVERITY_RE = re.compile(r"^(?:INFO|WARN|WARNING|ERROR|VERBOSE|DEBUG|FATAL):\s?
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z", re.ASCII)
 
 
-class NativeParseError(ValueError):
+class ToolParseError(ValueError):
     """The tool's output lacks the line a result needs (or is not the tool's output at all).
 
     The message names the tool and the missing line.
@@ -67,7 +67,7 @@ class NativeParseError(ValueError):
 
 
 @dataclass(frozen=True)
-class NativeCell:
+class ToolCell:
     """One benchmark cell as a native tool runs it on the device.
 
     ``model_path`` is the primary model file on the device (``.tflite``, ``.param``, ``.mnn``,
@@ -98,29 +98,29 @@ class NativeCell:
         for name in ("threads", "warmup", "iterations"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"NativeCell.{name} must be an int, got {value!r}")
+                raise ValueError(f"ToolCell.{name} must be an int, got {value!r}")
         if self.threads < 1:
-            raise ValueError(f"NativeCell.threads must be >= 1, got {self.threads}")
+            raise ValueError(f"ToolCell.threads must be >= 1, got {self.threads}")
         if self.warmup < 0:
-            raise ValueError(f"NativeCell.warmup must be >= 0, got {self.warmup}")
+            raise ValueError(f"ToolCell.warmup must be >= 0, got {self.warmup}")
         if self.iterations < 1:
-            raise ValueError(f"NativeCell.iterations must be >= 1, got {self.iterations}")
+            raise ValueError(f"ToolCell.iterations must be >= 1, got {self.iterations}")
         if self.precision not in PRECISIONS:
             raise ValueError(
-                f"NativeCell.precision must be one of {PRECISIONS}, got {self.precision!r}"
+                f"ToolCell.precision must be one of {PRECISIONS}, got {self.precision!r}"
             )
         if not self.model_path or not self.model_dir:
-            raise ValueError("NativeCell.model_path and model_dir must not be empty")
+            raise ValueError("ToolCell.model_path and model_dir must not be empty")
         if self.cores is not None:
             taskset_mask(self.cores)  # validates
         if self.backend not in BACKEND_NAMES:
             raise ValueError(
-                f"NativeCell.backend must be one of {BACKEND_NAMES}, got {self.backend!r}"
+                f"ToolCell.backend must be one of {BACKEND_NAMES}, got {self.backend!r}"
             )
 
 
 @dataclass
-class NativeResult:
+class ToolResult:
     """What a native tool printed about one run, converted to milliseconds.
 
     A field is ``None`` when the tool did not print it; nothing is derived that the tool did not
@@ -257,7 +257,7 @@ def label_matches(label: str, model_path: str) -> bool:
 
 
 @dataclass(kw_only=True, eq=False)
-class NativeAdapter:
+class ToolAdapter:
     """Builds one native tool's command line for a cell and parses its output.
 
     ``framework`` is the edgebench framework name, ``binary`` the tool's default file name (and,
@@ -296,7 +296,7 @@ class NativeAdapter:
     # Lifecycle hooks, in the order a cell calls them; each adapter overrides what its tool
     # needs (trtexec: all of them) and inherits the no-ops.
     @classmethod
-    def for_cell(cls, backend: str, android: bool) -> NativeAdapter:
+    def for_cell(cls, backend: str, android: bool) -> ToolAdapter:
         """The adapter for a cell on ``backend`` on a device (``android``: over ADB)."""
         return cls()
 
@@ -304,12 +304,12 @@ class NativeAdapter:
         """The tool's path on the device: by default, deployed from ``native_bin``."""
         return site.deploy(self.binary)
 
-    def prepare(self, site: ToolSite, binary: str, cell: NativeCell, model: Path) -> NativeAdapter:
+    def prepare(self, site: ToolSite, binary: str, cell: ToolCell, model: Path) -> ToolAdapter:
         """The adapter to run ``cell`` with, once the device has been asked what it needs
         (a version, a cache); ``model`` is the host copy of the cell's model file."""
         return self
 
-    def collect(self, site: ToolSite, result: NativeResult) -> None:
+    def collect(self, site: ToolSite, result: ToolResult) -> None:
         """Add to ``result`` what the tool left on the device beside its output."""
 
     @property
@@ -317,11 +317,11 @@ class NativeAdapter:
         """The tool's name in results and error messages."""
         return self.binary
 
-    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+    def command(self, binary_path: str, cell: ToolCell) -> list[str]:
         """The tool's argv for ``cell`` (without taskset, unquoted)."""
         raise NotImplementedError
 
-    def shell_command(self, binary_path: str, cell: NativeCell, pid_file: str | None = None) -> str:
+    def shell_command(self, binary_path: str, cell: ToolCell, pid_file: str | None = None) -> str:
         """The full shell line a device runs: ``cd <model_dir> && [VAR=value ...] [taskset
         <mask>] <argv...>``, every word quoted with :func:`shlex.quote`.
 
@@ -356,9 +356,9 @@ class NativeAdapter:
 
     def parse(
         self, stdout: str, stderr: str = "", logcat: str = "", *, model_path: str | None = None
-    ) -> NativeResult:
+    ) -> ToolResult:
         """Parse the tool's output. ``model_path`` picks the result line of that model when the
-        tool can report several. Raises :class:`NativeParseError` naming the tool and the missing
+        tool can report several. Raises :class:`ToolParseError` naming the tool and the missing
         line when the essential timing line is absent.
 
         The streams are read one at a time (:func:`streams`); the first with a result wins."""
@@ -366,14 +366,14 @@ class NativeAdapter:
             result = self.parse_lines(lines, model_path)
             if result is not None:
                 return result
-        raise NativeParseError(self.tool, self.result_line)
+        raise ToolParseError(self.tool, self.result_line)
 
-    def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
+    def parse_lines(self, lines: list[str], model_path: str | None) -> ToolResult | None:
         """The result in one stream's cleaned lines, or None when it holds none."""
         raise NotImplementedError
 
     def backend_report(
-        self, cell: NativeCell, stdout: str, stderr: str = "", logcat: str = ""
+        self, cell: ToolCell, stdout: str, stderr: str = "", logcat: str = ""
     ) -> BackendReport:
         """What the tool said about ``cell.backend`` (edgebench/framework_tools/accelerator.py):
         nothing for a CPU cell; each adapter reads its own tool's lines for an accelerator."""
@@ -383,7 +383,7 @@ class NativeAdapter:
             cell, [line for s in streams(stdout, stderr, logcat) for line in s]
         )
 
-    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+    def accelerator_lines(self, cell: ToolCell, lines: list[str]) -> BackendReport:
         """The report for an accelerator cell from the cleaned lines of every stream."""
         raise NotImplementedError
 
@@ -399,11 +399,11 @@ class NativeAdapter:
         if model_path is not None:
             matching = [item for label, item in items if label_matches(label, model_path)]
             if not matching:
-                raise NativeParseError(self.tool, missing, f"none for model {model_path!r}")
+                raise ToolParseError(self.tool, missing, f"none for model {model_path!r}")
             return matching[-1]
         labels = {label.strip() for label, _ in items}
         if len(labels) > 1:
-            raise NativeParseError(
+            raise ToolParseError(
                 self.tool,
                 missing,
                 f"results for {len(labels)} models ({', '.join(sorted(labels))}); "
@@ -423,7 +423,7 @@ def shape_arg(dims: Sequence[int], *, what: str) -> list[int]:
 
 
 @dataclass(kw_only=True, eq=False)
-class SummaryLineAdapter(NativeAdapter):
+class SummaryLineAdapter(ToolAdapter):
     """A tool that prints one ``<model> ... min ... max ... avg`` line (milliseconds) per
     model it ran, and maybe the iteration count on a line of its own (benchncnn,
     ``benchmark.out``, TNNTest).
@@ -444,7 +444,7 @@ class SummaryLineAdapter(NativeAdapter):
         """The candidates to choose from when no ``model_path`` is given."""
         return candidates
 
-    def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
+    def parse_lines(self, lines: list[str], model_path: str | None) -> ToolResult | None:
         candidates: list[tuple[str, object]] = []
         count = count_line = None
         for line in lines:
@@ -461,7 +461,7 @@ class SummaryLineAdapter(NativeAdapter):
             candidates = self.narrow(candidates)
         picked = self._select(candidates, model_path, self.result_line)
         match, line = cast(tuple[re.Match[str], str], picked)
-        result = NativeResult(
+        result = ToolResult(
             tool=self.tool,
             count=count,
             min_ms=finite_or_none(match.group("min")),
@@ -470,5 +470,5 @@ class SummaryLineAdapter(NativeAdapter):
             raw_lines=[x for x in (count_line, line) if x is not None],
         )
         if result.avg_ms is None and result.min_ms is None:
-            raise NativeParseError(self.tool, self.result_line, "no finite timings")
+            raise ToolParseError(self.tool, self.result_line, "no finite timings")
         return result.finish()

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from edgebench.runners.accelerators import software_kind
 
 from .accelerator import BackendReport, accelerator_run, quote, tool_argument
-from .base import NUMBER, NativeCell, SummaryLineAdapter, shape_arg
+from .base import NUMBER, SummaryLineAdapter, ToolCell, shape_arg
 
 # A GPU device line (`[0 Adreno (TM) 640]  queueC=...`) is never a result.
 _RESULT_RE = re.compile(
@@ -103,14 +103,14 @@ class BenchncnnAdapter(SummaryLineAdapter):
     #: The Vulkan device a ``vulkan`` cell runs on (None: the registry's, device 0).
     gpu_device: int | None = None
 
-    def device_index(self, cell: NativeCell) -> int:
+    def device_index(self, cell: ToolCell) -> int:
         """benchncnn's ``gpu_device`` for ``cell``: -1 on the CPU."""
         selected = tool_argument(self.framework, cell.backend)
         if selected is None:
             return -1
         return self.gpu_device if self.gpu_device is not None else int(selected)
 
-    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+    def command(self, binary_path: str, cell: ToolCell) -> list[str]:
         if not cell.input_shapes:
             raise ValueError("benchncnn needs the input shapes (shape=[W,H,C]) of a param= model")
         shapes = ",".join(
@@ -128,7 +128,7 @@ class BenchncnnAdapter(SummaryLineAdapter):
             f"shape={shapes}",
         ]
 
-    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+    def accelerator_lines(self, cell: ToolCell, lines: list[str]) -> BackendReport:
         index = self.device_index(cell)
         names = {m["index"]: m["name"] for m in map(_DEVICE_RE.match, lines) if m}
         name = names.get(str(index))

@@ -51,7 +51,7 @@ from typing import ClassVar
 from edgebench.compute_backends import CPU
 
 from .accelerator import BackendReport, accelerator_run, quote, tool_argument
-from .base import NUMBER, NativeCell, SummaryLineAdapter
+from .base import NUMBER, SummaryLineAdapter, ToolCell
 
 _RESULT_RE = re.compile(
     rf"^\[\s*-\s*\]\s*(?P<label>.*?)\s+max\s*=\s*(?P<max>{NUMBER})\s*ms\s+"
@@ -94,7 +94,7 @@ class MnnBenchmarkAdapter(SummaryLineAdapter):
     def needs_logcat(self) -> bool:
         return self.android
 
-    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+    def command(self, binary_path: str, cell: ToolCell) -> list[str]:
         forward = tool_argument(self.framework, cell.backend)
         codes = self.PRECISION_CODES if forward is None else self.GPU_PRECISION_CODES
         return [
@@ -107,7 +107,7 @@ class MnnBenchmarkAdapter(SummaryLineAdapter):
             codes[cell.precision],
         ]
 
-    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+    def accelerator_lines(self, cell: ToolCell, lines: list[str]) -> BackendReport:
         words = [line for line in lines if _FALLBACK_RE.search(line)]
         if not any(self.result_re.match(line) for line in lines):
             return BackendReport(refusal=quote(self.tool, words) if words else None)

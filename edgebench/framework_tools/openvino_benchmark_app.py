@@ -74,10 +74,10 @@ from edgebench.runners.op_profile import profile_result
 from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import (
     NUMBER,
-    NativeAdapter,
-    NativeCell,
-    NativeParseError,
-    NativeResult,
+    ToolAdapter,
+    ToolCell,
+    ToolParseError,
+    ToolResult,
     finite_or_none,
     int_or_none,
     shape_arg,
@@ -133,7 +133,7 @@ def _ms(match: re.Match[str]) -> float | None:
 
 
 @dataclass(kw_only=True, eq=False)
-class OpenvinoBenchmarkAppAdapter(NativeAdapter):
+class OpenvinoBenchmarkAppAdapter(ToolAdapter):
     framework = "openvino"
     binary = "benchmark_app"
     result_line = "'Latency' statistics ('Median:'/'Average:' ... ms) after 'Count:'"
@@ -144,7 +144,7 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
     set_infer_precision: bool = True
     report_folder: str | None = None
 
-    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+    def command(self, binary_path: str, cell: ToolCell) -> list[str]:
         argv = [
             binary_path,
             "-m",
@@ -182,7 +182,7 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
 
     def parse_op_profile(self, stdout: str, stderr: str = "", logcat: str = "") -> dict[str, Any]:
         """The op profile of a ``profile_ops`` run (see the module docs); raises
-        :class:`NativeParseError` without the counters or the latency statistics."""
+        :class:`ToolParseError` without the counters or the latency statistics."""
         for lines in streams(stdout, stderr, logcat):
             lines = [_PREFIX_RE.sub("", line, count=1).strip() for line in lines]
             rows = _counter_rows(lines)
@@ -191,13 +191,13 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
             timed = self.parse_lines(lines, None)
             latency = timed and (timed.avg_ms or timed.median_ms)
             if timed is None or not latency:
-                raise NativeParseError(self.tool, self.result_line, "beside the counters")
+                raise ToolParseError(self.tool, self.result_line, "beside the counters")
             # The counters' means take in the untimed first inference too.
             calls = timed.count + 1 if timed.count else 1
             return profile_result(OP_PROFILE_SOURCE, calls, rows, latency)
-        raise NativeParseError(self.tool, "'Performance counts for 0-th infer request' rows")
+        raise ToolParseError(self.tool, "'Performance counts for 0-th infer request' rows")
 
-    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+    def accelerator_lines(self, cell: ToolCell, lines: list[str]) -> BackendReport:
         lines = [_PREFIX_RE.sub("", line, count=1).strip() for line in lines]
         if self.parse_lines(lines, None) is None:
             refused = [line for line in lines if _NO_DEVICE_RE.search(line)]
@@ -217,11 +217,11 @@ class OpenvinoBenchmarkAppAdapter(NativeAdapter):
             )
         )
 
-    def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
+    def parse_lines(self, lines: list[str], model_path: str | None) -> ToolResult | None:
         lines = [_PREFIX_RE.sub("", line, count=1).strip() for line in lines]
         counts = [i for i, s in enumerate(lines) if _COUNT_RE.match(s)]
         start = counts[-1] if counts else 0
-        result = NativeResult(tool=self.tool)
+        result = ToolResult(tool=self.tool)
         found_latency = False
         seen: set[str] = set()
         for line in lines[start:]:

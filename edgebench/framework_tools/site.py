@@ -1,7 +1,7 @@
 """What a tool adapter's lifecycle hooks may do on the device a cell runs on.
 
 The measurement method (edgebench/measure/methods/framework_tools.py) hands each adapter a
-:class:`ToolSite` for its device; the hooks (``NativeAdapter.locate``, ``prepare``, ``collect``)
+:class:`ToolSite` for its device; the hooks (``ToolAdapter.locate``, ``prepare``, ``collect``)
 use only this, so an adapter needs nothing from the lab's device classes and a framework's
 peculiarities (trtexec is installed on the device, keeps an engine cache and writes its samples
 to a file) live in its own adapter instead of in branches of the generic method.

@@ -75,10 +75,10 @@ from edgebench.runners.op_profile import profile_result
 from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import (
     NUMBER,
-    NativeAdapter,
-    NativeCell,
-    NativeParseError,
-    NativeResult,
+    ToolAdapter,
+    ToolCell,
+    ToolParseError,
+    ToolResult,
     finite_or_none,
     int_or_none,
     streams,
@@ -119,7 +119,7 @@ _COLUMN_RE = re.compile(r"\[([^\]]+)\]", re.ASCII)
 
 
 @dataclass(kw_only=True, eq=False)
-class TfliteBenchmarkAdapter(NativeAdapter):
+class TfliteBenchmarkAdapter(ToolAdapter):
     framework = "tflite"
     binary = "benchmark_model"
     result_line = "'count=... min=... max=... avg=...' line after 'Running benchmark for ...'"
@@ -128,7 +128,7 @@ class TfliteBenchmarkAdapter(NativeAdapter):
     exact_runs: bool = True
     xnnpack_force_fp16: bool = True
 
-    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+    def command(self, binary_path: str, cell: ToolCell) -> list[str]:
         argv = [
             binary_path,
             f"--graph={cell.model_path}",
@@ -156,7 +156,7 @@ class TfliteBenchmarkAdapter(NativeAdapter):
             argv.append("--enable_op_profiling=true")
         return argv
 
-    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+    def accelerator_lines(self, cell: ToolCell, lines: list[str]) -> BackendReport:
         provider, kernels = _DELEGATES[cell.backend]
         failed = f"Failed to apply {provider} delegate"
         if not any(_COUNT_RE.search(line) or _TIMINGS_RE.search(line) for line in lines):
@@ -202,23 +202,23 @@ class TfliteBenchmarkAdapter(NativeAdapter):
 
     def parse_op_profile(self, stdout: str, stderr: str = "", logcat: str = "") -> dict[str, Any]:
         """The op profile of a ``profile_ops`` run (see the module docs); raises
-        :class:`NativeParseError` without the table or the timed ``count=`` line."""
+        :class:`ToolParseError` without the table or the timed ``count=`` line."""
         for lines in streams(stdout, stderr, logcat):
             rows = _op_rows(lines)
             if rows is None:
                 continue
             timed = self.parse_lines(lines, None)
             if timed is None or timed.avg_ms is None:
-                raise NativeParseError(self.tool, self.result_line, "beside the op profile")
+                raise ToolParseError(self.tool, self.result_line, "beside the op profile")
             return profile_result(OP_PROFILE_SOURCE, timed.count or 1, rows, timed.avg_ms)
-        raise NativeParseError(self.tool, f"'{_OP_SECTION}' table")
+        raise ToolParseError(self.tool, f"'{_OP_SECTION}' table")
 
-    def parse_lines(self, lines: list[str], model_path: str | None) -> NativeResult | None:
+    def parse_lines(self, lines: list[str], model_path: str | None) -> ToolResult | None:
         count_idx = _timed_count_line(lines)
         timings_idx = next((i for i, s in enumerate(lines) if _TIMINGS_RE.search(s)), None)
         if count_idx is None and timings_idx is None:
             return None
-        result = NativeResult(tool=self.tool)
+        result = ToolResult(tool=self.tool)
         if count_idx is not None:
             line = lines[count_idx]
             result.raw_lines.append(line)
@@ -228,7 +228,7 @@ class TfliteBenchmarkAdapter(NativeAdapter):
             result.count = int_or_none(start.group(1))
             values = {key: text for key, text in _PAIR_RE.findall(line[start.start() :])}
             if result.count == 0:
-                raise NativeParseError(self.tool, "timed runs", "the tool reported count=0")
+                raise ToolParseError(self.tool, "timed runs", "the tool reported count=0")
             _fill_stats(result, values, all_same="(all same)" in line or "first" not in values)
         if timings_idx is not None:
             line = lines[timings_idx]
@@ -271,7 +271,7 @@ def _timed_count_line(lines: list[str]) -> int | None:
     return counts[0] if markers else counts[-1]
 
 
-def _fill_stats(result: NativeResult, values: dict[str, str], *, all_same: bool) -> None:
+def _fill_stats(result: ToolResult, values: dict[str, str], *, all_same: bool) -> None:
     def us(key: str) -> float | None:
         return finite_or_none(values.get(key), divide_by=_US)
 

@@ -48,9 +48,9 @@ import numpy as np
 from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import (
     NUMBER,
-    NativeCell,
-    NativeParseError,
     SummaryLineAdapter,
+    ToolCell,
+    ToolParseError,
     int_or_none,
     parse_number,
     shape_arg,
@@ -113,7 +113,7 @@ class TnnTestAdapter(SummaryLineAdapter):
     def needs_logcat(self) -> bool:
         return self.android
 
-    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+    def command(self, binary_path: str, cell: ToolCell) -> list[str]:
         argv = [
             binary_path,
             "-mt",
@@ -147,7 +147,7 @@ class TnnTestAdapter(SummaryLineAdapter):
     def label(self, match: re.Match[str]) -> str:
         return _label(match.group("head"))
 
-    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+    def accelerator_lines(self, cell: ToolCell, lines: list[str]) -> BackendReport:
         results = [m for m in map(self.result_re.match, lines) if m]
         if not results:
             refused = [line for line in lines if _CHECK_FAILED_RE.search(line)]
@@ -171,28 +171,28 @@ def parse_tnn_output_file(text: str) -> dict[str, np.ndarray]:
     values of every output in header order, one per line (``%.6f``; integers for NC_INT32).
 
     Returns ``{name: array}`` in file order (TNN writes outputs sorted by name), float32 arrays
-    (int32 for NC_INT32) shaped by the header dims. Raises :class:`NativeParseError`.
+    (int32 for NC_INT32) shaped by the header dims. Raises :class:`ToolParseError`.
     """
     tool = "TNNTest"
     lines = [line.strip() for line in text.splitlines()]
     lines = [line for line in lines if line]
     if not lines:
-        raise NativeParseError(tool, "output count line", "the -op file is empty")
+        raise ToolParseError(tool, "output count line", "the -op file is empty")
     n_outputs = int_or_none(lines[0])
     if n_outputs is None or n_outputs < 1 or n_outputs > len(lines) - 1:
-        raise NativeParseError(tool, "output count line", f"first line {lines[0][:40]!r}")
+        raise ToolParseError(tool, "output count line", f"first line {lines[0][:40]!r}")
     headers: list[tuple[str, list[int], int | None]] = []
     for line in lines[1 : 1 + n_outputs]:
         header = _parse_header(line)
         if header is None:
-            raise NativeParseError(tool, "output header line", f"got {line[:80]!r}")
+            raise ToolParseError(tool, "output header line", f"got {line[:80]!r}")
         if any(header[0] == seen[0] for seen in headers):
-            raise NativeParseError(tool, "output header line", f"duplicate output {header[0]!r}")
+            raise ToolParseError(tool, "output header line", f"duplicate output {header[0]!r}")
         headers.append(header)
     values = lines[1 + n_outputs :]
     total = sum(math.prod(dims) for _, dims, _ in headers)
     if total != len(values):
-        raise NativeParseError(
+        raise ToolParseError(
             tool, "output values", f"headers describe {total} values, the file has {len(values)}"
         )
     outputs: dict[str, np.ndarray] = {}
@@ -202,11 +202,11 @@ def parse_tnn_output_file(text: str) -> dict[str, np.ndarray]:
         try:
             parsed = [parse_number(item) for item in values[offset : offset + size]]
         except ValueError as exc:
-            raise NativeParseError(tool, "output values", str(exc)) from None
+            raise ToolParseError(tool, "output values", str(exc)) from None
         offset += size
         if mat_type in _INT_MAT_TYPES:
             if not all(v.is_integer() and abs(v) < 2**31 for v in parsed):
-                raise NativeParseError(tool, "output values", f"non-int32 value in {name!r}")
+                raise ToolParseError(tool, "output values", f"non-int32 value in {name!r}")
             array = np.asarray(parsed, dtype=np.float64).astype(np.int32)
         else:
             with np.errstate(over="ignore"):

@@ -69,9 +69,9 @@ from typing import Any, ClassVar
 from .accelerator import BackendReport, accelerator_run, quote
 from .base import (
     NUMBER,
-    NativeAdapter,
-    NativeCell,
-    NativeResult,
+    ToolAdapter,
+    ToolCell,
+    ToolResult,
     finite_or_none,
     int_or_none,
     shape_arg,
@@ -209,8 +209,8 @@ def parse_export_times(text: str, warmup_ms: float = 0.0) -> TrtexecTimes:
 
 
 @dataclass
-class TrtexecResult(NativeResult):
-    """A NativeResult with trtexec's summary per metric (``{"GPU Compute Time": {"median":
+class TrtexecResult(ToolResult):
+    """A ToolResult with trtexec's summary per metric (``{"GPU Compute Time": {"median":
     ..., "p99": ...}}``), the engine's origin and the GPU, and the stage medians."""
 
     summary: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -230,7 +230,7 @@ class TrtexecResult(NativeResult):
 
 
 @dataclass(kw_only=True, eq=False)
-class TrtexecAdapter(NativeAdapter):
+class TrtexecAdapter(ToolAdapter):
     framework = "tensorrt"
     binary = "trtexec"
     precisions = ("fp32", "fp16", "int8")
@@ -277,7 +277,7 @@ class TrtexecAdapter(NativeAdapter):
             raise ToolNotFound(self.not_found)
         return found[0].strip()
 
-    def prepare(self, site: ToolSite, binary: str, cell: NativeCell, model: Path) -> NativeAdapter:
+    def prepare(self, site: ToolSite, binary: str, cell: ToolCell, model: Path) -> ToolAdapter:
         """This device's TensorRT major version, the cache folder and engine name (loaded
         when already there) and the exportTimes file."""
         probe = " ".join(shlex.quote(a) for a in self.version_command(binary))
@@ -300,7 +300,7 @@ class TrtexecAdapter(NativeAdapter):
             times_file=site.path("trtexec-times.json"),
         )
 
-    def collect(self, site: ToolSite, result: NativeResult) -> None:
+    def collect(self, site: ToolSite, result: ToolResult) -> None:
         """The exportTimes samples and stage split onto ``result`` (kept as the summary alone
         when the file is missing or broken)."""
         if self.times_file is None or not isinstance(result, TrtexecResult):
@@ -323,7 +323,7 @@ class TrtexecAdapter(NativeAdapter):
             return None
         return posixpath.join(self.cache_dir, self.engine_name)
 
-    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+    def command(self, binary_path: str, cell: ToolCell) -> list[str]:
         engine = self.engine_path
         argv = [binary_path]
         if engine is not None and self.engine_cached:
@@ -412,7 +412,7 @@ class TrtexecAdapter(NativeAdapter):
         ]
         return quote(self.tool, errors) if errors else None
 
-    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+    def accelerator_lines(self, cell: ToolCell, lines: list[str]) -> BackendReport:
         messages = [strip_prefix(line)[1] for line in lines]
         result = self.parse_lines(lines, None)
         if result is None:

@@ -90,7 +90,7 @@ class Framework:
     #: ``cpu`` has no CPU backend (TensorRT builds engines for NVIDIA GPUs only).
     default_backend: str = CPU
     #: Its own benchmark tool's adapter, ``"module:Class"`` (an
-    #: ``edgebench.framework_tools.NativeAdapter``); None: it has none edgebench drives.
+    #: ``edgebench.framework_tools.ToolAdapter``); None: it has none edgebench drives.
     tool: str | None = None
     #: How edgebench-native builds its static library, ``"module:NAME"`` of an
     #: ``edgebench.builds.recipe.LibraryRecipe``; None: edgebench-native does not link it.

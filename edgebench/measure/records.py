@@ -11,7 +11,7 @@ from edgebench.analysis.energy import analyze
 from edgebench.analysis.statistics import latency_stats, stats_warnings, throughput_ips
 from edgebench.analysis.sustained import summarize as summarize_sustained
 from edgebench.compute_backends import CPU
-from edgebench.framework_tools import NativeResult
+from edgebench.framework_tools import ToolResult
 from edgebench.measure.breakdowns import attach_breakdowns, shape_field
 from edgebench.planning.cells import Cell
 from edgebench.planning.modelref import ModelRef
@@ -191,7 +191,7 @@ def refuse_unreported_accelerator(record: Record) -> None:
     record.stages = None
 
 
-def record_from_native(run_id: str, cell: Cell, result: NativeResult) -> Record:
+def record_from_native(run_id: str, cell: Cell, result: ToolResult) -> Record:
     """Only what the tool printed: no percentile is computed from min/max/avg. A tool that
     gives every inference's time (trtexec's --exportTimes) gets the statistics of a Python
     runner's record from those raw samples, and its stage split beside them."""

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from edgebench.errors import UserError
-from edgebench.framework_tools import ADAPTERS, NativeParseError
+from edgebench.framework_tools import ADAPTERS, ToolParseError
 from edgebench.lab.lab_file import load_lab
 from edgebench.lab.profiles import load_profile
 from edgebench.planning.plan_file import load_plan
@@ -489,7 +489,7 @@ def test_native_parsers_raise_only_native_parse_error(framework, data):
         for args in ((text,), ("", text), ("", "", text)):
             try:
                 adapter.parse(*args, model_path=model_path)
-            except NativeParseError as exc:
+            except ToolParseError as exc:
                 assert adapter.tool in str(exc)
 
 

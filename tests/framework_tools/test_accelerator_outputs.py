@@ -11,18 +11,18 @@ from edgebench.framework_tools import (
     ADAPTERS,
     BenchncnnAdapter,
     MnnBenchmarkAdapter,
-    NativeCell,
     OpenvinoBenchmarkAppAdapter,
     TfliteBenchmarkAdapter,
     TnnTestAdapter,
+    ToolCell,
 )
 from edgebench.framework_tools.accelerator import tool_refusal
 
 MODEL = "/data/local/tmp/edgebench/m/model"
 
 
-def cell(backend: str, model: str = MODEL + ".param", precision: str = "fp32") -> NativeCell:
-    return NativeCell(
+def cell(backend: str, model: str = MODEL + ".param", precision: str = "fp32") -> ToolCell:
+    return ToolCell(
         model_path=model,
         model_dir="/data/local/tmp/edgebench/m",
         threads=1,

@@ -24,12 +24,12 @@ from edgebench.framework_tools import (
     ADAPTERS,
     BenchncnnAdapter,
     MnnBenchmarkAdapter,
-    NativeAdapter,
-    NativeCell,
-    NativeParseError,
     OpenvinoBenchmarkAppAdapter,
     TfliteBenchmarkAdapter,
     TnnTestAdapter,
+    ToolAdapter,
+    ToolCell,
+    ToolParseError,
     clean_line,
     ncnn_shape,
     parse_number,
@@ -120,7 +120,7 @@ OV_OUT = """\
 """  # noqa: W291
 
 
-def cell(**kw) -> NativeCell:
+def cell(**kw) -> ToolCell:
     base = dict(
         model_path="/data/local/tmp/m/model.tflite",
         model_dir="/data/local/tmp/m",
@@ -132,7 +132,7 @@ def cell(**kw) -> NativeCell:
         input_shapes={"input": [1, 3, 224, 224]},
     )
     base.update(kw)
-    return NativeCell(**base)
+    return ToolCell(**base)
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -197,7 +197,7 @@ def test_registry():
     assert set(ADAPTERS) == {"tflite", "ncnn", "mnn", "tnn", "openvino", "tensorrt"}
     for framework, cls in ADAPTERS.items():
         adapter = cls()
-        assert isinstance(adapter, NativeAdapter)
+        assert isinstance(adapter, ToolAdapter)
         assert adapter.framework == framework
         assert adapter.binary
 
@@ -284,10 +284,10 @@ def test_tflite_all_same_and_no_warmup():
 
 
 def test_tflite_errors_name_the_tool():
-    with pytest.raises(NativeParseError, match=r"benchmark_model.*count="):
+    with pytest.raises(ToolParseError, match=r"benchmark_model.*count="):
         TfliteBenchmarkAdapter().parse("STARTING!\nLoaded model x.tflite\n")
     timed_zero = "Running benchmark for at least 50 iterations\ncount=0\n"
-    with pytest.raises(NativeParseError, match="benchmark_model"):
+    with pytest.raises(ToolParseError, match="benchmark_model"):
         TfliteBenchmarkAdapter().parse(timed_zero)
 
 
@@ -353,11 +353,11 @@ def test_ncnn_old_readme_output_without_gpu_fields():
 
 
 def test_ncnn_errors():
-    with pytest.raises(NativeParseError, match="benchncnn"):
+    with pytest.raises(ToolParseError, match="benchncnn"):
         BenchncnnAdapter().parse("loop_count = 4\nnum_threads = 1\n")
-    with pytest.raises(NativeParseError, match=r"benchncnn.*2 models"):
+    with pytest.raises(ToolParseError, match=r"benchncnn.*2 models"):
         BenchncnnAdapter().parse(NCNN_OUT)
-    with pytest.raises(NativeParseError, match=r"benchncnn.*resnet"):
+    with pytest.raises(ToolParseError, match=r"benchncnn.*resnet"):
         BenchncnnAdapter().parse(NCNN_OUT, model_path="resnet")
 
 
@@ -410,7 +410,7 @@ def test_mnn_older_format_without_space_before_ms():
     )
     r = MnnBenchmarkAdapter().parse(out, model_path="/data/local/tmp/mv2/MobileNetV2_224.mnn")
     assert (r.max_ms, r.min_ms, r.avg_ms, r.count) == (6.496, 4.821, 5.192, 50)
-    with pytest.raises(NativeParseError, match=r"benchmark\.out.*2 models"):
+    with pytest.raises(ToolParseError, match=r"benchmark\.out.*2 models"):
         MnnBenchmarkAdapter().parse(out)
 
 
@@ -424,7 +424,7 @@ def test_mnn_quant_line_is_not_the_model():
 
 
 def test_mnn_missing_line():
-    with pytest.raises(NativeParseError, match=r"benchmark\.out.*\[ - \]"):
+    with pytest.raises(ToolParseError, match=r"benchmark\.out.*\[ - \]"):
         MnnBenchmarkAdapter().parse(MNN_OUT.rsplit("[ - ]", 1)[0])
 
 
@@ -479,9 +479,9 @@ def test_tnn_older_build_prints_twice_without_device_suffix():
 
 
 def test_tnn_missing_line_and_logcat_commands():
-    with pytest.raises(NativeParseError, match=r"TNNTest.*TNN Benchmark time cost"):
+    with pytest.raises(ToolParseError, match=r"TNNTest.*TNN Benchmark time cost"):
         TnnTestAdapter().parse("E/tnn: init tnn failed: model file error\n")
-    with pytest.raises(NativeParseError, match="TNNTest"):
+    with pytest.raises(ToolParseError, match="TNNTest"):
         TnnTestAdapter().parse(TNN_LINE, model_path="other.tnnproto")
     android = TnnTestAdapter(android=True)
     assert android.needs_logcat()
@@ -574,7 +574,7 @@ def test_tnn_output_file_reference_header_older_format_and_int32():
     ],
 )
 def test_tnn_output_file_errors(text):
-    with pytest.raises(NativeParseError, match="TNNTest"):
+    with pytest.raises(ToolParseError, match="TNNTest"):
         parse_tnn_output_file(text)
 
 
@@ -638,7 +638,7 @@ def test_openvino_older_single_latency_line_and_tabs():
 
 
 def test_openvino_missing_latency():
-    with pytest.raises(NativeParseError, match=r"benchmark_app.*Latency"):
+    with pytest.raises(ToolParseError, match=r"benchmark_app.*Latency"):
         OpenvinoBenchmarkAppAdapter().parse(
             "[ INFO ] Count: 5 iterations\n[ INFO ] Throughput: 1 FPS"
         )
@@ -913,7 +913,7 @@ def test_parsers_raise_only_native_parse_error(framework, text):
         for model_path in (None, "m.x"):
             try:
                 result = adapter.parse(*args, model_path=model_path)
-            except NativeParseError as exc:
+            except ToolParseError as exc:
                 assert adapter.tool in str(exc)
             else:
                 assert result.tool == adapter.tool
@@ -935,7 +935,7 @@ def test_parsers_raise_only_native_parse_error(framework, text):
 def test_tnn_output_file_raises_only_native_parse_error(text):
     try:
         out = parse_tnn_output_file(text)
-    except NativeParseError:
+    except ToolParseError:
         return
     assert all(isinstance(v, np.ndarray) for v in out.values())
 

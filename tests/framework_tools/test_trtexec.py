@@ -10,7 +10,7 @@ import shlex
 import pytest
 from fakes import trtexec_outputs as out
 
-from edgebench.framework_tools import ADAPTERS, NativeCell
+from edgebench.framework_tools import ADAPTERS, ToolCell
 from edgebench.framework_tools.trtexec import (
     NOT_FOUND,
     TrtexecAdapter,
@@ -21,7 +21,7 @@ from edgebench.framework_tools.trtexec import (
 )
 
 
-def cell(**changes) -> NativeCell:
+def cell(**changes) -> ToolCell:
     fields = {
         "model_path": "/data/eb/models/m.onnx",
         "model_dir": "/data/eb/models",
@@ -30,7 +30,7 @@ def cell(**changes) -> NativeCell:
         "iterations": 50,
         "backend": "cuda",
     }
-    return NativeCell(**(fields | changes))
+    return ToolCell(**(fields | changes))
 
 
 def test_trtexec_is_tensorrts_tool():

@@ -18,10 +18,10 @@ from edgebench.analysis.breakdowns import op_sum_warning
 from edgebench.converters import ConversionOptions, get_converter
 from edgebench.framework_tools import (
     ADAPTERS,
-    NativeCell,
-    NativeParseError,
     OpenvinoBenchmarkAppAdapter,
     TfliteBenchmarkAdapter,
+    ToolCell,
+    ToolParseError,
 )
 from edgebench.lab.runner_tree import write_runner_tree
 from edgebench.models.registry import build_model
@@ -197,8 +197,8 @@ def benchmark_app() -> str:
     return tool
 
 
-def ov_cell(path: Path, profile: bool) -> NativeCell:
-    return NativeCell(
+def ov_cell(path: Path, profile: bool) -> ToolCell:
+    return ToolCell(
         model_path=str(path),
         model_dir=str(path.parent),
         threads=1,
@@ -260,7 +260,7 @@ def test_benchmark_app_cpp_rows_and_missing_counters():
     assert profile["inference_ms"] == 0.06  # the median when no average is printed
     assert profile["iterations"] == 11  # the 10 counted and the first inference
     without = OV_CPP_COUNTERS.replace("Performance counts", "Counts")
-    with pytest.raises(NativeParseError, match="benchmark_app: no 'Performance counts"):
+    with pytest.raises(ToolParseError, match="benchmark_app: no 'Performance counts"):
         OpenvinoBenchmarkAppAdapter().parse_op_profile(without)
 
 
@@ -352,12 +352,12 @@ def test_benchmark_model_xnnpack_rows_multiply_avg_by_calls():
 def test_benchmark_model_flag_and_missing_table():
     adapter = TfliteBenchmarkAdapter()
     base = dict(model_path="/d/m.tflite", model_dir="/d", threads=1, warmup=1, iterations=5)
-    assert "--enable_op_profiling=true" not in adapter.command("b", NativeCell(**base))
-    assert adapter.command("b", NativeCell(**base, profile_ops=True))[-1] == (
+    assert "--enable_op_profiling=true" not in adapter.command("b", ToolCell(**base))
+    assert adapter.command("b", ToolCell(**base, profile_ops=True))[-1] == (
         "--enable_op_profiling=true"
     )
     timed_only = TFLITE_XNNPACK.split("INFO: Profiling Info")[0]
-    with pytest.raises(NativeParseError, match="Operator-wise Profiling Info"):
+    with pytest.raises(ToolParseError, match="Operator-wise Profiling Info"):
         adapter.parse_op_profile(timed_only)
 
 

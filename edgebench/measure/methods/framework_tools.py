@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.compute_backends import CPU
-from edgebench.framework_tools import ADAPTERS, NativeAdapter, NativeCell, NativeParseError
+from edgebench.framework_tools import ADAPTERS, ToolAdapter, ToolCell, ToolParseError
 from edgebench.framework_tools.accelerator import BackendReport, tool_refusal
 from edgebench.framework_tools.site import ToolNotFound
 from edgebench.lab.device import Device
@@ -46,7 +46,7 @@ from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
 
 
-class NativeRunError(Exception):
+class ToolRunError(Exception):
     """The native cell could not be run; the message names the tool and the fix."""
 
 
@@ -94,8 +94,8 @@ class FrameworkTools:
             record = _run(cell, device, model_path, visit.run_id)
         except ToolNotFound as exc:
             return _not_run(visit.run_id, cell, ErrorKind.UNSUPPORTED, str(exc))
-        except NativeRunError as exc:
-            return failed_record(visit.run_id, cell, ErrorKind.NATIVE_TOOL, str(exc))
+        except ToolRunError as exc:
+            return failed_record(visit.run_id, cell, ErrorKind.TOOL_FAILED, str(exc))
         note_whole_inference(record, cell, "a native benchmark tool")
         if visit.checks.input is not None:
             record.warnings.append(INPUT_NOT_USED.make(runner="a native benchmark tool"))
@@ -123,10 +123,10 @@ def backend_refusal(device: Device, framework: str, backend: str) -> str | None:
     return tool_refusal(framework, backend, android=_android(device), device=device.name)
 
 
-def _adapter(cell: Cell, device: RemoteDevice) -> NativeAdapter:
+def _adapter(cell: Cell, device: RemoteDevice) -> ToolAdapter:
     cls = ADAPTERS.get(cell.framework)
     if cls is None:
-        raise NativeRunError(f"no native benchmark tool is known for {cell.framework}")
+        raise ToolRunError(f"no native benchmark tool is known for {cell.framework}")
     return cls.for_cell(cell.backend, _android(device))
 
 
@@ -168,13 +168,13 @@ def deploy_binary(device: RemoteDevice, binary: str) -> str:
     """Push the user's binary from the lab's native_bin folder; returns its device path."""
     folder = device.native_bin
     if folder is None:
-        raise NativeRunError(
+        raise ToolRunError(
             f"device {device.name} runs the framework tools but its lab entry has no native_bin "
             "folder"
         )
     local = Path(folder) / binary
     if not local.is_file():
-        raise NativeRunError(f"{binary} is not in {folder} (native_bin of device {device.name})")
+        raise ToolRunError(f"{binary} is not in {folder} (native_bin of device {device.name})")
     remote = device.path("bin", binary)
     device.deploy_executable(local, remote)
     return remote
@@ -184,7 +184,7 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
     site = DeviceToolSite(device)
     adapter = _adapter(cell, device)
     binary = adapter.locate(site)
-    native_cell = NativeCell(
+    native_cell = ToolCell(
         model_path=model_path,
         model_dir=posixpath.dirname(model_path),
         threads=cell.threads,
@@ -217,19 +217,19 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
         )
     command = device.run_measuring(tool_line, cell.timeout_s)
     if command.timed_out:
-        raise NativeRunError(f"{adapter.binary} timed out after {cell.timing.timeout_s:.0f} s")
+        raise ToolRunError(f"{adapter.binary} timed out after {cell.timing.timeout_s:.0f} s")
     logcat = ""
     if (dump_logcat := adapter.logcat_command()) is not None:
         logcat = device.transport.shell(dump_logcat, timeout=30).stdout
     report = adapter.backend_report(native_cell, command.stdout, command.stderr, logcat)
     try:
         result = adapter.parse(command.stdout, command.stderr, logcat, model_path=model_path)
-    except NativeParseError as exc:
+    except ToolParseError as exc:
         if report.refusal is not None:
             return _not_run(run_id, cell, ErrorKind.UNSUPPORTED, report.refusal)
         tail = (command.stderr or command.stdout).strip().splitlines()[-1:] or ["no output"]
         said = getattr(adapter, "failure_reason", lambda *_: None)(command.stdout, command.stderr)
-        raise NativeRunError(
+        raise ToolRunError(
             f"{exc} (exit {command.returncode}; {said or 'last line: ' + tail[0][:200]})"
         ) from exc
     adapter.collect(site, result)
@@ -267,7 +267,7 @@ def _attach_op_profile(
     device: RemoteDevice,
     adapter: Any,
     binary: str,
-    native_cell: NativeCell,
+    native_cell: ToolCell,
     iterations: int,
 ) -> None:
     """--profile ops: the tool runs again with its op profiler, so the profiler's overhead never
@@ -293,7 +293,7 @@ def _attach_op_profile(
         try:
             attach_op_profile(record, parse(command.stdout, command.stderr, logcat))
             return
-        except NativeParseError as exc:
+        except ToolParseError as exc:
             problem = f"{exc} (exit {command.returncode})"
     record.op_profile = OpProfile.missing(f"op profiling failed: {problem}")
     record.warnings.append(OP_PROFILE_FAILED.make(problem=problem))

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from edgebench.framework_tools.accelerator import BackendReport, accelerator_run, tool_argument
-from edgebench.framework_tools.base import NUMBER, NativeCell, SummaryLineAdapter
+from edgebench.framework_tools.base import NUMBER, SummaryLineAdapter, ToolCell
 
 
 @dataclass(kw_only=True, eq=False)
@@ -21,12 +21,12 @@ class ToyBenchAdapter(SummaryLineAdapter):
     result_line = "'<model> min = ... max = ... avg = ...' line"
     no_op_profile = "toybench prints only whole-model min/max/avg"
 
-    def command(self, binary_path: str, cell: NativeCell) -> list[str]:
+    def command(self, binary_path: str, cell: ToolCell) -> list[str]:
         switch = tool_argument(self.framework, cell.backend)
         argv = [binary_path, cell.model_path, str(cell.iterations), str(cell.threads)]
         return argv + ([switch] if switch else [])
 
-    def accelerator_lines(self, cell: NativeCell, lines: list[str]) -> BackendReport:
+    def accelerator_lines(self, cell: ToolCell, lines: list[str]) -> BackendReport:
         if "running on dsp" in lines:
             return BackendReport(run=accelerator_run(self.framework, cell.backend, device="dsp0"))
         return BackendReport(fallback="toybench: no 'running on dsp' line")
