@@ -106,3 +106,42 @@ def test_host_vocabulary_covers_what_the_runner_reports():
 
     assert set(protocol.ERROR_KINDS) <= set(ErrorKind)
     assert set(protocol.STATUSES) <= set(Status)
+
+
+def import_cycles(package: str) -> list[list[str]]:
+    """The import circles among ``package``'s modules, counting every import statement (one
+    inside a function too: it hides a circle from Python, not from a reader)."""
+    modules = {m: p for m, p in host_modules().items() if m.startswith(package + ".")}
+    graph = {m: {t for t in imports_of(p) if t in modules and t != m} for m, p in modules.items()}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for target in graph[module]:
+            if target not in order:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], order[target])
+        if low[module] == order[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in graph:
+        if module not in order:
+            visit(module)
+    return cycles
+
+
+def test_analysis_has_no_import_circle():
+    assert import_cycles("edgebench.analysis") == []

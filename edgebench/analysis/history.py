@@ -14,7 +14,6 @@ from edgebench.analysis.index_schema import RunRow
 from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.night_summary import CellSummary, best_cell
 from edgebench.analysis.results_index import ResultsIndex
-from edgebench.results.records import Record
 from edgebench.results.store import ResultsStore
 from edgebench.statuses import Status
 
@@ -69,26 +68,6 @@ def build_index(store: ResultsStore) -> list[RunSummary]:
         )
         for run in runs
     ]
-
-
-def _shape_label(record: Record) -> str:
-    shapes = [i.get("shape") for i in record.inputs or [] if isinstance(i, dict)]
-    return "+".join("x".join(str(d) for d in s) for s in shapes if isinstance(s, list))
-
-
-def variant_of(record: Record) -> tuple[str, ...]:
-    """What a cell measures beyond device, model and framework. Threads and cores are tuning
-    (the best of them is the run's figure); precision, streams, instances and input shape
-    change what is measured, so each gets a trend of its own."""
-    parts = [record.precision]
-    instances = record.instances
-    if instances is not None and instances.count is not None and instances.count > 1:
-        parts.append(f"i{instances.count}-{instances.mode}")
-    elif record.concurrency > 1:
-        parts.append(f"s{record.concurrency}")
-    shape_mode = record.shape.mode if record.shape is not None else None
-    parts.append(_shape_label(record) + (f"-{shape_mode}" if shape_mode else ""))
-    return tuple(parts)
 
 
 def _series_labels(keys: list[tuple[str, ...]]) -> dict[tuple[str, ...], str]:

@@ -57,10 +57,28 @@ class CellSummary:
     facts: dict[str, str] = field(default_factory=dict)
 
 
+def _shape_label(record: Record) -> str:
+    shapes = [i.get("shape") for i in record.inputs or [] if isinstance(i, dict)]
+    return "+".join("x".join(str(d) for d in s) for s in shapes if isinstance(s, list))
+
+
+def variant_of(record: Record) -> tuple[str, ...]:
+    """What a cell measures beyond device, model and framework. Threads and cores are tuning
+    (the best of them is the run's figure); precision, streams, instances and input shape
+    change what is measured, so each gets a trend of its own."""
+    parts = [record.precision]
+    instances = record.instances
+    if instances is not None and instances.count is not None and instances.count > 1:
+        parts.append(f"i{instances.count}-{instances.mode}")
+    elif record.concurrency > 1:
+        parts.append(f"s{record.concurrency}")
+    shape_mode = record.shape.mode if record.shape is not None else None
+    parts.append(_shape_label(record) + (f"-{shape_mode}" if shape_mode else ""))
+    return tuple(parts)
+
+
 def summarize(record: Record, run_meta: dict[str, Any] | None = None) -> CellSummary:
     """The index row of ``record`` (``run_meta``: its run's run.json, for run-wide facts)."""
-    from edgebench.analysis.history import variant_of  # history imports this module's users
-
     values = {}
     for name, metric in METRICS.items():
         value = metric.value(record)

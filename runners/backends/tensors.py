@@ -144,8 +144,7 @@ def save_outputs(path: str, names: List[str], outputs: List[Any]) -> None:
     if folder:
         os.makedirs(folder, exist_ok=True)
     arrays = {"output_%d" % i: np.asarray(v) for i, v in enumerate(outputs)}
-    # numpy's stub lets **arrays reach savez's allow_pickle (a bool); these keys are output_N.
-    np.savez(path, __names__=np.array(names), **arrays)  # type: ignore[arg-type]  # not a bool
+    np.savez(path, __names__=np.array(names), **arrays)  # type: ignore[arg-type]  # stub: keywords as options
 
 
 # --- an input file instead of seeded inputs (--input) ------------------------------------------
@@ -367,9 +366,8 @@ def _decoded(path: str, mode: str, size: Any) -> Any:
             if width * height > MAX_DECODED_PIXELS:
                 raise ValueError(too_big)
             check_fits_memory("decoding image %s" % path, width * height * 8)
-            # Image.Resampling, the typed name, came in Pillow 9.1: a device may have an older one.
-            bilinear = Image.BILINEAR  # type: ignore[attr-defined]  # Pillow sets it by setattr
-            return image.convert(mode).resize(size, bilinear)
+            # Not the typed Image.Resampling: Pillow 9.1+, newer than some devices have.
+            return image.convert(mode).resize(size, Image.BILINEAR)  # type: ignore[attr-defined]  # set by setattr
     except Image.DecompressionBombError:
         raise ValueError(too_big) from None
     except (OSError, SyntaxError, EOFError) as exc:
@@ -410,10 +408,8 @@ def fit_sample(arrays: Dict[str, Any], specs: List[InputSpec], label: str) -> Di
     if len(specs) == 1 and len(arrays) == 1:
         ((key, array),) = arrays.items()
         return {specs[0].name: _fit(key or label, array, specs[0])}
-    raise ValueError(
-        "%s has arrays %s; the model's inputs are %s (an .npz needs one array "
-        "per input name)" % (label, sorted(arrays), sorted(by_name))
-    )
+    why = "%s has arrays %s; the model's inputs are %s" % (label, sorted(arrays), sorted(by_name))
+    raise ValueError(why + " (an .npz needs one array per input name)")
 
 
 def load_array_file(path: str) -> Dict[str, Any]:
