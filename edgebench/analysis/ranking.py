@@ -51,6 +51,7 @@ import numpy as np
 
 from edgebench.analysis.metrics import Metric
 from edgebench.analysis.statistics import mann_whitney_u
+from edgebench.results.measurement_kind import MeasurementKind
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
@@ -68,8 +69,8 @@ MARGIN = "margin"
 #: What an emulated cell's figures are good for, said wherever one is shown.
 EMULATED_RULE = "latencies are for correctness only, never ranked"
 #: Why a cell's latency is for correctness only, in the words every command uses.
-EMULATED_CPU = "emulated CPU"
-SOFTWARE_DEVICE = "software device"
+EMULATED_CPU = MeasurementKind.EMULATED_CPU
+SOFTWARE_DEVICE = MeasurementKind.SOFTWARE_DEVICE
 
 K = TypeVar("K", bound=Hashable)
 
@@ -248,14 +249,10 @@ def separate(
     return Separation(behind, separated, SAMPLES, p, apart, min_lead, alpha)
 
 
-def correctness_only(record: Record) -> str:
-    """Why a cell's latency is for correctness only: ``SOFTWARE_DEVICE`` when its accelerator
-    is a software one, ``EMULATED_CPU`` when its CPU is emulated, "" for a real chip. The
-    accelerator decides first: records written before the two were kept apart also have
-    ``emulated`` set on a software device's cell."""
-    if record.software_device:
-        return SOFTWARE_DEVICE
-    return EMULATED_CPU if record.emulated else ""
+def correctness_only(record: Record) -> MeasurementKind:
+    """Why a cell's latency is for correctness only: its ``MeasurementKind``, which is falsy
+    (``REAL``, "") for a real chip."""
+    return record.measurement_kind
 
 
 def correctness_only_evidence(record: Record) -> str:
@@ -279,7 +276,7 @@ def emulated_devices(records: Iterable[Record]) -> dict[str, str]:
     Cells on a software accelerator are ``software_devices``'."""
     out: dict[str, str] = {}
     for r in records:
-        if r.emulated and not r.software_device and not out.get(r.device):
+        if r.measurement_kind is EMULATED_CPU and not out.get(r.device):
             out[r.device] = " ".join((r.emulation or "").split())[:200]
     return out
 
@@ -289,7 +286,7 @@ def software_devices(records: Iterable[Record]) -> dict[str, str]:
     in order of appearance."""
     out: dict[str, str] = {}
     for r in records:
-        if r.software_device and r.accelerator is not None:
+        if r.measurement_kind is SOFTWARE_DEVICE and r.accelerator is not None:
             out.setdefault(f"{r.device} · {r.backend}", r.accelerator.device or r.accelerator.api)
     return out
 

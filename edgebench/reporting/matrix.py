@@ -66,10 +66,9 @@ STATUS_LABELS: dict[str, str] = {
 #: How a row's leading cells are marked: one clear best, or a leading group that is tied.
 TEXT_MARKS = {"best": "*", "tied": "≈"}
 REPORT_MARKS = {"best": " ★", "tied": " ≈"}
-#: What an emulated cell shows after its figure, instead of a mark: it ranks nothing.
-EMULATED_MARK = " (emulated)"
+#: What an emulated cell shows after its figure instead of a mark (MeasurementKind.mark), and
+#: what the legend says of it: it ranks nothing.
 EMULATED_LEGEND = f"(emulated) = on an emulated CPU, {EMULATED_RULE}"
-SOFTWARE_MARK = " (software)"
 SOFTWARE_LEGEND = f"(software) = on a software GPU (lavapipe, pocl), {EMULATED_RULE}"
 #: The longest "energy:" note per device; longer ones end with "…" after a whole word.
 ENERGY_NOTE_WIDTH = 240
@@ -158,7 +157,7 @@ def emulation_notes(records: Sequence[Record]) -> list[str]:
 def emulated_mark(r: Record) -> str:
     """What an emulated cell shows after its figure: `` (software)`` on a software
     accelerator, `` (emulated)`` on an emulated CPU."""
-    return SOFTWARE_MARK if r.software_device else EMULATED_MARK
+    return r.measurement_kind.mark
 
 
 def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:

@@ -25,6 +25,7 @@ from edgebench.results.json_values import (
     read_part,
     wrong_type,
 )
+from edgebench.results.measurement_kind import MeasurementKind
 from edgebench.results.nvidia_part import NvidiaState
 from edgebench.results.output_check_part import OutputCheck
 from edgebench.results.provenance_parts import Artifact, ToolReport
@@ -184,6 +185,11 @@ class Record:
                 setattr(self, name, self._read_part(name, part, value))
             elif value is not None and not isinstance(value, part):
                 raise wrong_type(name, value)
+
+    @property
+    def measurement_kind(self) -> MeasurementKind:
+        """A real chip's figures, or correctness only (an emulated CPU, a software device)."""
+        return MeasurementKind.of(bool(self.emulated), self.software_device)
 
     @property
     def software_device(self) -> bool:
