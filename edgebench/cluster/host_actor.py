@@ -118,7 +118,7 @@ class DeviceHost:
             refused = str(exc)
         finally:
             self.waiting_for = None
-        device.unreachable = probe_device(device)
+        device.mark_unreachable(probe_device(device))
         facts = None if device.unreachable else device.facts()
         availability = {
             framework: method.availability(device, framework) for framework in framework_names()
@@ -154,7 +154,7 @@ class DeviceHost:
             return str(exc) if str(exc).startswith("device ") else f"device {device.name}: {exc}"
         finally:
             self.waiting_for = None
-        device.device_lock = lock
+        device.hold_lock(lock)
         return None
 
     def start_run(self, run_id: str) -> None:
@@ -214,7 +214,7 @@ class DeviceHost:
         device = self.device
         if device is not None and device.device_lock is not None:
             device.device_lock.release()
-            device.device_lock = None
+            device.hold_lock(None)
         if self.host_lock is not None:
             self.host_lock.release()
             self.host_lock = None

@@ -52,6 +52,20 @@ def parse_runner_output(stdout: str) -> dict[str, Any] | None:
     return None
 
 
+@dataclass(frozen=True)
+class LabSettings:
+    """What a lab entry says of a device beyond how to reach it (lab_file's ``LabDevice``)."""
+
+    #: Its ``runner``: what to measure with (``auto`` lets the device's facts decide).
+    runner: RunnerKind = RunnerKind.PYTHON
+    #: Its word on emulation (``emulated = true|false``); None: detect it.
+    emulated: bool | None = None
+    #: Its ``backends``: measured when the run names none.
+    backends: tuple[str, ...] | None = None
+    #: Its device profile (``profiles.DeviceProfile``), when it names one.
+    profile: Any = None
+
+
 class Device:
     """A named device reached through a transport: runs the runner there, puts files there
     and holds its lock. What it is (facts) and which runner measures (``runner``) are decided
@@ -63,29 +77,47 @@ class Device:
     runs_framework_tools = False
 
     def __init__(
-        self, name: str, transport: Transport, python: str, runner_path: str | None
+        self,
+        name: str,
+        transport: Transport,
+        python: str,
+        runner_path: str | None,
+        settings: LabSettings | None = None,
     ) -> None:
+        settings = settings or LabSettings()
         self.name = name
         self.transport = transport
         self.python = python
         self.runner_path = runner_path
+        self.profile: Any = settings.profile  # profiles.DeviceProfile, when the lab names one
+        self.profile_name: str | None = settings.profile.name if settings.profile else None
         #: Cluster names from the device profile (they take precedence over detected ones).
-        self.profile_clusters: dict[str, list[int]] = {}
-        self.profile_name: str | None = None
-        self.profile: Any = None  # profiles.DeviceProfile, when the lab names one
+        self.profile_clusters: dict[str, list[int]] = (
+            {n: cpus for n, cpus in settings.profile.cluster_map().items() if n != "all"}
+            if settings.profile
+            else {}
+        )
         #: Why the device could not be reached, when it could not (its cells fail with this).
         self.unreachable: str | None = None
         #: What the lab entry asks to measure with (its ``runner``).
-        self.requested_runner = RunnerKind.PYTHON
+        self.requested_runner = settings.runner
         #: What measures, once ``facts()`` has chosen it.
         self.runner: RunnerChoice | None = None
         #: The lab's word on emulation (``emulated = true|false``); None: detect it.
-        self.emulated_override: bool | None = None
+        self.emulated_override: bool | None = settings.emulated
         #: The lab entry's ``backends``: measured when the run names none.
-        self.lab_backends: tuple[str, ...] | None = None
+        self.lab_backends: tuple[str, ...] | None = settings.backends
         #: The lock on the device itself, while this run holds it (remote devices).
         self.device_lock: Any = None  # device_lock.DeviceLockFile
         self._facts: DeviceFacts | None = None
+
+    def mark_unreachable(self, why: str | None) -> None:
+        """Record why the device could not be reached (None: it could); its cells fail so."""
+        self.unreachable = why
+
+    def hold_lock(self, lock: Any) -> None:
+        """This run holds ``lock`` (a ``device_lock.DeviceLockFile``) on the device, or None."""
+        self.device_lock = lock
 
     @property
     def runner_kind(self) -> RunnerKind:
@@ -314,9 +346,13 @@ class LocalDevice(Device):
     a device has it under ``work_dir``; its private HOME and each cell's outputs live there."""
 
     def __init__(
-        self, name: str = "local", python: str | None = None, work_dir: Path | None = None
+        self,
+        name: str = "local",
+        python: str | None = None,
+        work_dir: Path | None = None,
+        settings: LabSettings | None = None,
     ) -> None:
-        super().__init__(name, LocalTransport(), python or sys.executable, None)
+        super().__init__(name, LocalTransport(), python or sys.executable, None, settings)
         # Without taskset the runner still pins itself with sched_setaffinity.
         self.use_taskset = shutil.which("taskset") is not None
         self._home = work_dir or local_work_dir()

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edgebench.errors import UserError
-from edgebench.lab.device import Device, LocalDevice
+from edgebench.lab.device import Device, LabSettings, LocalDevice
 from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.transports import transport_kinds
 from edgebench.lab.transports.base import TransportError
@@ -19,25 +19,21 @@ LOCAL = "local"
 
 
 def open_device(entry: LabDevice) -> Device:
+    """A live device for the lab entry: its transport opened, its settings given."""
+    settings = LabSettings(entry.runner, entry.emulated, entry.backends, entry.profile)
     if entry.transport == LOCAL:
         # The lab file refuses the framework tools for local devices.
-        device: Device = LocalDevice(entry.name, entry.python, Path(entry.work_dir))
-    else:
-        transport = transport_kinds()[entry.transport].open(entry.name, entry.endpoint)
-        device = RemoteDevice(
-            entry.name, transport, work_dir=entry.work_dir, python=entry.python or "python3"
-        )
-        device.native_bin = entry.native_bin
-    device.requested_runner = entry.runner
-    device.emulated_override = entry.emulated
-    device.lab_backends = entry.backends
-    if entry.profile is not None:
-        device.profile = entry.profile
-        device.profile_name = entry.profile.name
-        device.profile_clusters = {
-            name: cpus for name, cpus in entry.profile.cluster_map().items() if name != "all"
-        }
-    return device
+        return LocalDevice(entry.name, entry.python, Path(entry.work_dir), settings)
+    transport = transport_kinds()[entry.transport].open(entry.name, entry.endpoint)
+    python = entry.python or "python3"
+    return RemoteDevice(
+        entry.name,
+        transport,
+        work_dir=entry.work_dir,
+        python=python,
+        native_bin=entry.native_bin,
+        settings=settings,
+    )
 
 
 def resolve_devices(names: Sequence[str], lab: Lab) -> list[Device]:

@@ -17,7 +17,7 @@ from edgebench.builds.native_runner import BuiltRunner
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.device_shell import RECORD_PID_THEN_EXEC, taskset_mask
 from edgebench.lab.accelerator_facts import ANDROID_ACCELERATOR_COMMAND
-from edgebench.lab.device import Device, RunnerOutcome, outcome_of
+from edgebench.lab.device import Device, LabSettings, RunnerOutcome, outcome_of
 from edgebench.lab.facts import ANDROID_PROPERTIES, collect_android
 from edgebench.lab.runner_choice import RunnerChoice
 from edgebench.lab.runner_kinds import RunnerKind
@@ -59,14 +59,21 @@ class RemoteDevice(Device):
     runs_framework_tools = True
 
     def __init__(
-        self, name: str, transport: Transport, *, work_dir: str, python: str = "python3"
+        self,
+        name: str,
+        transport: Transport,
+        *,
+        work_dir: str,
+        python: str = "python3",
+        native_bin: Path | None = None,
+        settings: LabSettings | None = None,
     ) -> None:
-        super().__init__(name, transport, python, "")
+        super().__init__(name, transport, python, "", settings)
         self._work_dir_spec = work_dir.rstrip("/") or "/"
         self._work_dir: str | None = None
         self.deployed = DeployReport()
         #: Host folder with the frameworks' benchmark binaries to push (lab: native_bin).
-        self.native_bin: Path | None = None
+        self.native_bin = native_bin
         self._runners_ready: set[RunnerKind] = set()  # the kinds deployed in this process
         self._abi: tuple[str, bool] | None = None
         self._staged: set[str] = set()

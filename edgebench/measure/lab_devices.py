@@ -96,7 +96,7 @@ def _connect_devices(device_list: list[Device], *, wait: bool, progress: LinePro
         _HELD_LOCKS.append(lock)
     for device in device_list:
         progress.message(f"device {device.name}: connecting ({device.transport.describe()})")
-        device.unreachable = probe_device(device)
+        device.mark_unreachable(probe_device(device))
         if device.unreachable:
             progress.message(f"  unreachable: {device.unreachable}; its cells are marked failed")
             continue
@@ -159,6 +159,6 @@ def _lock_devices(
             progress.message(f"  {reason}; its cells are marked failed")
             cells = fail_device_cells(cells, device.name, ErrorKind.LOCK, reason)
             continue
-        device.device_lock = lock
+        device.hold_lock(lock)
         atexit.register(lock.release)  # also on errors and Ctrl-C; a crash leaves the lease
     return cells
