@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from edgebench.analysis.night_summary import SUMMARY_VERSION, CellSummary
+from edgebench.results.clock_regime import ClockRegime
 from edgebench.results.records import json_kind
 from edgebench.statuses import Status
 
@@ -230,7 +231,7 @@ def cell_values(run_id: str, summary: CellSummary, position: int) -> tuple[Any, 
         summary.correctness_only,
         json.dumps(summary.values),
         summary.spread,
-        summary.regime,
+        json.dumps(summary.regime.to_json(), sort_keys=True),
         json.dumps(summary.facts, sort_keys=True),
     )
 
@@ -265,7 +266,7 @@ class CellDecoder:
             correctness_only=row.text("correctness_only"),
             values=row.json("metric_values", _figures),
             spread=row.figure("spread"),
-            regime=row.text("regime"),
+            regime=ClockRegime.from_json(row.json("regime", _regime)),
             facts=dict(self._json(row, "facts", _facts)),  # each its own: a caller may change it
         )
 
@@ -288,6 +289,10 @@ def _is_figure(value: Any) -> bool:
 
 def _figures(value: Any) -> bool:
     return isinstance(value, dict) and all(_is_figure(v) for v in value.values())
+
+
+def _regime(value: Any) -> bool:
+    return isinstance(value, dict)
 
 
 def _facts(value: Any) -> bool:

@@ -17,11 +17,12 @@ import numpy as np
 
 from edgebench.analysis.metrics import METRICS
 from edgebench.analysis.ranking import correctness_only
+from edgebench.results.clock_regime import ClockRegime, clock_regime
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
 #: Bump when a field's meaning or computation changes: stored indexes are then rebuilt.
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 
 #: 1.2533 sigma / sqrt(n) is the standard error of a normal sample's median; IQR / 1.349 is
 #: a sigma that a few outliers do not move.
@@ -50,8 +51,8 @@ class CellSummary:
     #: The relative standard error of the night's median latency (0.01 = 1%), from its raw
     #: samples; None without samples. Nights that were noisier weigh less in a trend.
     spread: float | None = None
-    #: The clock regime the cell ran in (``results.clock_regime``); "" when nothing was known.
-    regime: str = ""
+    #: The clock regime the cell ran in (``results.clock_regime``; empty where nothing was known).
+    regime: ClockRegime = field(default_factory=ClockRegime)
     #: Facts that can explain a step between two nights, by name (``framework_version``,
     #: ``model_sha256``, ``os_version``, ...): only the ones the record knows.
     facts: dict[str, str] = field(default_factory=dict)
@@ -122,11 +123,9 @@ def median_spread(samples_ns: list[int]) -> float | None:
     return float(_MEDIAN_SE * (q3 - q1) / math.sqrt(samples.size) / median)
 
 
-def regime_of(record: Record) -> str:
-    """The record's clock regime label, "" when the record says nothing about its clocks."""
-    from edgebench.results.clock_regime import clock_regime
-
-    return clock_regime(record).label()
+def regime_of(record: Record) -> ClockRegime:
+    """The record's clock regime (empty when the record says nothing about its clocks)."""
+    return clock_regime(record)
 
 
 def _text(value: Any) -> str | None:

@@ -20,6 +20,7 @@ from edgebench.analysis.history import _series_labels
 from edgebench.analysis.index_schema import RunRow
 from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.night_summary import CellSummary, best_cell, changed_facts
+from edgebench.results.clock_regime import ClockRegime
 from edgebench.results.store import ResultsStore
 from edgebench.statuses import Status
 
@@ -68,7 +69,7 @@ class Night:
     status: str
     #: "emulated CPU" or "software device" for a night measured there; "" on a real chip.
     correctness_only: str
-    regime: str
+    regime: ClockRegime
     facts: dict[str, str] = field(default_factory=dict)
     cell_id: str = ""
 
@@ -204,23 +205,17 @@ def nights_by_cell(
 
 
 @functools.lru_cache(maxsize=1024)
-def same_regime(before: str, after: str) -> bool:
-    """Whether two clock regime labels are one regime: nothing differs that both know (an
-    older record's label lacks the parts recorded since, and that is no change)."""
-    from edgebench.results.clock_regime import ClockRegime
-
-    if before == after:
-        return True
-    return not ClockRegime.from_label(before).differences(ClockRegime.from_label(after))
+def same_regime(before: ClockRegime, after: ClockRegime) -> bool:
+    """Whether two clock regimes are one: nothing differs that both know (an older record
+    lacks the parts recorded since, and that is no change)."""
+    return before == after or not before.differences(after)
 
 
-def regime_change(before: str, after: str) -> str:
-    """What differs between two clock regime labels, in words (``governor schedutil ->
-    performance``), or the labels themselves where the words find nothing."""
-    from edgebench.results.clock_regime import ClockRegime
-
-    words = ClockRegime.from_label(before).differences(ClockRegime.from_label(after))
-    return "; ".join(words) or f"{before or '?'} -> {after or '?'}"
+def regime_change(before: ClockRegime, after: ClockRegime) -> str:
+    """What differs between two clock regimes, in words (``governor schedutil ->
+    performance``), or their labels where the words find nothing."""
+    words = before.differences(after)
+    return "; ".join(words) or f"{before.label() or '?'} -> {after.label() or '?'}"
 
 
 def steps_in(nights: list[Night], lower_is_better: bool = True) -> list[Step]:
@@ -252,7 +247,7 @@ def _changes_near(
         before, after = points[night - 1], points[night]
         found = changed_facts(before.facts, after.facts)
         if not same_regime(before.regime, after.regime):
-            found[CLOCK_REGIME] = (before.regime or "?", after.regime or "?")
+            found[CLOCK_REGIME] = (before.regime.label() or "?", after.regime.label() or "?")
         for name, pair in found.items():
             if name not in changed:
                 changed[name] = pair

@@ -5,8 +5,8 @@ Android's fixed-performance mode on against off, a policy cap of 1.8 GHz against
 Jetson in MAXN against 15W or with its clocks locked) differ for reasons that are not the
 software's. ``compare``, the nightly gate and the change-point detector read
 ``clock_regime(record)`` and never mix regimes without saying so: ``differences`` says what
-differs in words, ``label`` is the short text the results index stores and ``from_label`` reads
-it back. docs/clock-regime.md says where each part comes from.
+differs in words, ``label`` is its short text for people, and ``to_json``/``from_json`` are the
+data the results index stores. docs/clock-regime.md says where each part comes from.
 """
 
 from __future__ import annotations
@@ -61,22 +61,39 @@ class ClockRegime:
             parts.append(f"clocks={'locked' if self.clocks_locked else 'free'}")
         return " ".join(parts)
 
+    def to_json(self) -> dict[str, Any]:
+        """The regime as the results index stores it (``from_json`` reads it back)."""
+        return {
+            "governors": self.governors,
+            "fixed_performance": self.fixed_performance,
+            "limits": [
+                {"cpus": list(g.cpus), "min_khz": g.min_khz, "max_khz": g.max_khz}
+                for g in self.limits
+            ],
+            "power_mode": self.power_mode,
+            "clocks_locked": self.clocks_locked,
+        }
+
     @classmethod
-    def from_label(cls, label: str) -> ClockRegime:
-        """The regime a ``label()`` was written from (tokens it does not know are skipped, so
-        a label from a newer version still reads)."""
-        values: dict[str, str] = {}
-        for token in label.split():
-            name, _, value = token.partition("=")
-            values[name] = value
-        fixed = values.get("fixed_perf")
-        clocks = values.get("clocks")
+    def from_json(cls, data: Mapping[str, Any]) -> ClockRegime:
+        """The regime ``to_json`` wrote; a part of another type reads as unknown, and keys it
+        does not know are skipped (a newer version's still reads)."""
+        limits = []
+        for group in data.get("limits") or []:
+            cpus = group.get("cpus") if isinstance(group, Mapping) else None
+            if isinstance(cpus, list) and all(_is_int(c) for c in cpus):
+                low, high = group.get("min_khz"), group.get("max_khz")
+                limits.append(
+                    CoreLimits(
+                        tuple(cpus), low if _is_int(low) else None, high if _is_int(high) else None
+                    )
+                )
         return cls(
-            governors=values.get("governor") or None,
-            fixed_performance=None if fixed is None else fixed == "on",
-            limits=_limits_from_label(values.get("limits", "")),
-            power_mode=values.get("power_mode") or None,
-            clocks_locked=None if clocks is None else clocks == "locked",
+            governors=_text_or_none(data.get("governors")),
+            fixed_performance=_bool_or_none(data.get("fixed_performance")),
+            limits=tuple(limits),
+            power_mode=_text_or_none(data.get("power_mode")),
+            clocks_locked=_bool_or_none(data.get("clocks_locked")),
         )
 
     def differences(self, other: ClockRegime) -> list[str]:
@@ -186,27 +203,16 @@ def _ghz(khz: int | None) -> str:
     return "?" if khz is None else f"{khz / 1e6:.4g}"
 
 
-def _limits_from_label(text: str) -> tuple[CoreLimits, ...]:
-    """``cpu0-3:300-1800,cpu4-7:600-2400`` back into limits (the inverse of ``label``)."""
-    limits = []
-    for group in text.split(",cpu"):
-        spec, _, bounds = group.removeprefix("cpu").partition(":")
-        low, _, high = bounds.partition("-")
-        cpus: list[int] = []
-        for item in spec.split(","):
-            first, _, last = item.partition("-")
-            if first.isdigit() and (not last or last.isdigit()):
-                cpus += range(int(first), int(last or first) + 1)
-        if cpus:
-            limits.append(CoreLimits(tuple(cpus), _khz_of(low), _khz_of(high)))
-    return tuple(limits)
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _khz_of(mhz: str) -> int | None:
-    try:
-        return round(float(mhz) * 1000)
-    except ValueError:
-        return None
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _bool_or_none(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def _limit_changes(base: Sequence[CoreLimits], new: Sequence[CoreLimits]) -> list[str]:

@@ -8,6 +8,10 @@ import numpy as np
 
 from edgebench.analysis.night_summary import CellSummary
 from edgebench.analysis.nightly import CLOCK_REGIME, RunInfo, cell_histories, nights_by_cell
+from edgebench.results.clock_regime import ClockRegime
+
+PERFORMANCE = ClockRegime(governors="performance")
+SCHEDUTIL = ClockRegime(governors="schedutil")
 
 
 def summary(run: int, p50: float, *, threads: int = 4, variant=("fp32",), **kw) -> CellSummary:
@@ -23,7 +27,7 @@ def summary(run: int, p50: float, *, threads: int = 4, variant=("fp32",), **kw) 
         correctness_only=kw.pop("correctness_only", ""),
         values={"p50": p50, "p99": p50 * 1.3, "throughput": 1000 / p50},
         spread=0.003,
-        regime=kw.pop("regime", "governor=performance"),
+        regime=kw.pop("regime", PERFORMANCE),
         facts=facts,
     )
 
@@ -60,7 +64,7 @@ def test_a_step_names_its_night_and_what_changed():
                     run,
                     float(value) * (1.08 if late else 1.0),
                     version="1.1" if late else "1.0",
-                    regime="governor=schedutil" if late else "governor=performance",
+                    regime=SCHEDUTIL if late else PERFORMANCE,
                 ),
             )
         )

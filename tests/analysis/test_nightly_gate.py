@@ -16,12 +16,16 @@ from edgebench.analysis.nightly_gate import (
     gate_cells,
     recent_rows,
 )
+from edgebench.results.clock_regime import ClockRegime, CoreLimits
+
+PERFORMANCE = ClockRegime(governors="performance")
+SCHEDUTIL = ClockRegime(governors="schedutil")
 
 CELL = "phone/mobilenetv2/ncnn/fp32/t4/call/s1"
 SETTINGS = GateSettings(metric="p50", min_effect=0.03, history_nights=30)
 
 
-def row(run: int, p50: float | None, regime: str = "governor=performance", **facts: str):
+def row(run: int, p50: float | None, regime: ClockRegime = PERFORMANCE, **facts: str):
     info = RunInfo(f"run{run:03d}", f"2026-11-{1 + run // 24:02d}T{run % 24:02d}:00", "nightly")
     values = {} if p50 is None else {"p50": p50, "p99": p50 * 1.2}
     summary = CellSummary(
@@ -102,18 +106,19 @@ def test_a_step_becomes_a_change_point_with_what_changed():
 
 def test_a_new_clock_regime_is_not_comparable_and_says_what_changed():
     past = [row(n, v) for n, v in enumerate(noisy_nights(10, 3))]
-    verdict, _ = judge(past, row(10, 7.0, regime="governor=schedutil"))
+    verdict, _ = judge(past, row(10, 7.0, regime=SCHEDUTIL))
     assert verdict.verdict == "not_comparable"
     assert verdict.reason == f"{REGIME_CHANGED}: governor performance -> schedutil"
     # Once the new regime has its own nights, they are the history.
-    new = [
-        row(10 + n, v, regime="governor=schedutil")
-        for n, v in enumerate(noisy_nights(6, 4, level=7.0))
-    ]
-    verdict, _ = judge(past + new, row(16, 7.05, regime="governor=schedutil"))
+    new = [row(10 + n, v, regime=SCHEDUTIL) for n, v in enumerate(noisy_nights(6, 4, level=7.0))]
+    verdict, _ = judge(past + new, row(16, 7.05, regime=SCHEDUTIL))
     assert verdict.verdict == "unchanged" and "of 6 nights" in verdict.reason
-    # A label with parts the older nights did not record is the same regime, not a new one.
-    richer = "governor=performance fixed_perf=off limits=cpu0-3:300-1800"
+    # A regime with parts the older nights did not record is the same regime, not a new one.
+    richer = ClockRegime(
+        governors="performance",
+        fixed_performance=False,
+        limits=(CoreLimits((0, 1, 2, 3), 300000, 1800000),),
+    )
     verdict, _ = judge(past, row(10, 10.0, regime=richer))
     assert verdict.verdict == "unchanged" and "of 10 nights" in verdict.reason
 

@@ -3,6 +3,7 @@ with the kernel's layout, worded as differences, written as a label and read bac
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from fakes.cpufreq_tree import set_limit, write_phone_cpus
@@ -39,14 +40,14 @@ def test_the_regime_comes_from_the_snapshot_of_the_pinned_cores(tmp_path):
     assert regime.label() == (
         "governor=schedutil fixed_perf=on limits=cpu0-3:300-1804.8,cpu4-7:600-2400"
     )
-    assert ClockRegime.from_label(regime.label()) == regime
+    assert ClockRegime.from_json(json.loads(json.dumps(regime.to_json()))) == regime
 
 
 def test_a_record_without_snapshots_falls_back_to_the_probed_governors():
     record = sampled_record("phone", "ncnn", 10.0, 2, device_info={"governors": ["performance"]})
     assert clock_regime(record) == ClockRegime(governors="performance")
     assert clock_regime(sampled_record("old", "ncnn", 10.0, 3)).label() == ""
-    assert ClockRegime.from_label("") == ClockRegime()
+    assert ClockRegime.from_json({}) == ClockRegime()
 
 
 def test_differences_name_each_change_from_base_to_new(tmp_path):
@@ -63,8 +64,9 @@ def test_differences_name_each_change_from_base_to_new(tmp_path):
         "max freq 2.4 -> 1.8 GHz on cpu4-7",
     ]
     assert new.differences(new) == []
-    # Read back from the index's label, the regimes differ in the same words.
-    again = ClockRegime.from_label(base.label()).differences(ClockRegime.from_label(new.label()))
+    # Read back from the index's data, the regimes differ in the same words.
+    stored = [ClockRegime.from_json(json.loads(json.dumps(r.to_json()))) for r in (base, new)]
+    again = stored[0].differences(stored[1])
     assert again == base.differences(new)
 
 
@@ -94,3 +96,17 @@ def test_cpu_ranges():
     assert cpu_ranges([4, 5, 6, 7]) == "cpu4-7"
     assert cpu_ranges([0, 2, 3, 6]) == "cpu0,2-3,6"
     assert cpu_ranges([1]) == "cpu1"
+
+
+def test_a_stored_regime_of_the_wrong_shape_reads_as_unknown_parts():
+    damaged = {
+        "governors": 3,
+        "fixed_performance": "yes",
+        "limits": [{"cpus": ["a"]}, "x", {"cpus": [4, 5], "min_khz": "low", "max_khz": 2400000}],
+        "power_mode": "",
+        "clocks_locked": True,
+        "from_a_newer_version": {"anything": 1},
+    }
+    assert ClockRegime.from_json(damaged) == ClockRegime(
+        limits=(CoreLimits((4, 5), None, 2400000),), clocks_locked=True
+    )

@@ -153,7 +153,8 @@ def _nights_table(cell: SiteCell, metric: Metric) -> str:
             f'<a class="small" href="../{esc(report_page(night.run_id))}">report</a></td>'
             f'<td class="num">{esc(fmt_number(night.value))}</td>'
             f'<td class="num">{esc(fmt_number(night.p99))}</td>'
-            f'<td class="num">{spread}</td><td>{status}</td><td>{esc(night.regime)}</td></tr>'
+            f'<td class="num">{spread}</td><td>{status}</td>'
+            f"<td>{esc(night.regime.label())}</td></tr>"
         )
     return (
         f"<table><thead><tr><th>night</th><th>run</th><th>{esc(metric.name)} "
