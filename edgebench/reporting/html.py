@@ -18,8 +18,10 @@ from typing import Any
 from edgebench import __version__
 from edgebench.analysis.metrics import METRICS, Metric
 from edgebench.analysis.ranking import (
+    EMULATED_CPU,
     EMULATED_RULE,
     RULE_SUMMARY,
+    SOFTWARE_DEVICE,
     correctness_only,
     correctness_only_evidence,
     emulated_devices,
@@ -121,8 +123,7 @@ def _heatmap(
             if kind := correctness_only(r):
                 evidence = correctness_only_evidence(r)
                 how = f" ({evidence})" if evidence else ""
-                where = f"a {kind}" if r.software_device else f"an {kind}"
-                label = "software" if r.software_device else "emulated"
+                where, label = kind.article, kind.tag
                 tip = (
                     f"{device} / {framework}: {fmt_number(value, metric.unit)} on {where}"
                     f"{how}: {EMULATED_RULE}"
@@ -280,7 +281,8 @@ def _emulated_legend(group: Sequence[Record], notes: Notes, emulated: dict[str, 
     """What the hatched cells of a group are, as references to the notes that say it."""
     out = []
     for software, legend in ((False, EMULATED_LEGEND_NOTE), (True, SOFTWARE_LEGEND_NOTE)):
-        hatched = [r for r in group if correctness_only(r) and r.software_device == software]
+        wanted = SOFTWARE_DEVICE if software else EMULATED_CPU
+        hatched = [r for r in group if correctness_only(r) is wanted]
         if hatched:
             label = "software" if software else "emulated"
             device_notes = [n for r in hatched if (n := excluded_note(r, emulated))]

@@ -16,6 +16,7 @@ from edgebench.analysis.metrics import get_metric
 from edgebench.analysis.ranking import (
     EMULATED_CPU,
     EMULATED_RULE,
+    SOFTWARE_DEVICE,
     Ranking,
     correctness_only,
     emulated_devices,
@@ -96,7 +97,7 @@ def legend_for(group: Sequence[Record]) -> str:
     legends = []
     if any(correctness_only(r) == EMULATED_CPU for r in group):
         legends.append(EMULATED_LEGEND)
-    if any(r.software_device for r in group):
+    if any(correctness_only(r) == SOFTWARE_DEVICE for r in group):
         legends.append(SOFTWARE_LEGEND)
     return "".join(f"; {legend}" for legend in legends)
 

@@ -33,6 +33,7 @@ from edgebench.reporting.matrix import (
 from edgebench.reporting.report_notes import Notes
 from edgebench.reporting.summary_chart import Bar, p50_chart
 from edgebench.reporting.tables import fmt_number
+from edgebench.results.measurement_kind import MeasurementKind
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
@@ -43,10 +44,11 @@ METRIC = METRICS["p50"]
 def excluded_note(r: Record, emulated: Mapping[str, str]) -> str:
     """The note that says why an emulated or software cell is not ranked ("" for others);
     ``emulated``: the run's ``emulated_devices``, so every cell of a device has one note."""
-    if r.software_device and r.accelerator is not None:
+    kind = r.measurement_kind
+    if kind is MeasurementKind.SOFTWARE_DEVICE and r.accelerator is not None:
         device = r.accelerator.device or r.accelerator.api
         return software_note(f"{r.device} · {r.backend}", device)
-    if r.emulated:
+    if kind is MeasurementKind.EMULATED_CPU:
         return emulation_note(r.device, emulated.get(r.device, ""))
     return ""
 

@@ -24,9 +24,19 @@ class MeasurementKind(StrEnum):
         return self is MeasurementKind.REAL
 
     @property
+    def tag(self) -> str:
+        """Its one-word tag in tables and charts: ``emulated``, ``software``, ""."""
+        return _TAGS[self]
+
+    @property
     def mark(self) -> str:
         """What its figure shows after it in a table: `` (emulated)``, `` (software)``, ""."""
-        return _MARKS[self]
+        return f" ({self.tag})" if self.tag else ""
+
+    @property
+    def article(self) -> str:
+        """``an emulated CPU``, ``a software device``: the kind with its article."""
+        return f"{'an' if self is MeasurementKind.EMULATED_CPU else 'a'} {self.value}"
 
     @classmethod
     def of(cls, emulated: bool, software_accelerator: bool) -> MeasurementKind:
@@ -38,8 +48,8 @@ class MeasurementKind(StrEnum):
         return cls.EMULATED_CPU if emulated else cls.REAL
 
 
-_MARKS = {
+_TAGS = {
     MeasurementKind.REAL: "",
-    MeasurementKind.EMULATED_CPU: " (emulated)",
-    MeasurementKind.SOFTWARE_DEVICE: " (software)",
+    MeasurementKind.EMULATED_CPU: "emulated",
+    MeasurementKind.SOFTWARE_DEVICE: "software",
 }

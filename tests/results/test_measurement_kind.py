@@ -32,4 +32,7 @@ def test_each_kind_has_its_own_words_never_the_others():
     assert MeasurementKind.EMULATED_CPU.mark == " (emulated)"
     assert MeasurementKind.SOFTWARE_DEVICE.mark == " (software)"
     assert MeasurementKind.REAL.mark == ""
+    assert MeasurementKind.EMULATED_CPU.article == "an emulated CPU"
+    assert MeasurementKind.SOFTWARE_DEVICE.article == "a software device"
+    assert [k.tag for k in MeasurementKind] == ["", "emulated", "software"]
     assert "emulated" not in MeasurementKind.SOFTWARE_DEVICE + MeasurementKind.SOFTWARE_DEVICE.mark
