@@ -1,10 +1,10 @@
-"""The type checker passes on edgebench and the runner package (tests/typecheck.py)."""
+"""The type checker passes on edgebench and the runner package (tests/fakes/typecheck.py)."""
 
 import importlib.util
 import re
 
 import pytest
-from typecheck import REPO, run_mypy
+from fakes.typecheck import REPO, run_mypy
 
 
 def test_mypy_finds_no_errors():

@@ -2,7 +2,7 @@
 device_profiles/ in it where pyproject.toml's package-dir puts them (a tree of symlinks in a
 temporary folder, since mypy cannot map folders to packages itself).
 
-    python tests/typecheck.py        prints mypy's report and exits with its status
+    python tests/fakes/typecheck.py  prints mypy's report and exits with its status
 
 The strictness is pyproject.toml's [tool.mypy] (docs/ARCHITECTURE.md says which and why).
 """
@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 #: Package folders that live at the top of the repository, by their place in edgebench.
 MAPPED = {"runners": "runners", "converters": "converters", "device_profiles": "device_profiles"}
 
