@@ -1,6 +1,7 @@
 """The package layering written in docs/ARCHITECTURE.md holds in the code."""
 
 import ast
+from collections.abc import Set
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -108,11 +109,37 @@ def test_host_vocabulary_covers_what_the_runner_reports():
     assert set(protocol.STATUSES) <= set(Status)
 
 
+def runtime_imports_of(path: Path, modules: Set[str]) -> set[str]:
+    """The edgebench modules ``path`` imports when it runs, wherever the statement is (one
+    inside a function too: it hides a circle from Python, not from a reader). Imports under
+    ``if TYPE_CHECKING:`` never run; ``from package import submodule`` imports the submodule
+    (and the package only for names that are not submodules)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+        for inner in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            submodules = {f"{node.module}.{a.name}" for a in node.names} & modules
+            found |= submodules
+            if len(submodules) < len(node.names):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found & modules
+
+
 def import_cycles(package: str) -> list[list[str]]:
-    """The import circles among ``package``'s modules, counting every import statement (one
-    inside a function too: it hides a circle from Python, not from a reader)."""
+    """The import circles among ``package``'s modules (``runtime_imports_of``)."""
     modules = {m: p for m, p in host_modules().items() if m.startswith(package + ".")}
-    graph = {m: {t for t in imports_of(p) if t in modules and t != m} for m, p in modules.items()}
+    names = set(modules)
+    graph = {m: runtime_imports_of(p, names) - {m} for m, p in modules.items()}
     order: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -143,5 +170,23 @@ def import_cycles(package: str) -> list[list[str]]:
     return cycles
 
 
-def test_analysis_has_no_import_circle():
-    assert import_cycles("edgebench.analysis") == []
+def test_no_module_of_edgebench_is_in_an_import_circle():
+    assert import_cycles("edgebench") == []
+
+
+def test_the_circle_check_sees_imports_that_run_and_only_those(tmp_path):
+    module = tmp_path / "module.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from edgebench.pkg import sub, NAME\n"
+        "if TYPE_CHECKING:\n"
+        "    from edgebench.typing_only import T\n"
+        "def late():\n"
+        "    from edgebench.late import f\n"
+    )
+    known = {"edgebench.pkg", "edgebench.pkg.sub", "edgebench.typing_only", "edgebench.late"}
+    assert runtime_imports_of(module, known) == {
+        "edgebench.pkg",  # for NAME, which is not a submodule
+        "edgebench.pkg.sub",
+        "edgebench.late",
+    }
