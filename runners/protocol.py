@@ -9,7 +9,8 @@ from typing import List, Set
 
 #: The runner's input: one JSON object (spec.py's ``RunSpec`` defines its fields).
 SPEC_SCHEMA = "edgebench.spec/1"
-#: The runner's output: one JSON object with raw per-iteration samples.
+#: The runner's output: one JSON object with raw per-iteration samples (run_result.py's
+#: ``RunResult`` defines its fields).
 RESULT_SCHEMA = "edgebench.result/1"
 #: ``runner.py --probe``: which frameworks the device can run.
 PROBE_SCHEMA = "edgebench.probe/1"

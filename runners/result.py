@@ -1,6 +1,7 @@
-"""The runner's output: one JSON object (``edgebench.result/1``) printed as the last stdout line
-after ``RESULT_PREFIX``. Its header comes from the spec, its error from the exception that ended
-the cell; the cell's own fields come from ``cell.CellFacts``.
+"""The runner's output: one JSON object (``edgebench.result/1``, run_result.py's ``RunResult``)
+printed as the last stdout line after ``RESULT_PREFIX``. Its header comes from the spec, its
+error from the exception that ended the cell; the cell's own fields come from
+``cell.CellFacts``, and the whole is written through ``RunResult``.
 
 Runs on the device: Python 3.8+, standard library only, imports nothing from the host package.
 """
@@ -16,42 +17,31 @@ from typing import Any, Dict, Optional
 
 from .backends.tensors import INPUT_GENERATOR
 from .protocol import RESULT_PREFIX, RESULT_SCHEMA
+from .run_result import RunResult
 
 #: How much of a traceback an error carries.
 DETAIL_CHARS = 4000
 
 
 def new_result(spec: Any) -> Dict[str, Any]:
-    """A failed result with every field the host reads, what the ``spec`` object says
-    (as it came, even malformed) and nothing measured yet."""
-    spec = spec if isinstance(spec, dict) else {}
-    return {
-        "schema": RESULT_SCHEMA,
-        "status": "failed",
-        "error": None,
-        "framework": spec.get("framework"),
-        "framework_version": None,
-        "model": spec.get("model"),
-        "precision": spec.get("precision", "fp32"),
-        "threads": spec.get("threads"),
-        "concurrency": spec.get("concurrency", 1),
-        "cores_requested": spec.get("cores"),
-        "cores_effective": None,
-        "python": platform.python_version(),
-        "pid": os.getpid(),
-        "rss_before_load_kb": None,
-        "peak_rss_kb": None,
-        "load_ns": None,
-        "first_inference_ns": None,
-        "warmup_samples_ns": [],
-        "samples_ns": [],
-        "measure_wall_ns": None,
-        "stop_reason": None,
-        "inputs": None,
-        "input_generator": INPUT_GENERATOR,
-        "outputs": None,
-        "nvidia": None,
-    }
+    """A failed result with every header key, what the ``spec`` object says (as it came, even
+    malformed) and nothing measured yet."""
+    header = RunResult.header(spec, platform.python_version(), os.getpid())
+    header.input_generator = INPUT_GENERATOR
+    return header.to_json()
+
+
+def checked(payload: Dict[str, Any], spec: Any) -> Dict[str, Any]:
+    """``payload`` as ``RunResult`` writes it, so the line fits the protocol; a payload that
+    does not (a bug in the runner) becomes an internal error naming the field."""
+    try:
+        return RunResult.from_json(payload).to_json()
+    except ValueError as exc:
+        result = new_result(spec)
+        result["error"] = error_fields(
+            "internal", "runner error: its result does not fit %s: %s" % (RESULT_SCHEMA, exc)
+        )
+        return result
 
 
 def error_fields(kind: str, message: str, detail: Optional[str] = None) -> Dict[str, Any]:

@@ -10,9 +10,10 @@ and on the host, ``python -m edgebench.runners ARG``.
 Self-contained on purpose: Python 3.8+, the standard library, numpy and the framework under test.
 It imports nothing from the host package: this package (the runner's modules, protocol.py, what
 host and runner share, and backends/) is copied to a phone or a board and run there. The spec
-is ``spec.RunSpec``; one cell is measured by ``cell.measure_cell``. The result is the last line
-on stdout, prefixed with ``RESULT_PREFIX``; anything the framework prints goes to stderr (stdout
-is redirected during the run so native logging cannot corrupt the result).
+is ``spec.RunSpec``; one cell is measured by ``cell.measure_cell``. The result, written through
+``run_result.RunResult``, is the last line on stdout, prefixed with ``RESULT_PREFIX``; anything
+the framework prints goes to stderr (stdout is redirected during the run so native logging
+cannot corrupt the result).
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ from .emulation import boot_id
 from .emulation import detect as detect_emulation
 from .proc import effective_cores, peak_rss_kb
 from .protocol import PROBE_SCHEMA, status_of
-from .result import error_fields, internal_error, new_result, out_of_memory, result_line
+from .result import (
+    checked,
+    error_fields,
+    internal_error,
+    new_result,
+    out_of_memory,
+    result_line,
+)
 from .spec import RunSpec, SpecError
 
 
@@ -56,7 +64,7 @@ def execute(raw_spec: Any) -> Dict[str, Any]:
     result.update(facts.result_fields())
     if result.get("peak_rss_kb") is None:
         result["peak_rss_kb"] = peak_rss_kb()
-    return result
+    return checked(result, raw_spec)
 
 
 def probe() -> Dict[str, Any]:
