@@ -1,7 +1,9 @@
-"""`edgebench runners`: build the native C++ runner for a target, list the built ones."""
+"""`edgebench runners`: build the native C++ runner for a target, list the built ones, print
+the runners' result schema."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -19,6 +21,7 @@ from edgebench.builds.sources import (
 )
 from edgebench.builds.targets import TARGETS, host_target, parse_target
 from edgebench.cli.app import cli
+from edgebench.runners.run_result import json_schema
 
 BUILD_COMMAND = "edgebench runners build"
 
@@ -177,3 +180,10 @@ def runners_list() -> None:
         return
     for runner in built:
         click.echo(f"{runner.target.name}: {runner.path}  ({runner.describe()})")
+
+
+@runners.command(name="schema")
+def runners_schema() -> None:
+    """Print the JSON Schema of a runner's result (edgebench.result/1), derived from the
+    protocol's RunResult: what the Python runner and edgebench-native must both write."""
+    click.echo(json.dumps(json_schema(), indent=2))

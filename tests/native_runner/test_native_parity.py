@@ -1,7 +1,8 @@
 """edgebench-native on par with the Python runner, for ncnn and MNN on x86: stage times that add
 up to each sample, --instances N in both modes with their memory and concurrency, a timed shape
 change on a dynamic artifact, and per-operator profiles, each with the Python runner's field
-names and meaning (the Python runner runs the same spec beside it)."""
+names and meaning (the Python runner runs the same spec beside it). Every result either runner
+prints here fits the JSON Schema derived from the protocol's ``RunResult``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from fakes.dynamic_models import INPUT, LARGE_SHAPE, SMALL_SHAPE, dynamic_classifier
 from fakes.native_builds import convert_builtin, run_native
 from fakes.records import stored_records
+from fakes.result_contract import assert_fits_protocol
 from fakes.runner_process import run_runner
 
 from edgebench.builds.native_runner import BuiltRunner
@@ -76,10 +78,19 @@ def _spec(model: Path, framework: str, **changes: object) -> dict:
     return spec
 
 
+def _native(binary: Path, spec: dict) -> dict:
+    """edgebench-native's result on ``spec``, checked against the protocol's schema."""
+    result = run_native(binary, spec)
+    assert_fits_protocol(result)
+    return result
+
+
 def _both(binary: Path, spec: dict) -> tuple[dict, dict]:
-    """The native and the Python runner's results on ``spec``, both ok."""
-    native = run_native(binary, spec)
+    """The native and the Python runner's results on ``spec``, both ok and both fitting the
+    protocol's schema."""
+    native = _native(binary, spec)
     python = run_runner(spec, timeout=300)
+    assert_fits_protocol(python)
     assert native["status"] == "ok", native["error"]
     assert python["status"] == "ok", python["error"]
     return native, python
@@ -100,9 +111,9 @@ def test_stage_times_add_up_to_each_sample(binary: Path, mobilenet: Path, framew
     copies = max(median(per_stage["copy_in"]), median(per_stage["copy_out"]))
     assert median(per_stage["compute"]) > copies, per_stage
 
-    off = run_native(binary, _spec(mobilenet, framework, stages=False))
+    off = _native(binary, _spec(mobilenet, framework, stages=False))
     assert off["status"] == "ok" and "stages" not in off
-    streams = run_native(binary, _spec(mobilenet, framework, concurrency=2))
+    streams = _native(binary, _spec(mobilenet, framework, concurrency=2))
     assert streams["stages"] == {"unavailable": "2 streams ran at once; stages are timed with one"}
 
 
@@ -132,7 +143,7 @@ def test_shared_instances_share_the_weights(binary: Path, mobilenet: Path, frame
     growth = {}
     for mode in ("separate", "shared"):
         spec = _spec(mobilenet, framework, instances=2, concurrency=2, instance_mode=mode)
-        result = run_native(binary, spec)
+        result = _native(binary, spec)
         assert result["status"] == "ok", result["error"]
         first, second = result["instances"]["rss_after_load_kb"]
         growth[mode] = second - first
@@ -151,7 +162,7 @@ def test_a_shape_change_is_timed_on_a_dynamic_artifact(
         inputs=[{"name": INPUT, "shape": LARGE_SHAPE, "dtype": "float32"}],
         shape_change_from=earlier,
     )
-    native = run_native(binary, {**spec, "save_outputs": str(tmp_path / "n.npz")})
+    native = _native(binary, {**spec, "save_outputs": str(tmp_path / "n.npz")})
     python = run_runner({**spec, "save_outputs": str(tmp_path / "p.npz")}, timeout=300)
     assert native["status"] == "ok", native["error"]
     assert python["status"] == "ok", python["error"]
@@ -169,7 +180,7 @@ def test_a_fixed_artifact_refuses_another_shape(
     binary: Path, mobilenet: Path, framework: str
 ) -> None:
     wrong = [{"name": "input", "shape": [1, 3, 160, 160], "dtype": "float32"}]
-    result = run_native(binary, _spec(mobilenet, framework, inputs=wrong))
+    result = _native(binary, _spec(mobilenet, framework, inputs=wrong))
     assert result["status"] == "failed" and result["error"]["kind"] == "bad_spec"
     assert (
         "has a fixed input input of shape [1, 3, 224, 224], not [1, 3, 160, 160]"
@@ -189,7 +200,7 @@ PLAIN_RATIO = (PROFILED**-0.5, PROFILED**0.5)
 
 def test_per_operator_profile(binary: Path, mobilenet: Path, framework: str) -> None:
     spec = _spec(mobilenet, framework, profile_ops=PROFILED)
-    native = run_native(binary, spec)
+    native = _native(binary, spec)
     assert native["status"] == "ok", native["error"]
     profile = native["op_profile"]
     assert "unavailable" not in profile, profile

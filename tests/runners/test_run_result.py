@@ -1,16 +1,23 @@
 """The runner's result, typed once: ``RunResult`` reads a result strictly (one ValueError naming
-the bad field), reads an older runner's result and writes what it read."""
+the bad field), reads an older runner's result, writes what it read, and its JSON Schema is
+derived from it (test_runner.py holds the real runner's results against it)."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
+import subprocess
+import sys
+import typing
 
 import pytest
 
 from edgebench.runners import result_parts
 from edgebench.runners.protocol import RESULT_SCHEMA
 from edgebench.runners.result import checked
-from edgebench.runners.run_result import RunResult
+from edgebench.runners.run_result import RunResult, json_schema
+from edgebench.runners.typed_json import key_of
 
 
 def _ok_result() -> dict:
@@ -74,6 +81,45 @@ def test_an_older_runners_result_reads_with_defaults_and_writes_back_as_it_came(
     assert {k: written[k] for k in older if k != "unknown_newer_key"} == {
         k: v for k, v in older.items() if k != "unknown_newer_key"
     }
+
+
+def _dataclasses_in(hint) -> list[type]:
+    if dataclasses.is_dataclass(hint):
+        return [hint]
+    return [d for arg in typing.get_args(hint) for d in _dataclasses_in(arg)]
+
+
+def test_the_schema_is_derived_from_the_dataclasses_field_for_field():
+    schema = json_schema()
+    seen = {RunResult}
+    todo = [(RunResult, schema)]
+    while todo:  # bounded: each dataclass is visited once
+        cls, node = todo.pop()
+        keys = [key_of(f) for f in dataclasses.fields(cls)]
+        assert list(node["properties"]) == keys, cls
+        assert node["additionalProperties"] is False
+        for hint in typing.get_type_hints(cls).values():
+            for part in _dataclasses_in(hint):
+                if part not in seen:
+                    seen.add(part)
+                    todo.append((part, schema["$defs"][part.__name__]))
+    assert {c.__name__ for c in seen - {RunResult}} == set(schema["$defs"])
+    # Every runner writes the header; the parts only when it has them.
+    assert {"schema", "status", "error", "samples_ns", "outputs", "python"} <= set(
+        schema["required"]
+    )
+    assert not {"instances", "stages", "nvidia", "telemetry"} & set(schema["required"])
+
+
+def test_the_cli_prints_the_schema():
+    proc = subprocess.run(
+        [sys.executable, "-m", "edgebench", "runners", "schema"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == json_schema()
 
 
 def test_a_runner_result_that_does_not_fit_becomes_an_internal_error_naming_the_field():

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 from fakes.models import save_conv_model, save_sqrt_model
+from fakes.result_contract import assert_fits_protocol
 from fakes.runner_process import RUNNER_ARGV, run_runner
 
 from edgebench.lab.runner_tree import RUNNER_PACKAGE
@@ -42,6 +43,28 @@ def test_runner_measures_pins_and_reports_memory(conv_model):
     (output,) = result["outputs"]
     assert output["shape"] == [1, 8, 32, 32]
     assert output["std"] > 0 and len(output["sample"]) > 0
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"stages": True, "profile_ops": 2, "target_ci": 0.5, "cores": [0]},
+        {"instances": 2, "concurrency": 2, "instance_mode": "shared"},
+        {"telemetry": {"period_s": 0.01, "baseline_s": 0.05}, "min_time_s": 0.1},
+        {"threads": "two"},  # a bad spec: the result fits, its header without the bad value
+    ],
+    ids=["stages-profile-ci", "instances", "telemetry", "bad-spec"],
+)
+def test_the_python_runners_real_results_fit_the_schema(conv_model, extra):
+    result = run_runner(spec_for(conv_model, **extra))
+    assert_fits_protocol(result)
+    if "threads" in extra:
+        assert result["error"]["kind"] == "bad_spec" and result["threads"] is None
+    else:
+        assert result["status"] == "ok", result["error"]
+        named = {"stages": {"stages", "op_profile", "median_ci"}, "telemetry": {"telemetry"}}
+        parts = next((named[k] for k in extra if k in named), {"instances"})
+        assert parts <= set(result), sorted(result)
 
 
 def test_affinity_follows_the_spec_on_every_cpu(conv_model):
