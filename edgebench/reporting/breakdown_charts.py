@@ -1,7 +1,7 @@
 """The SVG of the breakdown sections: a stacked bar per stage breakdown, and the settings of
 ``line_chart`` its line charts share (memory vs instances, latency vs input size): one colour
 per framework with a solid and a dashed line in it, a dot on every point, y from 0 and the
-legend under the chart.
+legend under the chart. The parts of both come from the chart engine (``reporting/svg.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from edgebench.analysis.breakdowns import (
     UNATTRIBUTED,
     StageSummary,
 )
-from edgebench.reporting.line_chart import PALETTE, Mark, Series, esc, line_chart
+from edgebench.reporting import svg
+from edgebench.reporting.line_chart import Mark, Series, line_chart
+from edgebench.reporting.svg import PALETTE, esc
 from edgebench.reporting.tables import fmt_number
 
 STAGE_LABELS = {
@@ -40,10 +42,7 @@ def stage_bar_svg(summary: StageSummary, *, width: int = 180, height: int = 14) 
     """The iteration as one 100% bar, a segment per stage (and the unattributed rest)."""
     if not summary.shares:
         return ""
-    out = [
-        f'<svg class="stagebar" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="stages">'
-    ]
+    out = [svg.open_svg("stagebar", width, height, label="stages")]
     x = 0.0
     for stage in (*STAGES, UNATTRIBUTED):
         share = summary.shares.get(stage)

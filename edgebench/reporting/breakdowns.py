@@ -38,8 +38,9 @@ from edgebench.reporting.breakdown_tables import (
     top_op_rows,
     unavailable_reasons,
 )
-from edgebench.reporting.line_chart import Mark, Series, esc
+from edgebench.reporting.line_chart import Mark, Series
 from edgebench.reporting.report_notes import Notes
+from edgebench.reporting.svg import esc
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
 

@@ -9,8 +9,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from edgebench.analysis.ranking import EMULATED_RULE, correctness_only, correctness_only_evidence
-from edgebench.reporting.charts import esc, latency_cdf_svg, telemetry_svgs
+from edgebench.reporting.charts import latency_cdf_svg, telemetry_svgs
 from edgebench.reporting.matrix import group_warnings, status_word
+from edgebench.reporting.svg import esc
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.quant_parts import Quant
 from edgebench.results.records import Record

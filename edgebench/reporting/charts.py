@@ -1,5 +1,6 @@
-"""The report's plots, drawn with ``line_chart``: the HTML report's latency CDF and telemetry
-traces, and the history trend of one cell across runs (written as a standalone .svg file).
+"""The report's plots, drawn with ``line_chart`` on the chart engine (``reporting/svg.py``):
+the HTML report's latency CDF and telemetry traces, and the history trend of one cell across
+runs (written as a standalone .svg file).
 """
 
 from __future__ import annotations
@@ -8,10 +9,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from edgebench.analysis.history import HistoryPoint
-from edgebench.reporting.line_chart import Series, esc, line_chart
+from edgebench.reporting import svg
+from edgebench.reporting.line_chart import Series, line_chart
 from edgebench.results.telemetry_part import TelemetryTrace
 
-__all__ = ["esc", "history_svg", "latency_cdf_svg", "plot_history", "telemetry_svgs"]
+__all__ = ["history_svg", "latency_cdf_svg", "plot_history", "telemetry_svgs"]
 
 
 def latency_cdf_svg(
@@ -107,7 +109,7 @@ def history_svg(points: Sequence[HistoryPoint], *, title: str = "", unit: str = 
     first = {p.run_id: p for p in reversed(points)}
     values = [p.value for p in points if p.value is not None]
     lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
-    pad = (hi - lo) * 0.1 or abs(hi) * 0.1 or 1.0
+    low, high = svg.padded(lo, hi, 0.1)
     trends = []
     for name in dict.fromkeys(p.series for p in points):
         ok = [p for p in points if p.series == name and p.value is not None]
@@ -132,7 +134,7 @@ def history_svg(points: Sequence[HistoryPoint], *, title: str = "", unit: str = 
         width=720,
         height=360,
         x_range=(-0.5, len(runs) - 0.5),
-        y_range=(max(0.0, lo - pad) if lo >= 0 else lo - pad, hi + pad),
+        y_range=(max(0.0, low) if lo >= 0 else low, high),
         x_ticks=[(x_of[r], (first[r].created_at or r)[:19]) for r in runs],
         markers=True,
         crosses=[

@@ -30,7 +30,6 @@ from edgebench.analysis.ranking import (
 )
 from edgebench.reporting.breakdowns import BREAKDOWN_CSS, breakdown_sections
 from edgebench.reporting.cell_details import cell_details, kv_table
-from edgebench.reporting.charts import esc
 from edgebench.reporting.matrix import (
     REPORT_MARKS,
     framework_order,
@@ -43,6 +42,7 @@ from edgebench.reporting.precisions import precision_table
 from edgebench.reporting.report_css import PAGE_CSS, SUMMARY_CSS
 from edgebench.reporting.report_notes import Notes
 from edgebench.reporting.summary import excluded_note, summary_section
+from edgebench.reporting.svg import esc
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.records import Record
 from edgebench.statuses import Status

@@ -1,11 +1,9 @@
-"""SVG line charts drawn in Python: nothing is fetched, so a page or file shows them offline.
-
-``line_chart`` is the one engine for every line plot of the reports: the HTML report's latency
-CDF and telemetry traces, the history trend of one cell across runs (a standalone .svg file),
-and the breakdown sections' memory and input-size charts (``breakdown_charts.py``). A chart of
-figures measured on an emulated CPU is drawn on a hatched plot area (an SVG pattern fill)
-labelled "emulated CPU"; a history point from an emulated run is a hollow marker.
-All text is escaped: model, device and run names are untrusted.
+"""The reports' line chart, drawn with the chart engine (``reporting/svg.py``): the HTML
+report's latency CDF and telemetry traces, the history trend of one cell across runs (a
+standalone .svg file), and the breakdown sections' memory and input-size charts
+(``breakdown_charts.py``). A chart of figures measured on an emulated CPU is drawn on a hatched
+plot area (an SVG pattern fill) labelled "emulated CPU"; a history point from an emulated run
+is a hollow marker.
 """
 
 from __future__ import annotations
@@ -13,21 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
-from typing import Any
 
+from edgebench.reporting import svg
+from edgebench.reporting.svg import PALETTE, esc
 from edgebench.reporting.tables import fmt_number
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _FAILED = "#d62728"
-_DASH = "6,4"
 #: The hatch of emulated figures, as in the HTML report's emulated cells.
 _EMULATED_STRIPE, _EMULATED_INK = "#c9d8ef", "#1d3f6e"
-
-
-def esc(value: Any) -> str:
-    """Text for HTML/SVG content or a quoted attribute ("" for None)."""
-    return escape("" if value is None else str(value), quote=True)
 
 
 @dataclass
@@ -54,64 +45,6 @@ class Mark:
     x1: float
     y1: float
     tip: str
-
-
-@dataclass
-class _Frame:
-    """The plot area inside the chart, and data -> pixel positions."""
-
-    left: float
-    top: float
-    width: float
-    height: float
-    x0: float
-    x1: float
-    y0: float
-    y1: float
-    log_x: bool
-
-    def tx(self, x: float) -> float:
-        return math.log10(x) if self.log_x else x
-
-    def sx(self, x: float) -> float:
-        return self.left + (self.tx(x) - self.x0) / (self.x1 - self.x0) * self.width
-
-    def sy(self, y: float) -> float:
-        return self.top + self.height - (y - self.y0) / (self.y1 - self.y0) * self.height
-
-    @property
-    def bottom(self) -> float:
-        return self.top + self.height
-
-
-def _plotted(x: float, y: float | None, log_x: bool) -> bool:
-    return y is not None and (x > 0 or not log_x)
-
-
-def _segments(s: Series, f: _Frame, step: bool) -> list[list[str]]:
-    """Polyline point lists of a series; a point that cannot be drawn (None, or x <= 0 on a log
-    axis) starts a new segment."""
-    segments: list[list[str]] = [[]]
-    prev_y: float | None = None
-    for x, y in zip(s.xs, s.ys, strict=False):
-        if y is None or not _plotted(x, y, f.log_x):
-            if segments[-1]:
-                segments.append([])
-            prev_y = None
-            continue
-        if step and prev_y is not None:
-            segments[-1].append(f"{f.sx(x):.1f},{f.sy(prev_y):.1f}")
-        segments[-1].append(f"{f.sx(x):.1f},{f.sy(y):.1f}")
-        prev_y = y
-    return segments
-
-
-def _legend_item(x: float, y: float, colour: str, dashed: bool, label: str) -> str:
-    dash = f' stroke-dasharray="{_DASH}"' if dashed else ""
-    return (
-        f'<line x1="{x:.1f}" y1="{y - 4}" x2="{x + 26:.1f}" y2="{y - 4}" stroke="{colour}" '
-        f'stroke-width="2"{dash}/><text x="{x + 32:.1f}" y="{y}">{esc(label)}</text>'
-    )
 
 
 def line_chart(
@@ -156,7 +89,7 @@ def line_chart(
         (x, y)
         for s in series
         for x, y in zip(s.xs, s.ys, strict=False)
-        if y is not None and _plotted(x, y, log_x)
+        if y is not None and svg.placeable(x, y, log_x)
     ]
     ticks = [(x, label) for x, label in x_ticks if x > 0 or not log_x]
     xs = [tx(x) for x, _ in points] + [tx(x) for x, _ in crosses] + [tx(x) for x, _ in ticks]
@@ -179,24 +112,13 @@ def line_chart(
     if x1 == x0:
         x0, x1 = x0 - 0.5, x1 + 0.5
     pad = (x1 - x0) * x_pad
-    x0, x1 = x0 - pad, x1 + pad
     if y1 == y0:
-        grow = abs(y0) * 0.05 or 0.5
-        y0, y1 = y0 - grow, y1 + grow
-    f = _Frame(left, top, width - left - right, height - top - axis, x0, x1, y0, y1, log_x)
-
-    # Inline, the page's CSS sets the font; a file of its own says it itself.
-    namespace = (
-        ' xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="11"'
-        if standalone
-        else ""
+        y0, y1 = svg.padded(y0, y1, 0.05)
+    f = svg.Frame(
+        left, top, width - left - right, height - top - axis, x0 - pad, x1 + pad, y0, y1, log_x
     )
-    out = [
-        f'<svg{namespace} class="chart" width="{width}" height="{total}" '
-        f'viewBox="0 0 {width} {total}" role="img" aria-label="{esc(title)}">',
-        f'<rect x="0" y="0" width="{width}" height="{total}" fill="#fff"/>',
-        f'<text x="{left}" y="14" style="font-weight:600">{esc(title)}</text>',
-    ]
+    out = [svg.open_svg("chart", width, total, label=title, standalone=standalone)]
+    out.append(svg.heading(width, total, left, title))
     if shade:
         a, b = f.sx(shade[0]), f.sx(shade[1])
         out.append(
@@ -211,7 +133,9 @@ def line_chart(
             f'<rect class="emu-hatch" x="{left}" y="{top}" width="{f.width}" height="{f.height}" '
             f'fill="url(#{esc(hatch)})"><title>emulated CPU: for correctness only</title></rect>'
         )
-    out += _axes(f, ticks, slant, x_label, y_label, height)
+    out += svg.axes(
+        f, ticks or _numbered(f), y_label=y_label, x_label=x_label, label_at=height - 6, slant=slant
+    )
     for xv, label in vlines:
         xx = f.sx(xv)
         out.append(
@@ -224,19 +148,19 @@ def line_chart(
             f'y2="{f.sy(m.y1):.1f}" stroke="{_FAILED}" stroke-width="7" stroke-opacity="0.25" '
             f'stroke-linecap="round"><title>{esc(m.tip)}</title></line>'
         )
-    for i, s in enumerate(series):
-        out += _series(s, s.colour or PALETTE[i % len(PALETTE)], f, step, markers)
-    for i, s in enumerate(series):
-        colour = s.colour or PALETTE[i % len(PALETTE)]
-        if legend_below:
-            x, y = left + (i % 2) * (f.width / 2), height + 14 + 14 * (i // 2)
-            out.append(_legend_item(x, y, colour, s.dashed, s.label[:40]))
-        elif len(series) > 1:
-            x, y = left + f.width - 124, top + 12 + 13 * i
-            out.append(_legend_item(x, y, colour, s.dashed, s.label[:16]))
+    keys = [
+        svg.Key(s.label, s.colour or PALETTE[i % len(PALETTE)], s.dashed)
+        for i, s in enumerate(series)
+    ]
+    for s, key in zip(series, keys, strict=True):
+        out += _series(s, key.colour, f, step, markers)
+    if legend_below:
+        out += svg.legend(f, keys, below_at=height + 14)
+    elif len(series) > 1:
+        out += svg.legend(f, keys)
     if hatch:
         out.append(
-            f'<text x="{left + f.width - 4}" y="{f.bottom - 6}" text-anchor="end" '
+            f'<text x="{f.right - 4}" y="{f.bottom - 6}" text-anchor="end" '
             f'style="fill:{_EMULATED_INK};font-weight:600">emulated CPU</text>'
         )
     for m in marks:
@@ -254,69 +178,33 @@ def line_chart(
     return "".join(out)
 
 
-def _axes(
-    f: _Frame,
-    ticks: Sequence[tuple[float, str]],
-    slant: bool,
-    x_label: str,
-    y_label: str,
-    height: int,
-) -> list[str]:
-    """Grid lines with the y values, the x ticks, the plot's frame and the axis labels."""
-    out = []
-    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
-        yv = f.y0 + frac * (f.y1 - f.y0)
-        yy = f.sy(yv)
-        out.append(
-            f'<line x1="{f.left}" y1="{yy:.1f}" x2="{f.left + f.width}" y2="{yy:.1f}" '
-            f'stroke="#eee"/><text x="{f.left - 4}" y="{yy + 4:.1f}" text-anchor="end">'
-            f"{esc(fmt_number(yv))}</text>"
-        )
-    for xv, label in ticks:
-        xx, ty = f.sx(xv), f.bottom + 14
-        turn = f' transform="rotate(-35 {xx:.1f} {ty})"' if slant else ""
-        out.append(
-            f'<line x1="{xx:.1f}" y1="{f.bottom}" x2="{xx:.1f}" y2="{f.bottom + 4}" '
-            f'stroke="#999"/><text x="{xx:.1f}" y="{ty}" '
-            f'text-anchor="{"end" if slant else "middle"}"{turn}>{esc(label)}</text>'
-        )
-    for frac in () if ticks else (0.0, 0.5, 1.0):
-        xv = f.x0 + frac * (f.x1 - f.x0)
-        anchor = ("start", "middle", "end")[int(frac * 2)]
-        out.append(
-            f'<text x="{f.left + frac * f.width:.1f}" y="{f.bottom + 14}" text-anchor="{anchor}">'
-            f"{esc(fmt_number(10**xv if f.log_x else xv))}</text>"
-        )
-    middle = f.top + f.height / 2
-    out.append(
-        f'<rect x="{f.left}" y="{f.top}" width="{f.width}" height="{f.height}" fill="none" '
-        f'stroke="#999"/><text x="{f.left + f.width / 2:.1f}" y="{height - 6}" '
-        f'text-anchor="middle">{esc(x_label)}</text>'
-        f'<text x="12" y="{middle:.1f}" text-anchor="middle" '
-        f'transform="rotate(-90 12 {middle:.1f})">{esc(y_label)}</text>'
-    )
-    return out
+def _numbered(f: svg.Frame) -> list[tuple[float, str]]:
+    """Round x values as the ticks of a chart that names no x positions of its own (on a log
+    axis, round logarithms)."""
+    values = svg.nice_ticks(f.x0, f.x1, 4)
+    if f.log_x:
+        values = [10**v for v in values]
+    return [(v, fmt_number(v)) for v in values]
 
 
-def _series(s: Series, colour: str, f: _Frame, step: bool, markers: bool) -> list[str]:
-    """One series: its line (segments between the points that cannot be drawn; a lone point
-    without markers is a small dot) and its markers."""
+def _series(s: Series, colour: str, f: svg.Frame, step: bool, markers: bool) -> list[str]:
+    """One series: its line (runs between the points that cannot be drawn, a staircase with
+    ``step``; a lone point without markers is a small dot) and its markers."""
     out = []
-    dash = f' stroke-dasharray="{_DASH}"' if s.dashed else ""
-    for seg in _segments(s, f, step):
-        if len(seg) == 1 and not markers:
-            cx, cy = seg[0].split(",")
-            out.append(f'<circle cx="{cx}" cy="{cy}" r="2" fill="{colour}"/>')
-        elif len(seg) > 1:
+    for run in svg.runs(f, zip(s.xs, s.ys, strict=False)):
+        if len(run) == 1 and not markers:
+            ((lone_x, lone_y),) = run
             out.append(
-                f'<polyline fill="none" stroke="{colour}" stroke-width="1.5"{dash} '
-                f'points="{" ".join(seg)}"><title>{esc(s.label)}</title></polyline>'
+                f'<circle cx="{f.sx(lone_x):.1f}" cy="{f.sy(lone_y):.1f}" r="2" fill="{colour}"/>'
             )
+        elif len(run) > 1:
+            line = svg.staircase(run) if step else run
+            out.append(svg.polyline(f, line, colour, 1.5, dashed=s.dashed, title=s.label))
     if markers:
         tips = s.tips or [s.label] * len(s.xs)
         hollow = s.hollow or [s.dashed] * len(s.xs)
         for x, y, tip, empty in zip(s.xs, s.ys, tips, hollow, strict=False):
-            if y is not None and _plotted(x, y, f.log_x):
+            if y is not None and f.placeable(x, y):
                 fill = f'fill="#fff" stroke="{colour}"' if empty else f'fill="{colour}"'
                 out.append(
                     f'<circle cx="{f.sx(x):.1f}" cy="{f.sy(y):.1f}" r="3" {fill}>'

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from edgebench.reporting.line_chart import esc
+from edgebench.reporting.svg import esc
 
 
 @dataclass

@@ -22,7 +22,6 @@ from edgebench.analysis.ranking import (
     rank,
     software_note,
 )
-from edgebench.reporting.line_chart import esc
 from edgebench.reporting.matrix import (
     GroupKey,
     framework_order,
@@ -32,6 +31,7 @@ from edgebench.reporting.matrix import (
 )
 from edgebench.reporting.report_notes import Notes
 from edgebench.reporting.summary_chart import Bar, p50_chart
+from edgebench.reporting.svg import esc
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.measurement_kind import MeasurementKind
 from edgebench.results.records import Record

@@ -4,7 +4,8 @@ out to its p99, the leaders green and marked (★ best, ≈ tied), the others gr
 A cell measured on an emulated CPU or a software device is drawn pale blue with a dashed
 outline and labelled "not ranked"; a cell that did not run ok has its status word instead of
 a bar. The scale spans the ranked cells (an emulated cell 20x slower would flatten the real
-ones); a bar or whisker past it is cut at the edge with a "»". Drawn in Python, no script.
+ones); a bar or whisker past it is cut at the edge with a "»". Drawn with the chart engine
+(``reporting/svg.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from edgebench.reporting.line_chart import esc
+from edgebench.reporting import svg
+from edgebench.reporting.svg import esc
 from edgebench.reporting.tables import fmt_number
 
 LEADER, OTHER, FAILED = "#2ca02c", "#8ea8c3", "#a00"
@@ -47,22 +49,13 @@ class Bar:
         return self.p50 is not None and self.excluded in ("", "emulated CPU", "software device")
 
 
-def nice_step(span: float, ticks: int = 4) -> float:
-    """A round tick step (1, 2, 2.5 or 5 times a power of ten) for about ``ticks`` ticks."""
-    if span <= 0 or not math.isfinite(span):
-        return 1.0
-    raw = span / ticks
-    power = 10 ** math.floor(math.log10(raw))
-    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
-
-
-def _scale_max(bars: Sequence[Bar]) -> float:
+def _scale(bars: Sequence[Bar]) -> list[float]:
+    """The ticks of the ms scale, from 0 to the first round value at or above the ranked
+    cells' largest figure (every drawn cell's where none is ranked)."""
     ranked = [b for b in bars if b.drawn and not b.excluded]
     over = ranked or [b for b in bars if b.drawn]
     tops = [v for b in over for v in (b.p99, b.p50) if v is not None and math.isfinite(v)]
-    top = max(tops, default=1.0) or 1.0
-    step = nice_step(top)
-    return math.ceil(top / step) * step
+    return svg.nice_ticks(0.0, max(tops, default=1.0) or 1.0, 4, cover=True)
 
 
 def _value_words(b: Bar, cut: bool) -> str:
@@ -75,11 +68,12 @@ def _value_words(b: Bar, cut: bool) -> str:
     return words
 
 
-def _bar(b: Bar, y: float, x0: float, per_ms: float, edge: float) -> list[str]:
+def _bar(b: Bar, y: float, f: svg.Frame) -> list[str]:
     """The shapes of one drawn row: the p50 bar, the whisker, the value text."""
     assert b.p50 is not None
     mid = y + ROW / 2
-    end = min(x0 + b.p50 * per_ms, edge)
+    x0, edge = f.left, f.right
+    end = min(f.sx(b.p50), edge)
     if b.excluded:
         style = f'fill="{EMULATED_FILL}" stroke="{EMULATED_INK}" stroke-dasharray="3,2"'
     else:
@@ -90,7 +84,7 @@ def _bar(b: Bar, y: float, x0: float, per_ms: float, edge: float) -> list[str]:
     ]
     text_x = end
     if b.p99 is not None and math.isfinite(b.p99) and b.p99 > b.p50:
-        tip = min(x0 + b.p99 * per_ms, edge)
+        tip = min(f.sx(b.p99), edge)
         out.append(
             f'<line x1="{end:.1f}" y1="{mid}" x2="{tip:.1f}" y2="{mid}" stroke="#333"/>'
             + (
@@ -100,7 +94,7 @@ def _bar(b: Bar, y: float, x0: float, per_ms: float, edge: float) -> list[str]:
             )
         )
         text_x = tip
-    words = _value_words(b, x0 + max(b.p50, b.p99 or 0) * per_ms > edge)
+    words = _value_words(b, f.sx(max(b.p50, b.p99 or 0)) > edge)
     ink = f' style="fill:{EMULATED_INK}"' if b.excluded else ""
     out.append(f'<text x="{text_x + 4:.1f}" y="{mid + 4}"{ink}>{esc(words)}</text>')
     return out
@@ -115,30 +109,18 @@ def p50_chart(bars: Sequence[Bar], title: str) -> str:
     x0 = round(min(max(70.0, 16 + longest * CHAR_PX), 220.0))
     longest_tail = max(len(_value_words(b, True)) for b in bars if b.drawn)
     width = x0 + PLOT_WIDTH + 50 + round(longest_tail * CHAR_PX)
-    top_ms = _scale_max(bars)
-    per_ms = PLOT_WIDTH / top_ms
-    edge = x0 + PLOT_WIDTH
+    ticks = _scale(bars)
     rows = len(bars) + len(devices)
     height = 22 + rows * ROW + AXIS
+    # The rows are placed by count, so the frame's y range is only a formality.
+    f = svg.Frame(x0, 22, PLOT_WIDTH, rows * ROW, 0.0, ticks[-1], 0.0, 1.0)
     out = [
-        f'<svg class="chart summary-chart" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(title)}">',
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#fff"/>',
-        f'<text x="4" y="14" style="font-weight:600">{esc(title)}</text>',
+        svg.open_svg("chart summary-chart", width, height, label=title),
+        svg.heading(width, height, 4, title),
+        *svg.x_axis(f, [(t, f"{t:g}") for t in ticks], grid=True),
+        f'<text x="{f.left + f.width / 2:.0f}" y="{f.bottom + 26}" text-anchor="middle">'
+        "p50 latency (ms), whisker to p99</text>",
     ]
-    plot_bottom = 22 + rows * ROW
-    step = nice_step(top_ms)
-    for i in range(round(top_ms / step) + 1):
-        x = x0 + i * step * per_ms
-        out.append(
-            f'<line x1="{x:.1f}" y1="22" x2="{x:.1f}" y2="{plot_bottom}" stroke="#eee"/>'
-            f'<text x="{x:.1f}" y="{plot_bottom + 13}" text-anchor="middle">'
-            f"{i * step:g}</text>"
-        )
-    out.append(
-        f'<text x="{x0 + PLOT_WIDTH / 2:.0f}" y="{plot_bottom + 26}" text-anchor="middle">'
-        "p50 latency (ms), whisker to p99</text>"
-    )
     y = 22.0
     for device in devices:
         out.append(f'<text x="4" y="{y + 12}" style="font-weight:600">{esc(device)}</text>')
@@ -154,7 +136,7 @@ def p50_chart(bars: Sequence[Bar], title: str) -> str:
                 f'<text x="{x0 - 6}" y="{y + 12}" text-anchor="end">{esc(b.framework)}</text>'
             )
             if b.drawn:
-                out += _bar(b, y, x0, per_ms, edge)
+                out += _bar(b, y, f)
             else:
                 out.append(
                     f'<text x="{x0 + 4}" y="{y + 12}" style="fill:{FAILED}">'
@@ -162,5 +144,5 @@ def p50_chart(bars: Sequence[Bar], title: str) -> str:
                 )
             out.append("</a>")
             y += ROW
-    out.append(f'<line x1="{x0}" y1="22" x2="{x0}" y2="{plot_bottom}" stroke="#999"/></svg>')
+    out.append(f'<line x1="{x0}" y1="22" x2="{x0}" y2="{f.bottom}" stroke="#999"/></svg>')
     return "".join(out)

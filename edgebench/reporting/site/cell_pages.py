@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from edgebench.analysis.metrics import Metric
-from edgebench.reporting.line_chart import esc
 from edgebench.reporting.site.charts import history_svg, is_regression, sparkline_svg, step_colour
 from edgebench.reporting.site.layout import (
     SiteCell,
@@ -24,6 +23,7 @@ from edgebench.reporting.site.layout import (
     shell,
     step_text,
 )
+from edgebench.reporting.svg import esc
 from edgebench.reporting.tables import fmt_number
 from edgebench.statuses import Status
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from edgebench import __version__
 from edgebench.analysis.metrics import Metric
 from edgebench.paths import safe_file_name
-from edgebench.reporting.line_chart import esc
 from edgebench.reporting.site.charts import is_regression
+from edgebench.reporting.svg import esc
 from edgebench.reporting.tables import fmt_number
 
 if TYPE_CHECKING:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from edgebench.analysis.metrics import Metric
-from edgebench.reporting.line_chart import esc
 from edgebench.reporting.site.charts import is_regression
 from edgebench.reporting.site.layout import (
     SiteCell,
@@ -20,6 +19,7 @@ from edgebench.reporting.site.layout import (
     shell,
     step_text,
 )
+from edgebench.reporting.svg import esc
 from edgebench.reporting.tables import fmt_number
 from edgebench.statuses import Status
 
