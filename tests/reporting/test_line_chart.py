@@ -1,5 +1,6 @@
-"""The one SVG line-chart engine (reporting/line_chart.py) and the breakdown charts' use of it:
-the options each kind of chart needs, read back from the SVG."""
+"""The reports' line chart (reporting/line_chart.py, drawn on the chart engine reporting/svg.py)
+and the breakdown charts' use of it: the options each kind of chart needs, read back from the
+SVG."""
 
 from __future__ import annotations
 
