@@ -8,7 +8,6 @@ lost device's other cells, Ctrl-C); only ``visit`` crosses to the lab host.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from edgebench.cluster.host_actor import Opened
@@ -108,18 +107,16 @@ class ClusterMethod:
         assert isinstance(device, ClusterDevice)
         return device.availability.get(framework)
 
-    def visit(self, cell: Cell, visit: Visit) -> Record:
-        device = cell.device
+    def visit(self, cell: Cell, device: Device, visit: Visit) -> Record:
         assert isinstance(device, ClusterDevice) and device.link is not None
-        bare = replace(cell, device=None)  # type: ignore[arg-type]  # shipped without its live device
-        roots = paths_in((bare, visit))
+        roots = paths_in((cell, visit))
         entries = self.outbox.manifest(roots)
         refs = self.outbox.refs(entries)
         shipped = sorted({str(p.absolute()) for p in roots if p.exists()})
         try:
             return device.link.call(
                 "visit",
-                bare,
+                cell,
                 visit,
                 entries,
                 refs,

@@ -172,7 +172,7 @@ class DeviceHost:
         roots: list[str],
         get: Any = None,
     ) -> Record:
-        """Measure ``cell`` (sent without its device) once, after receiving its files."""
+        """Measure ``cell`` once on this host's device, after receiving its files."""
         device, inbox = self._device(), self.inbox
         assert inbox is not None and self.method is not None
         if get is None:
@@ -182,7 +182,7 @@ class DeviceHost:
         holder = device.renew_lock()
         if holder is not None:
             reason = lock_taken_over(device.name, holder)
-            return failed_record(visit.run_id, replace(cell, device=device), ErrorKind.LOCK, reason)
+            return failed_record(visit.run_id, cell, ErrorKind.LOCK, reason)
         inbox.receive(entries, refs, get)
         shipped = set(roots)
 
@@ -193,7 +193,8 @@ class DeviceHost:
         visit = replace(visit, checks=replace(visit.checks, reference=self.reference))
         record = run_cell(
             visit.run_id,
-            replace(cell, device=device),
+            cell,
+            device,
             visit.checks,
             visit.check_outputs,
             self.method,

@@ -144,7 +144,7 @@ class ClusterLab:
                 progress.message(f"  {device.refused}; its cells are marked failed")
                 cells = [
                     replace(c, verdict=(Status.FAILED, ErrorKind.LOCK, device.refused))
-                    if c.device is device
+                    if c.device.name == device.name
                     and (c.verdict is None or c.verdict[1] == ErrorKind.TRANSPORT)
                     else c
                     for c in cells

@@ -85,7 +85,7 @@ def tflite_route_info(model: ModelRef, info: Artifact | None) -> Artifact | None
 
 def new_record(run_id: str, cell: Cell, status: str) -> Record:
     """A record with everything the cell itself says (device, model, framework, sweep)."""
-    facts = None if cell.device.unreachable else cell.device.facts()
+    facts = cell.device.facts
     return Record(
         run_id=run_id,
         cell_id=cell.cell_id,
@@ -246,14 +246,14 @@ def attach_energy(
     window's energy divided by its iterations.
     """
     settings = cell.telemetry
-    profile = getattr(cell.device, "profile", None)
+    profile = cell.device.profile
     limit = settings.temp_limit_c if settings and settings.temp_limit_c else None
     if limit is None and profile is not None:
         limit = profile.max_temp_c
     analysis = analyze(
         trace,
         record.n_samples,
-        max_freq_khz={} if cell.device.unreachable else cell.device.facts().max_freq_khz,
+        max_freq_khz=cell.device.facts.max_freq_khz if cell.device.facts else {},
         pinned_cpus=cell.cores,
         temp_limit_c=limit,
     )

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from edgebench.analysis.statistics import latency_stats, stats_warnings
+from edgebench.lab.device import Device
 from edgebench.lab.transports.base import TransportError, link_error_reason
 from edgebench.measure.fixed_performance import FixedPerformance
 from edgebench.measure.methods import Method, Visit, method_for
@@ -36,13 +37,15 @@ class Progress(Protocol):
 def run_cell(
     run_id: str,
     cell: Cell,
+    device: Device | None,
     checks: CheckSettings | None = None,
     check_outputs: bool = True,
     method: Method | None = None,
 ) -> Record:
-    """One visit of a cell through its device's measurement method. ``check_outputs`` is off
-    for the later rounds of an interleaved cell: the first round has already compared its
-    outputs with ONNX Runtime."""
+    """One visit of a cell on ``device`` (the live device the cell names; None only for a
+    cell decided without measuring) through its measurement method. ``check_outputs`` is
+    off for the later rounds of an interleaved cell: the first round has already compared
+    its outputs with ONNX Runtime."""
     started_at = utc_now()
     t0 = time.monotonic()
     if cell.verdict is not None:
@@ -51,10 +54,11 @@ def run_cell(
         record.error = reason
         record.error_kind = kind
     else:
-        method = method or method_for(cell.device)
+        assert device is not None and device.name == cell.device.name, cell.cell_id
+        method = method or method_for(device)
         visit = Visit(run_id, checks or CheckSettings(), check_outputs)
         try:
-            record = method.visit(cell, visit)
+            record = method.visit(cell, device, visit)
         except Exception as exc:  # every cell ends with a record
             kind, reason = unexpected_failure(cell, exc)
             record = failed_record(run_id, cell, kind, reason)
@@ -92,6 +96,7 @@ def lock_taken_over(device: str, holder: str) -> str:
 def _run_with_retries(
     run_id: str,
     cell: Cell,
+    device: Device,
     checks: CheckSettings,
     progress: Progress,
     method: Method,
@@ -100,7 +105,7 @@ def _run_with_retries(
 ) -> Record:
     """A cell whose transport dropped is retried with backoff (the waits ``backoff_s``); the
     connection is reopened."""
-    record = run_cell(run_id, cell, checks, check_outputs, method)
+    record = run_cell(run_id, cell, device, checks, check_outputs, method)
     for delay in backoff_s:
         # A cell failed before the run (a device unreachable from the start) has nothing to retry.
         if record.error_kind != ErrorKind.TRANSPORT or cell.verdict is not None:
@@ -110,9 +115,9 @@ def _run_with_retries(
             message(
                 f"  {cell.device.name}: connection lost ({record.error}); retrying in {delay:g} s"
             )
-        cell.device.transport.close()  # the next command reconnects
+        device.transport.close()  # the next command reconnects
         time.sleep(delay)
-        record = run_cell(run_id, cell, checks, check_outputs, method)
+        record = run_cell(run_id, cell, device, checks, check_outputs, method)
     return record
 
 
@@ -188,6 +193,7 @@ class _DeviceWorker:
 
     def __init__(
         self,
+        device: Device,
         cells: list[tuple[int, Cell]],
         rounds: int,
         run: RunDir,
@@ -200,6 +206,7 @@ class _DeviceWorker:
         on_record: Callable[[Record], None] | None = None,
         backoff_s: Sequence[float] = DEFAULT_S,
     ) -> None:
+        self.device = device
         self.cells = cells
         self.backoff_s = backoff_s
         self.rounds = rounds
@@ -217,7 +224,7 @@ class _DeviceWorker:
         self._numbers: dict[int, int] = {}
         measured = [cell for _, cell in cells if cell.verdict is None]
         self.clocks = FixedPerformance(
-            cells[0][1].device if cells else None,
+            device,
             any(
                 cell.telemetry is not None and cell.telemetry.fixed_performance for cell in measured
             ),
@@ -226,15 +233,18 @@ class _DeviceWorker:
 
     def _visit(self, cell: Cell, round_index: int, first: bool) -> Record:
         if self.lost is None and cell.verdict is None:
-            holder = cell.device.renew_lock()
+            holder = self.device.renew_lock()
             if holder is not None:
-                self.lost = (ErrorKind.LOCK, lock_taken_over(cell.device.name, holder))
+                self.lost = (ErrorKind.LOCK, lock_taken_over(self.device.name, holder))
         if self.lost is not None and cell.verdict is None:
             kind, reason = self.lost
-            return run_cell(self.run.run_id, replace(cell, verdict=(Status.FAILED, kind, reason)))
+            return run_cell(
+                self.run.run_id, replace(cell, verdict=(Status.FAILED, kind, reason)), None
+            )
         record = _run_with_retries(
             self.run.run_id,
             _round_cell(cell, self.rounds, round_index),
+            self.device,
             self.checks,
             self.progress,
             self.method,
@@ -242,8 +252,8 @@ class _DeviceWorker:
             self.backoff_s,
         )
         if record.error_kind == ErrorKind.TRANSPORT:
-            self.lost = (ErrorKind.TRANSPORT, f"device {cell.device.name} lost: {record.error}")
-            self._abandon_lock(cell)
+            self.lost = (ErrorKind.TRANSPORT, f"device {self.device.name} lost: {record.error}")
+            self._abandon_lock()
         elif record.error_kind == ErrorKind.LOCK and cell.verdict is None:
             self.lost = (ErrorKind.LOCK, record.error or "device lock lost")
         elif record.error_kind == ErrorKind.HOST_LOST:
@@ -251,10 +261,9 @@ class _DeviceWorker:
             self.lost = (ErrorKind.HOST_LOST, record.error or "lab host lost")
         return record
 
-    @staticmethod
-    def _abandon_lock(cell: Cell) -> None:
-        if cell.device.device_lock is not None:
-            cell.device.device_lock.abandon()
+    def _abandon_lock(self) -> None:
+        if self.device.device_lock is not None:
+            self.device.device_lock.abandon()
 
     def _number(self, position: int) -> int:
         if position not in self._numbers:
@@ -318,12 +327,12 @@ class _DeviceWorker:
         """Every cell of this device without a record gets a failed one naming the error."""
         if not self.cells:
             return
-        device = self.cells[0][1].device
+        device = self.device
         kind, reason = unexpected_failure(self.cells[0][1], exc)
         if kind == ErrorKind.TRANSPORT:
             if not reason.startswith(f"device {device.name} lost"):
                 reason = f"device {device.name} lost: {reason}"
-            self._abandon_lock(self.cells[0][1])
+            self._abandon_lock()
         log.debug("device %s: worker failed", device.name, exc_info=exc)
         for position, cell in self.cells:
             if position in self.results:
@@ -339,6 +348,7 @@ class _DeviceWorker:
 
 def execute_cells(
     cells: Sequence[Cell],
+    devices: Sequence[Device],
     run: RunDir,
     progress: Progress,
     checks: CheckSettings | None = None,
@@ -347,7 +357,8 @@ def execute_cells(
     methods: dict[str, Method] | None = None,
     on_record: Callable[[Record], None] | None = None,
 ) -> list[Record]:
-    """Measure ``cells``, one worker per device, devices in parallel.
+    """Measure ``cells`` on ``devices`` (the live devices the cells name), one worker per
+    device, devices in parallel.
 
     With ``rounds`` > 1 each device visits its cells in interleaved rounds and pools the
     samples, so drift in temperature or clocks spreads over every framework instead of
@@ -358,8 +369,11 @@ def execute_cells(
     """
     checks = checks or CheckSettings()
     backoff_s = retry_backoff_s()  # a bad setting is refused before any cell runs
+    live = {device.name: device for device in devices}
     by_device: dict[str, list[tuple[int, Cell]]] = {}
     for position, cell in enumerate(cells):
+        if cell.device.name not in live:
+            raise ValueError(f"cell {cell.cell_id}: device {cell.device.name} is not open")
         by_device.setdefault(cell.device.name, []).append((position, cell))
     counter = iter(range(1, len(cells) + 1))
     counter_lock = threading.Lock()
@@ -370,13 +384,14 @@ def execute_cells(
 
     workers = [
         _DeviceWorker(
+            live[name],
             group,
             # An emulated device's cells are for the output check: one visit is enough.
             1 if all(cell.correctness_only for _, cell in group) else rounds,
             run,
             progress,
             checks,
-            methods[name] if methods and name in methods else method_for(group[0][1].device),
+            methods[name] if methods and name in methods else method_for(live[name]),
             stop,
             numbering,
             len(cells),

@@ -188,9 +188,9 @@ def _run_session(
         )
     cells = expand(base_cells, breakdown_of(config), cache_dir())
     warn_unused(config, cells)
-    check_memory(cells)
+    cells = check_memory(cells)
     calibration = calibration_sets(config)
-    conversions = prepare_cells(
+    prepared = prepare_cells(
         cells,
         ArtifactCache(cache_dir() / "artifacts"),
         force=config.checks.force_convert,
@@ -199,9 +199,11 @@ def _run_session(
         report=lambda line: progress.message(f"  {line}"),
     )
     # The precision recorded is the one of the file each cell runs, not the option's.
-    cells = settle_precisions(cells, calibration, lambda line: progress.message(f"  {line}"))
+    cells = settle_precisions(
+        prepared.cells, calibration, lambda line: progress.message(f"  {line}")
+    )
     progress.message(
-        f"conversions: {conversions} run, "
+        f"conversions: {prepared.conversions} run, "
         f"{sum(1 for c in cells if c.artifact is not None and c.artifact.cached)} cells from cache"
     )
     rounds = config.timing.rounds
@@ -364,6 +366,7 @@ def _measure(
         checks = CheckSettings.from_config(config.checks, config.quantization)
         records = execute_cells(
             cells,
+            device_list,
             run_dir,
             progress,
             checks,

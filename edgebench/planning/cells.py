@@ -20,6 +20,7 @@ from edgebench.frameworks import (
 )
 from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
+from edgebench.lab.device_snapshot import DeviceSnapshot
 from edgebench.planning.backend_cells import (
     Verdict,
     backend_verdict,
@@ -98,9 +99,12 @@ def correctness_timing(timing: TimingConfig) -> TimingConfig:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Cell:
-    device: Device
+    """One measurement planned on one device: a value (the live device is handed to the
+    measurement method beside it, ``measure/methods``)."""
+
+    device: DeviceSnapshot
     model: ModelRef
     framework: str
     #: The precision the cell runs at; once the file it runs is known, the file's own
@@ -237,7 +241,7 @@ class Cell:
         settings = self.telemetry
         if settings is None:
             return None
-        profile = getattr(self.device, "profile", None)
+        profile = self.device.profile
         source = settings.energy_source or (profile.energy_source if profile else "auto")
         return TelemetrySpec(
             energy_source=source,
@@ -396,8 +400,9 @@ def build_cells(
             ]
             _warn_shared_cores(device, threads, core_sets)
         emulated = not unreachable and device.facts().emulated
+        snapshot = DeviceSnapshot.of(device)
         device_timing = correctness_timing(timing) if emulated else timing
-        device_backends = list(backends or getattr(device, "lab_backends", None) or [])
+        device_backends = list(backends or device.lab_backends or [])
         if device_backends:
             pairs = existing_pairs(device, frameworks, device_backends)
         else:
@@ -423,7 +428,7 @@ def build_cells(
                     for selection, cpu_ids in core_sets:
                         cells.append(
                             Cell(
-                                device=device,
+                                device=snapshot,
                                 model=ran,
                                 framework=framework,
                                 precision=precision,

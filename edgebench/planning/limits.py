@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -131,9 +132,7 @@ def memory_problem(cell: Cell) -> str | None:
     cell refused here would certainly not fit; one let through still may not.
     """
     device = cell.device
-    if device.unreachable:
-        return None
-    total_kb = device.facts().mem_total_kb
+    total_kb = device.facts.mem_total_kb if device.facts is not None else None
     if not total_kb:
         return None
     model = cell.model.path
@@ -157,10 +156,13 @@ def memory_problem(cell: Cell) -> str | None:
     )
 
 
-def check_memory(cells: Sequence[Cell]) -> None:
-    """Fail, before anything is converted or measured, each cell its device cannot hold."""
+def check_memory(cells: Sequence[Cell]) -> list[Cell]:
+    """The cells, each its device cannot hold failed before anything is converted or
+    measured."""
+    out = []
     for cell in cells:
-        if cell.verdict is None:
-            problem = memory_problem(cell)
-            if problem:
-                cell.verdict = (Status.FAILED, ErrorKind.OUT_OF_MEMORY, problem)
+        problem = memory_problem(cell) if cell.verdict is None else None
+        if problem:
+            cell = replace(cell, verdict=(Status.FAILED, ErrorKind.OUT_OF_MEMORY, problem))
+        out.append(cell)
+    return out

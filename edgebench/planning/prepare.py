@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from edgebench.converters import (
@@ -78,24 +79,37 @@ def attach_calibration(
     cells: Sequence[Cell],
     calibration: CalibrationSets,
     report: Callable[[str], None] = lambda _: None,
-) -> None:
-    """Give every quantized cell its model's calibration and evaluation sets; a set that
-    cannot feed the model fails the cells that need it, with the reason, and no others."""
+) -> list[Cell]:
+    """The cells, every quantized one with its model's calibration and evaluation sets; a set
+    that cannot feed the model fails the cells that need it, with the reason, and no others."""
     problems: dict[str, str] = {}
+    out = []
     for cell in cells:
-        if cell.precision not in QUANTIZED_PRECISIONS or cell.verdict is not None:
-            continue
-        if cell.quantization is not None:
+        if (
+            cell.precision not in QUANTIZED_PRECISIONS
+            or cell.verdict is not None
+            or cell.quantization is not None
+        ):
+            out.append(cell)
             continue
         key = repr(cell.inputs)
         if key not in problems:
             try:
-                cell.quantization = calibration.prepared(cell.inputs or [])
+                out.append(replace(cell, quantization=calibration.prepared(cell.inputs or [])))
                 continue
             except CalibrationUnavailable as exc:
                 problems[key] = str(exc)
                 report(f"calibration for {cell.model.name}: {exc}")
-        cell.verdict = (Status.FAILED, ErrorKind.BAD_SPEC, problems[key])
+        out.append(replace(cell, verdict=(Status.FAILED, ErrorKind.BAD_SPEC, problems[key])))
+    return out
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The plan's cells once prepared, and how many conversions that took."""
+
+    cells: list[Cell]
+    conversions: int
 
 
 def prepare_cells(
@@ -106,22 +120,30 @@ def prepare_cells(
     report: Callable[[str], None] = lambda _: None,
     choices: Mapping[str, str] | None = None,
     calibration: CalibrationSets | None = None,
-) -> int:
-    """Attach artifacts to the cells that need one; returns how many conversions ran.
+) -> Prepared:
+    """The cells, each that needs one with its artifact, and how many conversions ran.
 
     A conversion that fails decides the verdict of every cell that needed it; the other cells
-    are untouched. ``choices`` picks a converter per format (``CONVERTER_CHOICES``);
-    ``calibration`` gives quantized cells their sets first (``attach_calibration``).
+    are returned as they came. ``choices`` picks a converter per format
+    (``CONVERTER_CHOICES``); ``calibration`` gives quantized cells their sets first
+    (``attach_calibration``).
     """
     if calibration is not None:
-        attach_calibration(cells, calibration, report)
+        cells = attach_calibration(cells, calibration, report)
     done: dict[tuple, Artifact | Verdict] = {}
     converted = 0
+    out = []
     for cell in cells:
         if cell.convert_to is None or cell.verdict is not None:
+            out.append(cell)
             continue
         if cell.precision in CALIBRATED_PRECISIONS and cell.quantization is None:
-            cell.verdict = (Status.FAILED, ErrorKind.BAD_SPEC, "int8 cell without calibration")
+            out.append(
+                replace(
+                    cell,
+                    verdict=(Status.FAILED, ErrorKind.BAD_SPEC, "int8 cell without calibration"),
+                )
+            )
             continue
         options = conversion_options(cell)
         # --from-tflite direct: OpenVINO and MNN read the .tflite, not its ONNX twin.
@@ -157,10 +179,10 @@ def prepare_cells(
                     report(f"{label}: {artifact.manifest['time_s']:.2f} s")
         outcome = done[key]
         if isinstance(outcome, tuple):
-            cell.verdict = outcome
+            out.append(replace(cell, verdict=outcome))
         else:
-            cell.artifact = outcome
-    return converted
+            out.append(replace(cell, artifact=outcome))
+    return Prepared(out, converted)
 
 
 def file_precision(cell: Cell) -> FilePrecision | None:
@@ -184,16 +206,21 @@ def settle_precisions(
     id, the one that ran what was asked is kept. A cell that became quantized gets the
     evaluation set its accuracy is judged on (``calibration``)."""
     evidence: dict[int, str] = {}
+    settled = []
     for cell in cells:
         found = file_precision(cell) if cell.verdict is None else None
         ran = ran_precision(cell.precision, found) if found is not None else cell.precision
-        if found is None or ran == cell.precision:
-            continue
-        cell.precision_requested, cell.precision = cell.precision, ran
-        evidence[id(cell)] = found.evidence
-        if ran not in QUANTIZED_PRECISIONS:
-            cell.quantization = None  # no accuracy check on the evaluation set
-    kept = _one_cell_per_id(cells)
+        if found is not None and ran != cell.precision:
+            cell = replace(
+                cell,
+                precision_requested=cell.precision,
+                precision=ran,
+                # A file that is not quantized gets no accuracy check on the evaluation set.
+                quantization=cell.quantization if ran in QUANTIZED_PRECISIONS else None,
+            )
+            evidence[id(cell)] = found.evidence
+        settled.append(cell)
+    kept = _one_cell_per_id(settled)
     said: set[tuple[str, str, str]] = set()
     for cell in kept:
         key = (cell.model.name, cell.engine, cell.precision_requested or "")
@@ -212,7 +239,7 @@ def settle_precisions(
             cell.precision,
         )
     if calibration is not None:
-        attach_calibration(kept, calibration, report)
+        kept = attach_calibration(kept, calibration, report)
     return kept
 
 

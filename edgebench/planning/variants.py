@@ -51,9 +51,8 @@ def expand(cells: Sequence[Cell], breakdown: Breakdown, cache: Path) -> list[Cel
     variants (in the base cells' order)."""
     out: list[Cell] = []
     swept: dict[str, Swept] = {}
-    for base in cells:
-        base.stages = breakdown.stages
-        base.profile_ops = breakdown.profile_ops
+    for planned in cells:
+        base = replace(planned, stages=breakdown.stages, profile_ops=breakdown.profile_ops)
         out.append(base)
         if breakdown.cuda_graphs and captures_cuda_graphs(base.framework, base.backend):
             out.append(replace(base, cuda_graph=True, profile_ops=0))

@@ -11,11 +11,9 @@ from edgebench import frameworks
 from edgebench.frameworks import FRAMEWORKS, Framework
 from edgebench.lab.device import LocalDevice
 from edgebench.lab.runner_tree import DEVICE_PACKAGE, write_runner_tree
-from edgebench.measure.methods.python_runner import PythonRunner
-from edgebench.paths import cache_dir
-from edgebench.planning.cells import Cell, build_cells, check_frameworks, resolve_inputs
+from edgebench.planning.cells import Cell
 from edgebench.planning.config import TimingConfig
-from edgebench.planning.modelref import resolve_model
+from fakes.local_cells import onnxruntime_cells
 from fakes.models import save_double_model
 
 
@@ -25,8 +23,8 @@ def dummy_framework_cell(
     name: str,
     backend_source: str,
     timing: TimingConfig,
-) -> Cell:
-    """The one cell of framework ``name`` (backend ``<name>_backend.py`` holding
+) -> tuple[Cell, LocalDevice]:
+    """The one cell (and its device) of framework ``name`` (backend ``<name>_backend.py`` holding
     ``backend_source``) on the y = 2x model in ``tmp_path/double.onnx``, run by a runner
     copied to ``tmp_path/runners``."""
     entry = write_runner_tree(tmp_path / "runner")
@@ -36,17 +34,6 @@ def dummy_framework_cell(
     )
     device = LocalDevice()
     device.runner_path = str(entry)
-    model = resolve_model(str(save_double_model(tmp_path / "double.onnx")), cache_dir())
-    (cell,) = build_cells(
-        [device],
-        [model],
-        check_frameworks([name]),
-        inputs=resolve_inputs([model], []),
-        threads=[1],
-        cores=["all"],
-        concurrency=1,
-        precision="fp32",
-        timing=timing,
-        availability=PythonRunner().availability,
-    )
-    return cell
+    double = save_double_model(tmp_path / "double.onnx")
+    (cell,) = onnxruntime_cells(double, device, timing, framework=name)
+    return cell, device

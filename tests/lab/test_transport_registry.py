@@ -86,7 +86,7 @@ def test_a_registered_transport_measures_a_cell(sandbox_registered, tmp_path, co
         timing=TimingConfig(warmup=1, iterations=5, min_time_s=0.0),
         availability=method.availability,
     )
-    record = run_cell("sandboxed", cell, method=method)
+    record = run_cell("sandboxed", cell, device, method=method)
     assert record.status == "ok", record.error
     assert record.n_samples >= 5 and record.output_check and record.output_check.passed
     assert (work_dir / "runner" / "runner.py").is_file()  # deployed like any remote device

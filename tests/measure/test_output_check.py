@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakes.local_cells import onnxruntime_cells
 
 from edgebench.frameworks import framework_names
 from edgebench.lab.device import LocalDevice
 from edgebench.measure.input_files import InputFiles
-from edgebench.measure.methods.python_runner import PythonRunner
 from edgebench.measure.output_check import (
     CheckSettings,
     check_outputs,
@@ -22,11 +22,9 @@ from edgebench.measure.output_check import (
     tolerance_for,
 )
 from edgebench.measure.scheduler import run_cell
-from edgebench.paths import cache_dir
-from edgebench.planning.cells import build_cells, check_frameworks, resolve_inputs
+from edgebench.planning.cells import Cell
 from edgebench.planning.checks import input_file, preprocessing
 from edgebench.planning.config import TOLERANCES, CheckConfig, TimingConfig
-from edgebench.planning.modelref import resolve_model
 from edgebench.results.record_warnings import BLANK_REFERENCE
 from edgebench.runners.backends.base import InputSpec
 from edgebench.runners.backends.tensors import parse_preprocess, read_input_file
@@ -270,28 +268,17 @@ def test_arrays_and_images_become_the_models_tensors(tmp_path):
     assert tensor.shape == (1, 8, 6, 3) and np.allclose(tensor[0, :, :, 0], 1.0)
 
 
-def _cell(model_path: Path):
-    model = resolve_model(str(model_path), cache_dir())
-    (cell,) = build_cells(
-        [LocalDevice()],
-        [model],
-        check_frameworks(["onnxruntime"]),
-        inputs=resolve_inputs([model], []),
-        threads=[1],
-        cores=["all"],
-        concurrency=1,
-        precision="fp32",
-        timing=TimingConfig(warmup=1, iterations=3, min_time_s=0.0),
-        availability=PythonRunner().availability,
-    )
-    return cell
+def _cell(model_path: Path) -> tuple[Cell, LocalDevice]:
+    device = LocalDevice()
+    (cell,) = onnxruntime_cells(model_path, device, TimingConfig(warmup=1, iterations=3))
+    return cell, device
 
 
 def test_an_input_file_is_what_the_runner_times_and_the_check_compares(tmp_path, conv_model):
     zeros = tmp_path / "zeros.npz"
     np.savez(zeros, x=np.zeros((1, 3, 32, 32), np.float32))
     checks = CheckSettings(input=InputFiles(zeros))
-    record = run_cell("input-test", _cell(conv_model), checks)
+    record = run_cell("input-test", *_cell(conv_model), checks)
     assert record.status == "ok", record.error
     # The conv has no bias: zeros in, zeros out. Seeded inputs would give anything but.
     (output,) = record.outputs
@@ -301,14 +288,14 @@ def test_an_input_file_is_what_the_runner_times_and_the_check_compares(tmp_path,
     (warning,) = [w.message for w in record.warnings if w.is_a(BLANK_REFERENCE)]
     assert "--input zeros.npz" in warning and "zero everywhere" in warning
 
-    seeded = run_cell("input-test", _cell(conv_model), CheckSettings())
+    seeded = run_cell("input-test", *_cell(conv_model), CheckSettings())
     assert seeded.outputs[0]["max"] > 0 and "source" not in seeded.inputs[0]
 
 
 def test_an_input_that_does_not_fit_fails_its_cell_with_the_reason(tmp_path, conv_model):
     small = tmp_path / "small.npy"
     np.save(small, np.zeros((1, 3, 4, 4), np.float32))
-    record = run_cell("input-test", _cell(conv_model), CheckSettings(input=InputFiles(small)))
+    record = run_cell("input-test", *_cell(conv_model), CheckSettings(input=InputFiles(small)))
     assert record.status == "failed" and record.error_kind == "bad_spec"
     assert "--input" in record.error and "[1, 3, 32, 32]" in record.error
 

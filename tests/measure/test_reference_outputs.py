@@ -8,15 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from fakes.local_cells import onnxruntime_cells
 
-from edgebench.lab.device import LocalDevice, RunnerOutcome
+from edgebench.lab.device import RunnerOutcome
 from edgebench.lab.transports.base import CommandResult
-from edgebench.measure.methods.python_runner import PythonRunner
 from edgebench.measure.reference_outputs import REFERENCE_TIMEOUT_S, ReferenceOutputs
-from edgebench.paths import cache_dir
-from edgebench.planning.cells import Cell, build_cells, check_frameworks, resolve_inputs
+from edgebench.planning.cells import Cell
 from edgebench.planning.config import TimingConfig
-from edgebench.planning.modelref import resolve_model
 
 
 class SpecKeeper:
@@ -46,19 +44,8 @@ class SpecKeeper:
 
 def _busy_cell(model_path: Path, reference: Path) -> Cell:
     """A cell with every setting the reference must not take over."""
-    model = resolve_model(str(model_path), cache_dir())
-    (cell,) = build_cells(
-        [LocalDevice()],
-        [model],
-        check_frameworks(["onnxruntime"]),
-        inputs=resolve_inputs([model], []),
-        threads=[1],
-        cores=["all"],
-        concurrency=1,
-        precision="fp32",
-        timing=TimingConfig(warmup=7, iterations=50, min_time_s=3.0),
-        availability=PythonRunner().availability,
-    )
+    timing = TimingConfig(warmup=7, iterations=50, min_time_s=3.0)
+    (cell,) = onnxruntime_cells(model_path, timing=timing)
     return replace(
         cell,
         model=replace(cell.model, path=model_path.with_suffix(".param"), reference=reference),

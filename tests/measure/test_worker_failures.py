@@ -2,6 +2,7 @@
 
 from types import SimpleNamespace
 
+from edgebench.lab.device_snapshot import DeviceSnapshot
 from edgebench.measure.records import new_record
 from edgebench.measure.scheduler import execute_cells
 from edgebench.planning.cells import Cell
@@ -15,7 +16,6 @@ class FakeDevice:
 
     def __init__(self, name: str, renew_error: Exception | None = None) -> None:
         self.name = name
-        self.unreachable = "not probed in this test"  # records carry no device facts
         self.device_lock = None
         self.transport = SimpleNamespace(close=lambda: None, kind="local")
         self.renewals = 0
@@ -34,7 +34,7 @@ class FakeMethod:
         self.error = error
         self.visits = 0
 
-    def visit(self, cell, visit):
+    def visit(self, cell, device, visit):
         self.visits += 1
         if self.error is not None and self.visits > 1:
             raise self.error
@@ -61,7 +61,7 @@ def cells_of(device: FakeDevice) -> list[Cell]:
     timing = TimingConfig(timeout_s=60.0)
     return [
         Cell(
-            device=device,
+            device=DeviceSnapshot(device.name, "not probed in this test"),
             model=SimpleNamespace(name=model, path=None, sha256=None),
             framework="onnxruntime",
             precision="fp32",
@@ -89,7 +89,9 @@ def test_unexpected_errors_fail_only_their_devices_cells(tmp_path, monkeypatch):
     cells = cells_of(phone) + cells_of(board) + cells_of(local)
     run = ResultsStore(tmp_path / "runs").create_run({})
     shown = []
-    records = execute_cells(cells, run, Progress(), methods=methods, on_record=shown.append)
+    records = execute_cells(
+        cells, [phone, board, local], run, Progress(), methods=methods, on_record=shown.append
+    )
     assert len(records) == len(run.records()) == len(shown) == len(cells)  # every cell
     by_device = {d: [r for r in records if r.device == d] for d in ("phone", "board", "local")}
     assert [r.status for r in by_device["local"]] == ["ok", "ok", "ok"]

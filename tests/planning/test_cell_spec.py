@@ -20,6 +20,7 @@ class FakeDevice:
         self.name = "emulated-board" if emulated else "phone"
         self.unreachable = None
         self.profile = profile
+        self.lab_backends = None
         self._facts = SimpleNamespace(cpus=[0, 1, 2, 3], emulated=emulated)
 
     def facts(self):

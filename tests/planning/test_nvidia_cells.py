@@ -6,6 +6,7 @@ shape range."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from planning.test_backend_axis import FakeDevice, cells_for
@@ -102,8 +103,8 @@ def test_a_dynamic_cell_sends_the_sweeps_shape_range_with_its_own_shape_as_optim
     ]
     ranges = shape_range(points)
     assert ranges == {"x": ([1, 3, 160, 160], [4, 3, 320, 320]), "m": ([1, 4], [1, 4])}
-    (cell,) = build(["tensorrt"], nvidia_device(ORIN_GPU))
-    cell.inputs, cell.shape_range = points[2], ranges
+    (planned,) = build(["tensorrt"], nvidia_device(ORIN_GPU))
+    cell = replace(planned, inputs=points[2], shape_range=ranges)
     profile = cell.spec()["options"]["shape_profile"]
     assert profile["x"] == {
         "min": [1, 3, 160, 160],

@@ -100,9 +100,9 @@ BACKEND = QueuedBackend
 
 def test_a_backend_adds_its_sync_as_a_timed_region_hook(tmp_path, monkeypatch):
     timing = TimingConfig(warmup=3, iterations=25, min_time_s=0.0)
-    cell = dummy_framework_cell(tmp_path, monkeypatch, "queued", QUEUED_BACKEND, timing)
+    cell, device = dummy_framework_cell(tmp_path, monkeypatch, "queued", QUEUED_BACKEND, timing)
 
-    record = run_cell("backend-recipe", cell)
+    record = run_cell("backend-recipe", cell, device)
 
     assert record.status == "ok", record.error
     window = json.loads((tmp_path / "double.onnx.window.json").read_text())

@@ -55,10 +55,10 @@ BACKEND = DummyBackend
 
 def test_a_framework_is_one_registry_entry_plus_one_backend_file(tmp_path, monkeypatch):
     timing = TimingConfig(warmup=2, iterations=20, min_time_s=0.0)
-    cell = dummy_framework_cell(tmp_path, monkeypatch, "dummy", DUMMY_BACKEND, timing)
+    cell, device = dummy_framework_cell(tmp_path, monkeypatch, "dummy", DUMMY_BACKEND, timing)
     assert cell.verdict is None and cell.convert_to is None  # runs the ONNX file itself
 
-    record = run_cell("registry-test", cell)
+    record = run_cell("registry-test", cell, device)
     assert record.status == "ok", record.error
     assert record.framework == "dummy" and record.framework_version == "0.1"
     assert len(record.samples_ns) >= 20

@@ -1,8 +1,9 @@
 """The measurement method protocol: how one cell is measured on its device.
 
 A device measures through one method, chosen once from its lab entry's ``runner`` kind
-(``edgebench.measure.methods.method_for``). The scheduler only calls ``visit``; planning asks
-``availability`` while it builds the cells. Adding a method is adding a module and one entry in
+(``edgebench.measure.methods.method_for``). The scheduler only calls ``visit``, with the cell
+(a value) and the live device it names; planning asks ``availability`` while it builds the
+cells. Adding a method is adding a module and one entry in
 ``METHODS``; the scheduler does not change.
 """
 
@@ -38,8 +39,9 @@ class Method(Protocol):
     def availability(self, device: Device, framework: str) -> Verdict | None:
         """None when ``framework`` can be measured on ``device``, else the cell's verdict."""
 
-    def visit(self, cell: Cell, visit: Visit) -> Record:
-        """Measure ``cell`` once. A dropped connection raises TransportError."""
+    def visit(self, cell: Cell, device: Device, visit: Visit) -> Record:
+        """Measure ``cell`` once on ``device`` (the live session of the device the cell names).
+        A dropped connection raises TransportError."""
 
 
 def model_files(cell: Cell) -> list[Path]:

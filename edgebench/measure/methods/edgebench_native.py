@@ -56,8 +56,7 @@ class EdgebenchNative(PythonRunner):
             + "`",
         )
 
-    def launch(self, cell: Cell, spec: dict[str, Any]) -> Launched:
-        device = cell.device
+    def launch(self, cell: Cell, device: Device, spec: dict[str, Any]) -> Launched:
         settings = cell.telemetry
         spec["telemetry"] = None  # the binary samples nothing itself
         if settings is None:

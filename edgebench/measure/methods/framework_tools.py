@@ -77,8 +77,7 @@ class FrameworkTools:
             )
         return None
 
-    def visit(self, cell: Cell, visit: Visit) -> Record:
-        device = cell.device
+    def visit(self, cell: Cell, device: Device, visit: Visit) -> Record:
         assert isinstance(device, RemoteDevice), "framework tools run on ADB or SSH devices"
         refusal = (
             whole_inference_refusal(cell, "a native benchmark tool")

@@ -34,11 +34,11 @@ class PerFramework:
             return None  # Device.runner_for routes here only when the build links it
         return method.availability(device, framework)
 
-    def visit(self, cell: Cell, visit: Visit) -> Record:
-        method, aside = self._method(cell.device, cell.framework)
-        record = method.visit(cell, visit)
+    def visit(self, cell: Cell, device: Device, visit: Visit) -> Record:
+        method, aside = self._method(device, cell.framework)
+        record = method.visit(cell, device, visit)
         if aside:
-            choice = cell.device.runner_for(cell.framework)
+            choice = device.runner_for(cell.framework)
             assert choice is not None
             # The device's facts name its own runner; this cell's is another.
             record.device_info = {

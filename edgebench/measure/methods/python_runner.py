@@ -40,9 +40,9 @@ class PythonRunner:
     #: Whether the runner runs a quantized cell's evaluation set (spec ``eval_file``).
     runs_eval_set = True
 
-    def launch(self, cell: Cell, spec: dict[str, Any]) -> Launched:
+    def launch(self, cell: Cell, device: Device, spec: dict[str, Any]) -> Launched:
         """Run the runner on the cell's device; the Python runner samples telemetry itself."""
-        return Launched(cell.device.run_runner(spec, cell.cores, cell.timeout_s))
+        return Launched(device.run_runner(spec, cell.cores, cell.timeout_s))
 
     def availability(self, device: Device, framework: str) -> Verdict | None:
         facts = device.facts()
@@ -72,8 +72,7 @@ class PythonRunner:
             f"{framework} unavailable on {device.name}: {info.get('message')}",
         )
 
-    def visit(self, cell: Cell, visit: Visit) -> Record:
-        device = cell.device
+    def visit(self, cell: Cell, device: Device, visit: Visit) -> Record:
         cell_key = f"{visit.run_id}-{abs(hash(cell.cell_id)):x}"
         outputs_at = device.output_path(cell_key)
         try:
@@ -92,7 +91,7 @@ class PythonRunner:
             eval_at = device.output_path(f"{cell_key}-eval")
             spec["eval_file"] = device.stage_model([cell.quantization.evaluation.path])
             spec["save_eval_outputs"] = eval_at
-        launched = self.launch(cell, spec)
+        launched = self.launch(cell, device, spec)
         outcome = launched.outcome
         try:
             if outcome.result is None:
