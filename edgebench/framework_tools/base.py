@@ -280,7 +280,7 @@ class ToolAdapter:
     precisions: ClassVar[tuple[str, ...]] = ("fp32", "fp16")
 
     #: Whether the tool is installed on the device (looked for there when the cell runs)
-    #: rather than copied from the lab's ``native_bin`` folder.
+    #: rather than copied from the lab's ``tools_bin`` folder.
     installed_on_device: ClassVar[bool] = False
     #: Why the tool gives no per-operator times (None: the adapter has ``parse_op_profile``).
     no_op_profile: ClassVar[str | None] = None
@@ -301,7 +301,7 @@ class ToolAdapter:
         return cls()
 
     def locate(self, site: ToolSite) -> str:
-        """The tool's path on the device: by default, deployed from ``native_bin``."""
+        """The tool's path on the device: by default, deployed from ``tools_bin``."""
         return site.deploy(self.binary)
 
     def prepare(self, site: ToolSite, binary: str, cell: ToolCell, model: Path) -> ToolAdapter:

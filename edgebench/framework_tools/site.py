@@ -14,7 +14,7 @@ from typing import Protocol
 
 
 class ToolNotFound(Exception):
-    """The tool is neither in the lab's ``native_bin`` folder nor installed on the device; the
+    """The tool is neither in the lab's ``tools_bin`` folder nor installed on the device; the
     message says where it was looked for and how to provide it."""
 
 
@@ -44,11 +44,11 @@ class ToolSite(Protocol):
         ...
 
     def has_local_binary(self, binary: str) -> bool:
-        """Whether the lab's ``native_bin`` folder for this device holds ``binary``."""
+        """Whether the lab's ``tools_bin`` folder for this device holds ``binary``."""
         ...
 
     def deploy(self, binary: str) -> str:
-        """Push ``binary`` from the lab's ``native_bin`` folder; its device path."""
+        """Push ``binary`` from the lab's ``tools_bin`` folder; its device path."""
         ...
 
     def local_sha256(self, path: Path) -> str:

@@ -240,7 +240,7 @@ class TrtexecAdapter(ToolAdapter):
         "trtexec's summary gives whole-model min/max/avg and percentiles "
         "(its per-layer table, --dumpProfile --separateProfileRun, is not read)"
     )
-    #: Installed on the device (JetPack, TensorRT's tar package), not deployed from native_bin.
+    #: Installed on the device (JetPack, TensorRT's tar package), not deployed from tools_bin.
     device_locations: ClassVar[tuple[str, ...]] = DEVICE_LOCATIONS
     not_found: ClassVar[str] = NOT_FOUND
 
@@ -263,7 +263,7 @@ class TrtexecAdapter(ToolAdapter):
             raise ValueError(f"trtexec warm-up must be >= 0 ms, got {self.warmup_ms}")
 
     def locate(self, site: ToolSite) -> str:
-        """A trtexec in the lab's native_bin folder is deployed; otherwise the device's own is
+        """A trtexec in the lab's tools_bin folder is deployed; otherwise the device's own is
         looked for: PATH, then JetPack's and TENSORRT_HOME's bin folders."""
         if site.has_local_binary(self.binary):
             return site.deploy(self.binary)

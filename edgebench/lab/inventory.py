@@ -31,7 +31,7 @@ def open_device(entry: LabDevice) -> Device:
         transport,
         work_dir=entry.work_dir,
         python=python,
-        native_bin=entry.native_bin,
+        tools_bin=entry.tools_bin,
         settings=settings,
     )
 

@@ -9,6 +9,7 @@ messages never contain secrets (edgebench takes no passwords, and key files are 
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 import sys
@@ -37,6 +38,8 @@ LAB_SCHEMA = "edgebench.lab/1"
 ENV_VAR = "EDGEBENCH_LAB"
 LOCAL = "local"
 
+log = logging.getLogger(__name__)
+
 _DEVICE_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 #: Keys every lab entry may have, whatever its transport; each transport adds its own.
@@ -46,10 +49,13 @@ _COMMON_KEYS = (
     "work_dir",
     "python",
     "runner",
-    "native_bin",
+    "tools_bin",
     "emulated",
     "backends",
 )
+#: Keys renamed since a lab file may have been written: old name -> new name. The old one is
+#: still read, with one warning line.
+RENAMED_KEYS = {"native_bin": "tools_bin"}
 #: Keys that would hold a secret. Rejected without ever echoing their value.
 _SECRET_KEYS = frozenset(
     {"password", "passwd", "pass", "passphrase", "pwd", "secret", "token", "private_key"}
@@ -76,7 +82,7 @@ class LabDevice:
     python: str = "python3"  # interpreter on the device for the Python runner
     work_dir: str = ""  # on the device; a leading "~/" is the login user's home there
     runner: RunnerKind = RunnerKind.PYTHON
-    native_bin: Path | None = None  # host folder of native benchmark binaries to push
+    tools_bin: Path | None = None  # host folder of native benchmark binaries to push
     source: Path | None = None  # the lab file; None for the built-in local device
     #: The lab's word on whether the CPU is emulated; None: edgebench detects it.
     emulated: bool | None = None
@@ -310,6 +316,22 @@ class _DeviceReader:
             raise self.fail(key, f"{show(value)}: cannot expand ~ ({exc})") from exc
         return path if path.is_absolute() else self.lab.path.parent / path
 
+    def new_key_names(self, table: dict[str, Any]) -> dict[str, Any]:
+        """``table`` with each renamed key under its new name, saying so in one warning line."""
+        renamed = {old: new for old, new in RENAMED_KEYS.items() if old in table}
+        for old, new in renamed.items():
+            if new in table:
+                raise self.fail(old, f'is the old name of "{new}", which is set too; remove it')
+            log.warning(
+                'warning: %s, device %s: "%s" is now called "%s"; it still works, but write "%s"',
+                self.lab.where,
+                self.name,
+                old,
+                new,
+                new,
+            )
+        return {renamed.get(key, key): value for key, value in table.items()}
+
     # -- the device ---------------------------------------------------------------------------
 
     def read(self) -> LabDevice:
@@ -322,6 +344,7 @@ class _DeviceReader:
                     "authenticates with SSH keys and the ssh agent (remove it; set key = "
                     '"~/.ssh/id_ed25519" or ssh-add your key)',
                 )
+        table = self.table = self.new_key_names(table)
         by_transport = _transport_keys()
         every_key = [*_COMMON_KEYS, *(k for keys in by_transport.values() for k in keys)]
         for key in table:
@@ -355,7 +378,7 @@ class _DeviceReader:
             python=self.python(transport),
             work_dir=self.work_dir(transport, profile),
             runner=RunnerKind(runner),
-            native_bin=self.host_path("native_bin", '"~/bench/bin"'),
+            tools_bin=self.host_path("tools_bin", '"~/bench/bin"'),
             source=self.lab.path,
             emulated=self.flag("emulated"),
             backends=self.backends(),
@@ -380,10 +403,10 @@ class _DeviceReader:
 
     def refuse_for_local(self, runner: str, profile: DeviceProfile | None) -> None:
         """What a local device cannot do: the frameworks' benchmark binaries (runner
-        "framework-tools" and native_bin) are pushed to adb and ssh devices only."""
-        if "native_bin" in self.table:
+        "framework-tools" and tools_bin) are pushed to adb and ssh devices only."""
+        if "tools_bin" in self.table:
             raise self.fail(
-                "native_bin",
+                "tools_bin",
                 "is not used by local devices (native benchmark binaries are pushed to adb or "
                 'ssh devices only); remove it, or use runner = "edgebench-native"',
             )

@@ -65,15 +65,15 @@ class RemoteDevice(Device):
         *,
         work_dir: str,
         python: str = "python3",
-        native_bin: Path | None = None,
+        tools_bin: Path | None = None,
         settings: LabSettings | None = None,
     ) -> None:
         super().__init__(name, transport, python, "", settings)
         self._work_dir_spec = work_dir.rstrip("/") or "/"
         self._work_dir: str | None = None
         self.deployed = DeployReport()
-        #: Host folder with the frameworks' benchmark binaries to push (lab: native_bin).
-        self.native_bin = native_bin
+        #: Host folder with the frameworks' benchmark binaries to push (lab: tools_bin).
+        self.tools_bin = tools_bin
         self._runners_ready: set[RunnerKind] = set()  # the kinds deployed in this process
         self._abi: tuple[str, bool] | None = None
         self._staged: set[str] = set()

@@ -549,7 +549,7 @@ def _doc(keys: Sequence[str], nested: dict[str, Sequence[str]]):
     return st.one_of(build(), st.text(max_size=200))
 
 
-_LAB_DEVICE_KEYS = ("transport", "profile", "work_dir", "python", "runner", "native_bin",
+_LAB_DEVICE_KEYS = ("transport", "profile", "work_dir", "python", "runner", "tools_bin",
                     "serial", "adb_host", "adb_port", "host", "port", "user", "key",
                     "known_hosts", "password")  # fmt: skip
 

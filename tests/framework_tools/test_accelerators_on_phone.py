@@ -45,7 +45,7 @@ def phone_cell(run_cli, eb_env, emulated_phone, tmp_path, conv_model):
         lab = write_phone_lab(
             tmp_path / "lab.toml",
             emulated_phone,
-            ['runner = "framework-tools"', f'native_bin = "{tmp_path / "bin"}"'],
+            ['runner = "framework-tools"', f'tools_bin = "{tmp_path / "bin"}"'],
         )
         where = ["--lab", str(lab), "--devices", "emu-phone", "--models", str(conv_model)]
         choice = ["--frameworks", framework, "--backends", backend, "--format", "jsonl"]
@@ -172,7 +172,7 @@ def test_nnapi_off_android_is_unsupported_before_the_tool_runs(
     nnapi = out.TFLITE_NNAPI
     write_fake_tool(tmp_path / "bin", "benchmark_model", expect=["--use_nnapi=true"], stderr=nnapi)
     lab = ssh_lab.path
-    native = f'runner = "framework-tools"\nnative_bin = "{tmp_path / "bin"}"\n'
+    native = f'runner = "framework-tools"\ntools_bin = "{tmp_path / "bin"}"\n'
     lab.write_text(lab.read_text() + native)
     where = ["--lab", str(lab), "--devices", "ssh-box", "--models", str(conv_model)]
     choice = ["--frameworks", "tflite", "--backends", "nnapi", "--format", "jsonl"]

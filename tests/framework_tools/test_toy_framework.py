@@ -60,14 +60,14 @@ def test_the_folder_is_listed_with_its_rows_converter_and_tool() -> None:
 def test_the_toy_framework_gets_measured_cells_on_the_phone(
     run_cli, eb_env, emulated_phone, tmp_path, conv_model
 ) -> None:
-    native_bin = tmp_path / "bin"
-    native_bin.mkdir()
-    (native_bin / "toybench").write_text(TOYBENCH)
-    (native_bin / "toybench").chmod(0o755)
+    tools_bin = tmp_path / "bin"
+    tools_bin.mkdir()
+    (tools_bin / "toybench").write_text(TOYBENCH)
+    (tools_bin / "toybench").chmod(0o755)
     lab = write_phone_lab(
         tmp_path / "lab.toml",
         emulated_phone,
-        ['runner = "framework-tools"', f'native_bin = "{native_bin}"'],
+        ['runner = "framework-tools"', f'tools_bin = "{tools_bin}"'],
     )
     eb_env["EDGEBENCH_FRAMEWORKS_PATH"] = str(TOY_FRAMEWORKS)
     where = ["--lab", str(lab), "--devices", "emu-phone", "--models", str(conv_model)]

@@ -1,5 +1,5 @@
 """A trtexec cell end to end on a lab device over the real sshd on 127.0.0.1: trtexec found in
-native_bin, its version asked, the engine built once into the device's cache and loaded the
+tools_bin, its version asked, the engine built once into the device's cache and loaded the
 second time, the --exportTimes file read back as the record's raw samples and stage split.
 
 The trtexec here is a fake that prints TensorRT 10.9's real output (tests/fakes/
@@ -52,7 +52,7 @@ print(out.TRT10_BUILD_RUN, end="")
 @pytest.fixture
 def tools_lab(tmp_path: Path, shared_sshd) -> tuple[Path, Path]:
     """A device over the real sshd on 127.0.0.1 that measures through the frameworks' tools,
-    with the fake trtexec in its native_bin; the fake's call log. (Such a device has no runner
+    with the fake trtexec in its tools_bin; the fake's call log. (Such a device has no runner
     to probe, so no facts refuse its CUDA cells at planning: trtexec itself decides.)"""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -69,7 +69,7 @@ def tools_lab(tmp_path: Path, shared_sshd) -> tuple[Path, Path]:
         shared_sshd,
         tmp_path / "work",
         runner="framework-tools",
-        native_bin=str(bin_dir),
+        tools_bin=str(bin_dir),
     )
     lab.write_text(lab.read_text().replace("[devices.ssh-box]", "[devices.orin]"))
     return lab, log

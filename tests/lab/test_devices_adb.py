@@ -135,15 +135,15 @@ def test_phone_without_python_runs_the_native_tool(
     beside = Path(sys.executable).with_name("benchmark_app")
     tool = str(beside) if beside.is_file() else shutil.which("benchmark_app")
     assert tool, "openvino's benchmark_app must be installed (edgebench[openvino])"
-    native_bin = tmp_path / "native-bin"
-    native_bin.mkdir()
-    shutil.copy(tool, native_bin / "benchmark_app")
+    tools_bin = tmp_path / "native-bin"
+    tools_bin.mkdir()
+    shutil.copy(tool, tools_bin / "benchmark_app")
     input_file = tmp_path / "input.npy"
     np.save(input_file, np.ones([1, 3, 32, 32], dtype=np.float32))
     lab = write_phone_lab(
         tmp_path / "lab.toml",
         emulated_phone,
-        ['runner = "framework-tools"', f'native_bin = "{native_bin}"'],
+        ['runner = "framework-tools"', f'tools_bin = "{tools_bin}"'],
     )
     result = run_cli(
         [
@@ -266,15 +266,15 @@ def test_devices_command_lists_phone_and_board(run_cli, phone_and_board_lab):
 def test_hung_native_tool_is_killed_on_the_phone(run_cli, emulated_phone, tmp_path, conv_model):
     """A tool that ignores the hang-up the closed stream sends must still not outlive its
     cell: edgebench kills it by the PID it recorded."""
-    native_bin = tmp_path / "native-bin"
-    native_bin.mkdir()
-    tool = native_bin / "benchmark_app"
+    tools_bin = tmp_path / "native-bin"
+    tools_bin.mkdir()
+    tool = tools_bin / "benchmark_app"
     tool.write_text("#!/bin/sh\ntrap '' HUP\nexec sleep 300\n")
     tool.chmod(0o755)
     lab = write_phone_lab(
         tmp_path / "lab.toml",
         emulated_phone,
-        ['runner = "framework-tools"', f'native_bin = "{native_bin}"'],
+        ['runner = "framework-tools"', f'tools_bin = "{tools_bin}"'],
     )
     where = ["--lab", str(lab), "--devices", "emu-phone", "--models", str(conv_model)]
     result = run_cli(

@@ -360,14 +360,14 @@ def test_lab_overrides_profile_and_relative_paths(tmp_path, home):
             tmp_path,
             "lab.toml",
             '[devices.b]\nprofile = "board.toml"\nhost = "b.local"\nwork_dir = "~/eb"\n'
-            'runner = "framework-tools"\nnative_bin = "bins"\n',
+            'runner = "framework-tools"\ntools_bin = "bins"\n',
         )
     )
     board = lab.devices["b"]
     assert board.transport == "ssh"  # from the profile
     assert board.profile is not None and board.profile.name == "my-board"
     assert (board.work_dir, board.runner) == ("~/eb", "framework-tools")
-    assert board.native_bin == tmp_path / "bins"
+    assert board.tools_bin == tmp_path / "bins"
     assert board.remote_work_dir("/home/bench") == "/home/bench/eb"
 
 
@@ -581,7 +581,7 @@ _FRAGMENTS = [
 toml_ish = st.lists(st.sampled_from(_FRAGMENTS), max_size=12).map("\n".join)
 
 _KEYS = ["transport", "serial", "host", "port", "user", "key", "known_hosts", "python"]
-_KEYS += ["profile", "work_dir", "runner", "native_bin", "adb_host", "adb_port", "password"]
+_KEYS += ["profile", "work_dir", "runner", "tools_bin", "adb_host", "adb_port", "password"]
 _VALUES = st.one_of(
     st.sampled_from(["adb", "ssh", "local", "python", "native", "x86-generic", "/tmp/x", "~/x"]),
     st.sampled_from(["h", "S1", "-x", "~nouser/k", "a.toml", "snapdragon-8-gen-2", "/"]),
@@ -613,7 +613,7 @@ def _lab_text(devices: dict[str, dict[str, object]]) -> str:
 _BY_TRANSPORT = {
     "adb": ["serial", "adb_host", "adb_port", "profile", "work_dir", "runner", "python"],
     "ssh": ["host", "port", "user", "key", "known_hosts", "profile", "work_dir", "python"],
-    "local": ["profile", "work_dir", "runner", "native_bin", "python"],
+    "local": ["profile", "work_dir", "runner", "tools_bin", "python"],
 }
 
 

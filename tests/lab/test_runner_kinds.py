@@ -1,5 +1,6 @@
 """Runner kinds are one vocabulary (lab/runner_kinds.py), and the old name "native" of the
-framework tools still reads, with one warning line naming the new one."""
+framework tools (and "native_bin", the old name of the tools folder) still reads, with one
+warning line naming the new one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 from fakes.cli_checks import cli
 
+from edgebench.errors import UserError
 from edgebench.lab.lab_file import load_lab
 from edgebench.lab.profiles import load_profile
 from edgebench.lab.runner_kinds import RUNNERS, RunnerKind
@@ -73,3 +75,33 @@ def test_the_warning_is_one_edgebench_line(eb_env: dict[str, str], tmp_path: Pat
         f'edgebench: warning: lab {lab}, device phone: runner "native" is now called '
         '"framework-tools"; it still works, but write "framework-tools"'
     ], result.stderr
+
+
+def test_the_old_name_of_the_tools_folder_still_reads_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    lab = tmp_path / "lab.toml"
+    lab.write_text(
+        '[devices.phone]\ntransport = "ssh"\nhost = "10.0.0.2"\nnative_bin = "bin"\n'
+        '[devices.board]\ntransport = "ssh"\nhost = "10.0.0.3"\ntools_bin = "bin"\n'
+    )
+    with caplog.at_level(logging.WARNING):
+        devices = load_lab(lab).devices
+    assert devices["phone"].tools_bin == devices["board"].tools_bin == tmp_path / "bin"
+    (line,) = warnings_of(caplog)
+    assert line == (
+        f'warning: lab {lab}, device phone: "native_bin" is now called "tools_bin"; it still '
+        'works, but write "tools_bin"'
+    )
+
+
+def test_the_old_and_the_new_name_of_the_tools_folder_together_are_refused(
+    tmp_path: Path,
+) -> None:
+    lab = tmp_path / "lab.toml"
+    lab.write_text(
+        '[devices.phone]\ntransport = "ssh"\nhost = "10.0.0.2"\n'
+        'native_bin = "old"\ntools_bin = "new"\n'
+    )
+    with pytest.raises(UserError, match=r'devices\.phone\.native_bin.*"tools_bin", which is set'):
+        load_lab(lab)

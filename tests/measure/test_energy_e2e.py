@@ -149,14 +149,14 @@ def test_native_tool_gets_energy_from_a_device_shell_loop(run_cli, sysfs_phone, 
     sandbox = sysfs_phone.sandbox
     model = save_conv_model(tmp_path / "conv.onnx", [1, 3, 64, 64], channels=32)
     marker = sandbox / "window.active"
-    native_bin = tmp_path / "bin"
-    native_bin.mkdir()
+    tools_bin = tmp_path / "bin"
+    tools_bin.mkdir()
     beside = Path(sys.executable).with_name("benchmark_app")
-    shutil.copy(beside if beside.is_file() else shutil.which("benchmark_app"), native_bin)
+    shutil.copy(beside if beside.is_file() else shutil.which("benchmark_app"), tools_bin)
     lab = write_phone_lab(
         tmp_path / "lab.toml",
         sysfs_phone,
-        ['runner = "framework-tools"', f'native_bin = "{native_bin}"'],
+        ['runner = "framework-tools"', f'tools_bin = "{tools_bin}"'],
     )
     with SyntheticBattery(sandbox, marker):
         result = run_cli(

@@ -102,7 +102,7 @@ def test_auto_falls_back_when_a_phone_has_neither_python_nor_a_build(
     run_cli, eb_env, tmp_path: Path, emulated_phone: EmulatedPhone
 ) -> None:
     lab = write_phone_lab(
-        tmp_path / "lab.toml", emulated_phone, ['runner = "auto"', 'native_bin = "/nowhere"']
+        tmp_path / "lab.toml", emulated_phone, ['runner = "auto"', 'tools_bin = "/nowhere"']
     )
     lab.write_text(lab.read_text().replace(sys.executable, "/system/bin/python3"))
     eb_env["EDGEBENCH_NATIVE_DIR"] = str(tmp_path / "no-builds")

@@ -375,13 +375,13 @@ def test_every_native_tool_has_an_op_table_or_a_reason():
 def test_native_run_adds_the_profile_of_a_second_run(run_cli, emulated_phone, tmp_path):
     """--profile ops on a phone without Python: benchmark_app runs again with -pc; the timed
     record keeps its own iterations."""
-    native_bin = tmp_path / "native-bin"
-    native_bin.mkdir()
-    shutil.copy(benchmark_app(), native_bin / "benchmark_app")
+    tools_bin = tmp_path / "native-bin"
+    tools_bin.mkdir()
+    shutil.copy(benchmark_app(), tools_bin / "benchmark_app")
     lab = write_phone_lab(
         tmp_path / "lab.toml",
         emulated_phone,
-        ['runner = "framework-tools"', f'native_bin = "{native_bin}"'],
+        ['runner = "framework-tools"', f'tools_bin = "{tools_bin}"'],
     )
     options = {
         "--lab": str(lab),

@@ -1,5 +1,5 @@
 """Measurement through the framework tools (a framework's own benchmark binary), for devices
-without Python: the binary from the lab's ``native_bin`` folder is deployed, its adapter
+without Python: the binary from the lab's ``tools_bin`` folder is deployed, its adapter
 (edgebench.framework_tools) builds the command line and parses what the tool prints, and
 telemetry is sampled by a device shell loop beside it.
 
@@ -64,11 +64,11 @@ class FrameworkTools:
         refusal = backend_refusal(device, framework, backend)
         if refusal is not None:
             return (Status.UNSUPPORTED, ErrorKind.UNSUPPORTED, refusal)
-        folder = getattr(device, "native_bin", None)
+        folder = getattr(device, "tools_bin", None)
         if tool.installed_on_device:
             return None  # looked for on the device when the cell runs
         if folder is None or not (Path(folder) / tool.binary).is_file():
-            where = folder or "(no native_bin in the lab entry)"
+            where = folder or "(no tools_bin in the lab entry)"
             return (
                 Status.SKIPPED,
                 ErrorKind.NOT_INSTALLED,
@@ -153,8 +153,8 @@ class DeviceToolSite:
         return self.device.transport.read_many([path]).get(path)
 
     def has_local_binary(self, binary: str) -> bool:
-        folder = self.device.native_bin
-        return bool(folder) and (Path(folder or "") / binary).is_file()
+        folder = self.device.tools_bin
+        return folder is not None and (Path(folder) / binary).is_file()
 
     def deploy(self, binary: str) -> str:
         return deploy_binary(self.device, binary)
@@ -164,16 +164,16 @@ class DeviceToolSite:
 
 
 def deploy_binary(device: RemoteDevice, binary: str) -> str:
-    """Push the user's binary from the lab's native_bin folder; returns its device path."""
-    folder = device.native_bin
+    """Push the user's binary from the lab's tools_bin folder; returns its device path."""
+    folder = device.tools_bin
     if folder is None:
         raise ToolRunError(
-            f"device {device.name} runs the framework tools but its lab entry has no native_bin "
+            f"device {device.name} runs the framework tools but its lab entry has no tools_bin "
             "folder"
         )
     local = Path(folder) / binary
     if not local.is_file():
-        raise ToolRunError(f"{binary} is not in {folder} (native_bin of device {device.name})")
+        raise ToolRunError(f"{binary} is not in {folder} (tools_bin of device {device.name})")
     remote = device.path("bin", binary)
     device.deploy_executable(local, remote)
     return remote

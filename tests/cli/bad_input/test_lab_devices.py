@@ -181,7 +181,7 @@ LOCAL_REFUSED = {
         'runner = "framework-tools"\n',
         'devices.box.runner "framework-tools"',
     ),
-    "native_bin": ('native_bin = "bin"\n', "devices.box.native_bin"),
+    "tools_bin": ('tools_bin = "bin"\n', "devices.box.tools_bin"),
 }
 
 
