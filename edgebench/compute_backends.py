@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from edgebench.frameworks import FRAMEWORKS, all_accelerators
 from edgebench.frameworks.rows import CPU, ComputeBackend
+from edgebench.runners.backend_options import BackendOptions
 
 #: The usual backends' display order; a backend only a framework folder names comes after them.
 _USUAL_ORDER = ("cpu", "vulkan", "opencl", "gpu", "cuda", "tensorrt", "nnapi", "qnn", "npu")
@@ -54,10 +55,17 @@ ACCELERATORS: tuple[ComputeBackend, ...] = all_accelerators()
 
 
 def captures_cuda_graphs(framework: str, backend: str) -> bool:
-    """Whether cells of (framework, backend) have a CUDA Graphs variant (--cuda-graphs). MNN's
-    and TNN's CUDA backends do not expose graph capture."""
+    """Whether cells of (framework, backend) have a CUDA Graphs variant (--cuda-graphs): its
+    options take ``cuda_graph``, a configuration a team can ship of its own. MNN's and TNN's
+    CUDA backends do not expose graph capture."""
+    kind = options_type(framework, backend)
+    return kind is not None and kind.declares("cuda_graph")
+
+
+def options_type(framework: str, backend: str) -> type[BackendOptions] | None:
+    """The options type cells of (framework, backend) send the runner; None: they send none."""
     entry = find_backend(framework, backend)
-    return entry is not None and entry.cuda_graphs
+    return entry.options if entry is not None else None
 
 
 def find_backend(framework: str, name: str) -> ComputeBackend | None:

@@ -3,7 +3,8 @@
 This is the protocol's one definition of the spec. The runner reads it with
 ``RunSpec.from_json``; the host (``edgebench.runners.spec``) builds one and sends ``to_json()``.
 Field names are the JSON keys and carry their units (``min_time_s``); a key left out of the JSON
-takes the default below. Keys the runner does not know are ignored.
+takes the default below. Keys the runner does not know are ignored, but in ``options``, which
+the backend's options type reads strictly (backend_options.py).
 
 Standard library only, Python 3.8, imports nothing from the host package.
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, List, Optional
 
+from .backend_options import OptionsError
+from .backends import options_type
 from .protocol import SPEC_SCHEMA
 
 
@@ -112,7 +115,9 @@ class RunSpec:
     #: the host fixed; None: the model's own.
     inputs: Optional[List[Dict[str, Any]]] = None
     seed: int = 0
-    #: Backend options (e.g. ``streams``, a framework's own settings).
+    #: Backend options: the JSON of the options type the framework's backend module declares
+    #: for ``backend`` (runners/backend_options.py), checked strictly; the runner adds
+    #: ``streams`` where the host left it out.
     options: Dict[str, Any] = field(default_factory=dict)
     #: Path of an .npz to write the full outputs to (for the output check).
     save_outputs: Optional[str] = None
@@ -169,6 +174,7 @@ class RunSpec:
             spec.options = {}
         elif not isinstance(spec.options, dict):
             raise SpecError("spec field 'options' must be an object")
+        _check_options(spec)
         spec.telemetry = TelemetrySpec.from_json(spec.telemetry) if spec.telemetry else None
         return spec
 
@@ -180,6 +186,18 @@ class RunSpec:
         out["options"] = dict(self.options)
         out["telemetry"] = self.telemetry.to_json() if self.telemetry is not None else None
         return out
+
+
+def _check_options(spec: RunSpec) -> None:
+    """Read the options with the type the framework's backend module declares for the cell's
+    backend; a framework no module declares is the backend loader's to refuse."""
+    kind = options_type(spec.framework, spec.backend)
+    if kind is None:
+        return
+    try:
+        kind.from_json(spec.options, "%s on %s" % (spec.framework, spec.backend))
+    except OptionsError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def _is_number(value: Any) -> bool:

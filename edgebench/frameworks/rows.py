@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from edgebench.runners.backend_options import BackendOptions
     from edgebench.runners.backends import Declaration
 
 CPU = "cpu"
@@ -46,9 +47,10 @@ class ComputeBackend:
     #: with fp16 weights and casts, since TensorRT 11 takes precision only from the graph);
     #: None: the framework computes fp16 from the fp32 artifact, or not at all.
     fp16_format: str | None = None
-    #: Whether its cells can capture an inference into a CUDA graph and replay it
-    #: (``--cuda-graphs``), a configuration a team can ship of its own.
-    cuda_graphs: bool = False
+    #: The options its cells send the runner (runners/backend_options.py; the backend module
+    #: declares the same type as its ``OPTIONS``); None: it takes none. A type with
+    #: ``cuda_graph`` gives its cells a CUDA Graphs variant (``--cuda-graphs``).
+    options: type[BackendOptions] | None = None
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from edgebench.compute_backends import CPU, engine_label, find_backend
+from edgebench.compute_backends import CPU, engine_label, find_backend, options_type
 from edgebench.converters import CONVERTERS, Artifact
 from edgebench.errors import UserError
 from edgebench.frameworks import (
@@ -223,17 +223,20 @@ class Cell:
         ).to_json()
 
     def runner_options(self) -> dict[str, Any]:
-        """The backend options the cell sets (runners/spec.py ``options``)."""
-        options: dict[str, Any] = {}
-        if self.cuda_graph:
-            options["cuda_graph"] = True
+        """The spec's ``options``: the cell's settings that the options type of its backend's
+        row takes (runners/backend_options.py), as JSON; none for a backend that takes none."""
+        kind = options_type(self.framework, self.backend)
+        if kind is None:
+            return {}
+        profile = None
         if self.shape_range:
             current = {i["name"]: list(i["shape"]) for i in self.inputs}
-            options["shape_profile"] = {
+            profile = {
                 name: {"min": low, "opt": current.get(name, high), "max": high}
                 for name, (low, high) in self.shape_range.items()
             }
-        return options
+        settings = {"cuda_graph": self.cuda_graph, "shape_profile": profile}
+        return kind.taking(settings).to_json()
 
     def telemetry_spec(self) -> TelemetrySpec | None:
         """The telemetry settings as the runner takes them, with the device profile's energy

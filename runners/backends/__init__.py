@@ -15,6 +15,9 @@ framework, so adding a framework is adding one file (plus its entry in the host'
     DEVICE_CHECK = require_gpu  # optional: a callable run before the framework is imported,
                              # raising BackendError when the device lacks what it runs on (so
                              # a machine without the hardware is told that, not to install it)
+    OPTIONS = TensorRTOptions  # optional: the options type (runners/backend_options.py) it
+                             # reads, or {compute backend: type}; default BackendOptions
+                             # (``streams`` only)
 
 A framework without a Python runtime declares ``NATIVE_ONLY = "<why>"`` instead of ``BACKEND``:
 the runner then reports it as unsupported with that reason (its cells run through the
@@ -30,8 +33,9 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple, Type
 
+from ..backend_options import BackendOptions
 from .base import Backend, BackendError
 
 MODULE_SUFFIX = "_backend"
@@ -49,6 +53,12 @@ class Declaration(NamedTuple):
     backend: Optional[Callable[[], Backend]]
     no_cpu: Optional[str] = None
     device_check: Optional[Callable[[], None]] = None
+    #: The options type of each compute backend that has its own (others: BackendOptions).
+    options: Mapping[str, Type[BackendOptions]] = {}
+
+    def options_type(self, compute_backend: str) -> Type[BackendOptions]:
+        """The type the backend reads the spec's options with on ``compute_backend``."""
+        return self.options.get(compute_backend, BackendOptions)
 
 
 def backend_modules() -> List[str]:
@@ -62,17 +72,28 @@ def declaration(module_name: str) -> Declaration:
     """Import backend module ``module_name`` (not its framework) and read its declarations."""
     module = importlib.import_module("." + module_name, __name__)
     framework = module.FRAMEWORK
+    accelerators = tuple(getattr(module, "ACCELERATORS", ()))
     return Declaration(
         module=module_name,
         framework=framework,
         requires=tuple(getattr(module, "REQUIRES", ())),
         pip_extra=getattr(module, "PIP_EXTRA", framework),
-        accelerators=tuple(getattr(module, "ACCELERATORS", ())),
+        accelerators=accelerators,
         native_only=getattr(module, "NATIVE_ONLY", None),
         backend=getattr(module, "BACKEND", None),
         no_cpu=getattr(module, "NO_CPU", None),
         device_check=getattr(module, "DEVICE_CHECK", None),
+        options=_options_by_backend(getattr(module, "OPTIONS", {}), accelerators),
     )
+
+
+def _options_by_backend(
+    declared: Any, accelerators: Tuple[str, ...]
+) -> Mapping[str, Type[BackendOptions]]:
+    """``OPTIONS`` as {compute backend: type}: one type stands for every backend."""
+    if isinstance(declared, dict):
+        return dict(declared)
+    return {name: declared for name in ("cpu", *accelerators)}
 
 
 def discover() -> Tuple[Dict[str, Declaration], Dict[str, str]]:
@@ -89,6 +110,13 @@ def discover() -> Tuple[Dict[str, Declaration], Dict[str, str]]:
     return found, broken
 
 
+def options_type(framework: str, compute_backend: str) -> Optional[Type[BackendOptions]]:
+    """The options type ``framework``'s backend module reads on ``compute_backend``; None for
+    a framework no module here declares."""
+    declared = discover()[0].get(framework)
+    return declared.options_type(compute_backend) if declared is not None else None
+
+
 __all__ = [
     "MODULE_SUFFIX",
     "Backend",
@@ -97,4 +125,5 @@ __all__ = [
     "backend_modules",
     "declaration",
     "discover",
+    "options_type",
 ]

@@ -5,7 +5,9 @@ Runs on the device: Python 3.8+, stdlib + numpy + the framework only.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple, Type
+
+from ..backend_options import OptionsError, Opts
 
 
 class BackendError(Exception):
@@ -90,6 +92,14 @@ class Backend:
 
     def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def read_options(self, kind: Type[Opts], options: Dict[str, Any]) -> Opts:
+        """``options`` (the spec's, with the runner's ``streams``) as ``kind``, the typed
+        options this backend reads; a ``bad_spec`` error naming the key when malformed."""
+        try:
+            return kind.from_json(options, "%s on %s" % (self.name, self.compute_backend))
+        except OptionsError as exc:
+            raise BackendError("bad_spec", str(exc)) from None
 
     def model_inputs(self) -> List[InputSpec]:
         """Inputs as the framework sees them; dynamic dims are reported as -1."""

@@ -9,6 +9,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..backend_options import OrtGpuOptions
 from . import ort_gpu, ort_gpu_streams
 from .accelerator import CPU, accelerator_report, fallback
 from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
@@ -18,6 +19,8 @@ FRAMEWORK = "onnxruntime"
 REQUIRES = ("onnxruntime",)
 #: Execution providers of other onnxruntime builds than the PyPI wheel's.
 ACCELERATORS = ("nnapi", "qnn", "cuda", "tensorrt")
+#: The GPU providers take the NVIDIA options; the others only ``streams``, which they ignore.
+OPTIONS = {"cuda": OrtGpuOptions, "tensorrt": OrtGpuOptions}
 #: Per accelerator: its execution provider, its API and what provides it.
 _PROVIDERS = {
     "nnapi": (
@@ -91,7 +94,8 @@ class OnnxRuntimeBackend(Backend):
         so.log_severity_level = 3
         providers: List[Any] = ["CPUExecutionProvider"]
         if gpu:
-            providers = self._gpu_providers(so, precision, options, model_path)
+            gpu_options = self.read_options(OrtGpuOptions, options)
+            providers = self._gpu_providers(so, precision, gpu_options, model_path)
         elif self.compute_backend != CPU:
             providers.insert(0, self._provider())
         started = time.perf_counter()
@@ -120,7 +124,7 @@ class OnnxRuntimeBackend(Backend):
             self.no_shared_instances = ort_gpu_streams.GRAPHS_NOT_SHARED if graph else None
 
     def _gpu_providers(
-        self, so: Any, precision: str, options: Dict[str, Any], model_path: str
+        self, so: Any, precision: str, options: OrtGpuOptions, model_path: str
     ) -> List[Any]:
         """The CUDA or TensorRT provider chain, with the session profiled until the first
         inference (its node events say where each node ran: accelerator_report)."""
@@ -136,7 +140,7 @@ class OnnxRuntimeBackend(Backend):
         self._gpu = {
             "cache": cache,
             "engines_before": ort_gpu.engine_files(cache),
-            "cuda_graph": bool(options.get("cuda_graph", False)),
+            "cuda_graph": options.cuda_graph,
             "profile_dir": tempfile.mkdtemp(prefix="edgebench-ort-"),
         }
         so.enable_profiling = True

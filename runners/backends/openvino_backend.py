@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+from ..backend_options import BackendOptions
 from .accelerator import CPU, accelerator_report
 from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
 
@@ -83,7 +84,7 @@ class OpenVinoBackend(Backend):
     def load(self, model_path: str, threads: int, precision: str, options: Dict[str, Any]) -> None:
         check_precision(self, precision)
         core = self._core = self._ov.Core()
-        streams = int(options.get("streams", 1))
+        streams = self.read_options(BackendOptions, options).streams
         config = compile_config(threads, precision, streams)
         if self.compute_backend != CPU:
             self._device = self._find_device(core)

@@ -12,6 +12,7 @@ import json
 import os
 from typing import Any, Dict, List, Tuple
 
+from ..backend_options import OrtGpuOptions
 from .accelerator import fallback
 from .base import BackendError
 from .trt_engine_cache import cache_root
@@ -48,7 +49,7 @@ def missing_provider(backend: str, available: List[str]) -> BackendError:
     )
 
 
-def cache_dir(options: Dict[str, Any]) -> str:
+def cache_dir(options: OrtGpuOptions) -> str:
     """The folder of the TensorRT provider's engine and timing caches: the ``onnxruntime``
     sub-folder of the TensorRT backend's cache root."""
     return os.path.join(str(cache_root(options)), "onnxruntime")
@@ -62,7 +63,7 @@ def _shape_list(profile: Dict[str, Dict[str, List[int]]], which: str) -> str:
 
 
 def provider_options(
-    backend: str, precision: str, options: Dict[str, Any], cache: str
+    backend: str, precision: str, options: OrtGpuOptions, cache: str
 ) -> List[Tuple[str, Dict[str, Any]]]:
     """The session's providers with their options, the asked one first, then those its
     unsupported nodes fall back to (TensorRT -> CUDA -> CPU).
@@ -71,13 +72,13 @@ def provider_options(
     network, which computes in fp32 without its FP16 flag, so ``trt_fp16_enable`` is on for
     them. cuDNN searches every convolution algorithm (``EXHAUSTIVE``, onnxruntime's default,
     named so that a change of default cannot move a result). The CUDA Graphs variant
-    (``options["cuda_graph"]``) turns on the asked provider's graph capture.
+    (``options.cuda_graph``) turns on the asked provider's graph capture.
     """
     if backend not in GPU_PROVIDERS:
         raise ValueError("not an onnxruntime GPU backend: %r" % backend)
     if precision not in ("fp32", "fp16", "int8"):
         raise ValueError("not a precision: %r" % precision)
-    graph = bool(options.get("cuda_graph", False))
+    graph = options.cuda_graph
     cuda = {
         "device_id": 0,
         "cudnn_conv_algo_search": "EXHAUSTIVE",
@@ -95,7 +96,7 @@ def provider_options(
             "trt_timing_cache_path": cache,
             "trt_cuda_graph_enable": graph,
         }
-        profile = options.get("shape_profile")
+        profile = options.shape_profile
         if profile:
             for which in ("min", "opt", "max"):
                 tensorrt["trt_profile_%s_shapes" % which] = _shape_list(profile, which)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..backend_options import TensorRTOptions
 from ..cuda_runtime import CudaError, CudaUnavailable, open_cuda, version_text
 from .accelerator import accelerator_report
 from .base import Backend, BackendError, InputSpec, Stream, check_precision
@@ -35,6 +36,7 @@ REQUIRES = ("tensorrt",)
 PIP_EXTRA = "tensorrt"
 ACCELERATORS = ("cuda",)
 NO_CPU = "runs on NVIDIA GPUs only"
+OPTIONS = TensorRTOptions
 
 MIB = 1024 * 1024
 BOUNDARIES = {
@@ -93,7 +95,7 @@ class TensorRTBackend(Backend):
         #: contexts each engine (by id) has made since the streams were last closed.
         self._plan: List[int] = [0]
         self._made: Dict[int, int] = {}
-        self._options: Dict[str, Any] = {}
+        self._options = TensorRTOptions()
         self._reuse = False
         self._used_before: Optional[int] = None
 
@@ -110,14 +112,14 @@ class TensorRTBackend(Backend):
             raise BackendError("unsupported", "the GPU is not usable: %s" % exc) from exc
         self._used_before = self.device_memory_used_bytes()
         self._precision = precision
-        self._options = dict(options)
+        self._options = self.read_options(TensorRTOptions, options)
         self._model_sha256 = file_sha256(model_path)
         folder = cache_folder(self._options)
         self._cache = EngineCache(folder) if folder is not None else None
         self._parsed = parse_model(self._trt, self._logger, model_path)
         model = [(name, shape) for name, shape, _ in self._parsed.inputs]
-        self._plan = context_profiles(model, int(self._options.get("streams", 1)))
-        profile = engine_profile(model, self._options.get("shape_profile"))
+        self._plan = context_profiles(model, self._options.streams)
+        profile = engine_profile(model, self._options.shape_profile)
         if profile is not None:  # else the shape is known with the feeds (make_stream)
             self._engine_for(profile)
 
@@ -126,9 +128,8 @@ class TensorRTBackend(Backend):
             if built == profile:
                 return engine
         assert self._parsed is not None
-        workspace = self._options.get("workspace_mb")
         request = BuildRequest(
-            profile, self._precision, max(self._plan) + 1, int(workspace) if workspace else None
+            profile, self._precision, max(self._plan) + 1, self._options.workspace_mb
         )
         key = EngineKey(
             model_sha256=self._model_sha256,
@@ -154,7 +155,7 @@ class TensorRTBackend(Backend):
     def make_stream(self, feeds: Dict[str, Any]) -> Stream:
         assert self._parsed is not None
         shapes = {name: list(value.shape) for name, value in feeds.items()}
-        given = self._options.get("shape_profile")
+        given = self._options.shape_profile
         fitting = [e for p, e in self._engines if covers(p, shapes)]
         if fitting:
             engine = fitting[-1]
@@ -181,7 +182,7 @@ class TensorRTBackend(Backend):
             lambda: self._logger.errors,
             self._plan[made % len(self._plan)],
         )
-        if self._options.get("cuda_graph"):
+        if self._options.cuda_graph:
             try:
                 stream.capture_graph()
             except BaseException:
@@ -213,7 +214,7 @@ class TensorRTBackend(Backend):
             precision=self._precision_label(),
             engine_build_ms=round(engine.build_ms, 3),
             engine_cache=engine.cache,
-            cuda_graph=bool(self._options.get("cuda_graph")),
+            cuda_graph=self._options.cuda_graph,
             stages_note=STAGES_NOTE,
             device_memory_mb=memory_mb,
             device_memory_unavailable=unavailable,

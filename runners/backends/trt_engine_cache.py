@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from ..backend_options import NvidiaOptions, TensorRTOptions
+
 ENV_FOLDER = "EDGEBENCH_TRT_CACHE"
 DEFAULT_FOLDER = Path("~/.cache/edgebench/tensorrt")
 KEEP = 20
@@ -59,17 +61,17 @@ class CachedEngine:
     build_ms: Optional[float]
 
 
-def cache_root(options: Dict[str, Any]) -> Path:
+def cache_root(options: NvidiaOptions) -> Path:
     """Where the device keeps TensorRT engines (this backend's and ONNX Runtime's TensorRT
-    provider's): ``options["engine_cache_dir"]``, else $EDGEBENCH_TRT_CACHE, else
+    provider's): the options' ``engine_cache_dir``, else $EDGEBENCH_TRT_CACHE, else
     ~/.cache/edgebench/tensorrt."""
-    chosen = options.get("engine_cache_dir") or os.environ.get(ENV_FOLDER) or DEFAULT_FOLDER
+    chosen = options.engine_cache_dir or os.environ.get(ENV_FOLDER) or DEFAULT_FOLDER
     return Path(str(chosen)).expanduser()
 
 
-def cache_folder(options: Dict[str, Any]) -> Optional[Path]:
-    """The cache folder (``cache_root``); None when ``options["engine_cache"]`` is False."""
-    if options.get("engine_cache") is False:
+def cache_folder(options: TensorRTOptions) -> Optional[Path]:
+    """The cache folder (``cache_root``); None when the options' ``engine_cache`` is off."""
+    if not options.engine_cache:
         return None
     return cache_root(options)
 

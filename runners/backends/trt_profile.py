@@ -1,9 +1,9 @@
 """The optimization profile a TensorRT engine is built for: every input's min, opt and max shape.
 
 A fixed-shape engine (min = opt = max) from the model's own static shapes or the cell's input
-shapes, unless the spec's ``options["shape_profile"]`` gives ``{input: {"min", "opt", "max"}}``
-(a dynamic-shape cell); and which profile each execution context uses. Nothing here needs
-TensorRT.
+shapes, unless the options' ``shape_profile`` (runners/backend_options.py) gives
+``{input: {"min", "opt", "max"}}`` (a dynamic-shape cell); and which profile each execution
+context uses. Nothing here needs TensorRT.
 
 Runs on the device: Python 3.8+, standard library only.
 """

@@ -12,6 +12,7 @@ import pytest
 from fakes.models import save_conv_model
 
 from edgebench.runners.backend_loader import load_backend
+from edgebench.runners.backend_options import OrtGpuOptions
 from edgebench.runners.backends import BackendError, ort_gpu
 
 PROFILE = {"x": {"min": [1, 3, 8, 8], "opt": [4, 3, 8, 8], "max": [8, 3, 8, 8]}}
@@ -20,7 +21,7 @@ PROFILE = {"x": {"min": [1, 3, 8, 8], "opt": [4, 3, 8, 8], "max": [8, 3, 8, 8]}}
 @pytest.mark.parametrize("graph", [False, True])
 @pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
 def test_cuda_options(precision, graph):
-    chain = ort_gpu.provider_options("cuda", precision, {"cuda_graph": graph}, "/c")
+    chain = ort_gpu.provider_options("cuda", precision, OrtGpuOptions(cuda_graph=graph), "/c")
     assert [name for name, _ in chain] == ["CUDAExecutionProvider", "CPUExecutionProvider"]
     cuda = chain[0][1]
     assert cuda == {
@@ -33,7 +34,7 @@ def test_cuda_options(precision, graph):
 @pytest.mark.parametrize("graph", [False, True])
 @pytest.mark.parametrize("precision", ["fp32", "fp16", "int8"])
 def test_tensorrt_options(precision, graph):
-    options = {"cuda_graph": graph, "shape_profile": PROFILE}
+    options = OrtGpuOptions(cuda_graph=graph, shape_profile=PROFILE)
     chain = ort_gpu.provider_options("tensorrt", precision, options, "/cache/onnxruntime")
     names = [name for name, _ in chain]
     assert names == ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
@@ -52,19 +53,19 @@ def test_tensorrt_options(precision, graph):
 
 def test_options_refuse_what_is_not_a_gpu_backend():
     with pytest.raises(ValueError, match="not an onnxruntime GPU backend"):
-        ort_gpu.provider_options("nnapi", "fp32", {}, "/c")
-    assert (
-        "trt_profile_min_shapes" not in ort_gpu.provider_options("tensorrt", "fp32", {}, "/")[0][1]
-    )
+        ort_gpu.provider_options("nnapi", "fp32", OrtGpuOptions(), "/c")
+    chain = ort_gpu.provider_options("tensorrt", "fp32", OrtGpuOptions(), "/")
+    assert "trt_profile_min_shapes" not in chain[0][1]
 
 
 def test_the_cache_folder(monkeypatch, tmp_path):
     monkeypatch.delenv("EDGEBENCH_TRT_CACHE", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert ort_gpu.cache_dir({}) == str(tmp_path / ".cache/edgebench/tensorrt/onnxruntime")
+    home = str(tmp_path / ".cache/edgebench/tensorrt/onnxruntime")
+    assert ort_gpu.cache_dir(OrtGpuOptions()) == home
     monkeypatch.setenv("EDGEBENCH_TRT_CACHE", "/env/trt")
-    assert ort_gpu.cache_dir({}) == "/env/trt/onnxruntime"
-    assert ort_gpu.cache_dir({"engine_cache_dir": "/cell"}) == "/cell/onnxruntime"
+    assert ort_gpu.cache_dir(OrtGpuOptions()) == "/env/trt/onnxruntime"
+    assert ort_gpu.cache_dir(OrtGpuOptions(engine_cache_dir="/cell")) == "/cell/onnxruntime"
 
 
 def _cpu_only() -> None:

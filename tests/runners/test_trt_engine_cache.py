@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from edgebench.runners.backend_options import TensorRTOptions
 from edgebench.runners.backends import BackendError
 from edgebench.runners.backends.trt_engine_cache import (
     ENV_FOLDER,
@@ -139,11 +140,12 @@ def test_the_cache_folder_comes_from_the_options_the_environment_or_home(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(ENV_FOLDER, raising=False)
-    assert cache_folder({}) == Path("~/.cache/edgebench/tensorrt").expanduser()
+    assert cache_folder(TensorRTOptions()) == Path("~/.cache/edgebench/tensorrt").expanduser()
     monkeypatch.setenv(ENV_FOLDER, str(tmp_path / "env"))
-    assert cache_folder({}) == tmp_path / "env"
-    assert cache_folder({"engine_cache_dir": str(tmp_path / "opt")}) == tmp_path / "opt"
-    assert cache_folder({"engine_cache": False, "engine_cache_dir": "x"}) is None
+    assert cache_folder(TensorRTOptions()) == tmp_path / "env"
+    chosen = TensorRTOptions(engine_cache_dir=str(tmp_path / "opt"))
+    assert cache_folder(chosen) == tmp_path / "opt"
+    assert cache_folder(TensorRTOptions(engine_cache=False, engine_cache_dir="x")) is None
 
 
 def test_file_sha256_reads_the_model_bytes(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 checked against (on the host's CPU)."""
 
 from edgebench.frameworks.rows import NVIDIA_DRIVER, ComputeBackend, Framework
+from edgebench.runners.backend_options import OrtGpuOptions
 
 FRAMEWORK = Framework(
     "onnxruntime",
@@ -36,7 +37,7 @@ FRAMEWORK = Framework(
             tool=None,
             provides=f"onnxruntime-gpu (in place of onnxruntime) and {NVIDIA_DRIVER}",
             fp16_format="onnx-fp16",
-            cuda_graphs=True,
+            options=OrtGpuOptions,
         ),
         ComputeBackend(
             "onnxruntime",
@@ -52,7 +53,7 @@ FRAMEWORK = Framework(
                 f"{NVIDIA_DRIVER}"
             ),
             fp16_format="onnx-fp16",
-            cuda_graphs=True,
+            options=OrtGpuOptions,
         ),
     ),
 )

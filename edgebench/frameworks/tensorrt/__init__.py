@@ -2,6 +2,7 @@
 GPU and TensorRT version. It has no CPU backend."""
 
 from edgebench.frameworks.rows import NVIDIA_DRIVER, ComputeBackend, Framework
+from edgebench.runners.backend_options import TensorRTOptions
 
 FRAMEWORK = Framework(
     "tensorrt",
@@ -21,7 +22,7 @@ FRAMEWORK = Framework(
             provides=f"the tensorrt package (TensorRT 10 on JetPack 6) and {NVIDIA_DRIVER}",
             tool_arg="",
             fp16_format="onnx-fp16",
-            cuda_graphs=True,
+            options=TensorRTOptions,
         ),
     ),
 )
