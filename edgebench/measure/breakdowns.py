@@ -20,6 +20,9 @@ from edgebench.results.breakdown_parts import (
 )
 from edgebench.results.record_warnings import INSTANCES_APART, INSTANCES_CUT_SHORT, RecordWarning
 from edgebench.results.records import Record
+from edgebench.runners.result_parts import InstancesPart, ShapeChangePart, StagesPart
+from edgebench.runners.run_result import RunResult
+from edgebench.runners.typed_json import write_object
 
 
 def _mb(kb: Any) -> float | None:
@@ -30,16 +33,18 @@ def _ms(ns: Any) -> float | None:
     return None if ns is None else float(ns) / 1e6
 
 
-def stages_field(raw: dict[str, Any] | None) -> Stages | None:
+def stages_field(part: StagesPart | None) -> Stages | None:
     """The record's stages from the runner's stage samples (or its reason for none)."""
-    if not raw:
+    if part is None:
         return None
-    if "unavailable" in raw:
-        return Stages.from_dict(raw)
-    return Stages.from_samples(raw["samples_ns"], raw.get("boundaries") or {})
+    if part.unavailable is not None:
+        return Stages(unavailable=part.unavailable)
+    if part.samples_ns is None:
+        return None
+    return Stages.from_samples(part.samples_ns, part.boundaries or {})
 
 
-def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> Instances | None:
+def instances_field(part: InstancesPart | None, rss_before_kb: int | None) -> Instances | None:
     """Memory after each instance was ready, with one of them run, and with all running.
 
     ``load_mb_per_instance``: the growth per instance after the first, right after loading
@@ -47,25 +52,25 @@ def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> Instances
     adds while all run: the memory with all running, less what one instance alone would hold
     (the memory with one run, less the other instances' load growth), over N - 1.
     """
-    if not raw:
+    if part is None:
         return None
-    count = int(raw["count"])
-    after = [_mb(kb) for kb in raw.get("rss_after_load_kb") or []]
-    one = _mb(raw.get("rss_one_running_kb"))
-    running = _mb(raw.get("rss_running_kb"))
+    count = part.count
+    after = [_mb(kb) for kb in part.rss_after_load_kb or []]
+    one = _mb(part.rss_one_running_kb)
+    running = _mb(part.rss_running_kb)
     per_instance = load_growth = None
     if count > 1 and after and all(v is not None for v in after):
         load_growth = round((after[-1] - after[0]) / (count - 1), 3)  # type: ignore[operator]  # after holds numbers here
     if load_growth is not None and one is not None and running is not None:
         alone = one - load_growth * (count - 1)
         per_instance = round((running - alone) / (count - 1), 3)
-    on_device = raw.get("device_memory_after_load_mb")
+    on_device = part.device_memory_after_load_mb
     device_growth = None
     if count > 1 and on_device and on_device[0] is not None and on_device[-1] is not None:
         device_growth = round((on_device[-1] - on_device[0]) / (count - 1), 3)
     return Instances(
         count=count,
-        mode=raw.get("mode"),
+        mode=part.mode,
         measured=True,
         rss_before_load_mb=_mb(rss_before_kb),
         rss_after_load_mb=after,
@@ -73,8 +78,8 @@ def instances_field(raw: dict[str, Any] | None, rss_before_kb: Any) -> Instances
         rss_running_mb=running,
         per_instance_mb=per_instance,
         load_mb_per_instance=load_growth,
-        ran=raw.get("ran"),
-        at_once=raw.get("at_once"),
+        ran=part.ran,
+        at_once=part.at_once,
         device_memory_after_load_mb=on_device or None,
         device_load_mb_per_instance=device_growth,
     )
@@ -95,18 +100,14 @@ def instances_warning(instances: Instances | None, stop_reason: Any) -> RecordWa
     return None
 
 
-def shape_field(cell: Cell, raw_change: dict[str, Any] | None) -> ShapeVariant | None:
+def shape_field(cell: Cell, part: ShapeChangePart | None) -> ShapeVariant | None:
     """The cell's place in a shape sweep: mode, pixel count, and the resize it timed."""
     if cell.shape_mode is None:
         return None
     first = (cell.inputs or [{}])[0].get("shape") or []
     change = None
-    if raw_change:
-        change = ShapeChange(
-            raw_change.get("from"),
-            _ms(raw_change.get("resize_ns")),
-            _ms(raw_change.get("first_ns")),
-        )
+    if part is not None and part != ShapeChangePart():
+        change = ShapeChange(part.from_, _ms(part.resize_ns), _ms(part.first_ns))
     return ShapeVariant(
         cell.shape_mode, math.prod(int(d) for d in first) if first else None, change
     )
@@ -119,14 +120,14 @@ def attach_op_profile(record: Record, profile: dict[str, Any] | None) -> None:
         record.warnings.append(warning)
 
 
-def attach_breakdowns(record: Record, cell: Cell, result: dict[str, Any]) -> None:
-    record.stages = stages_field(result.get("stages"))
-    attach_op_profile(record, result.get("op_profile"))
+def attach_breakdowns(record: Record, cell: Cell, result: RunResult) -> None:
+    record.stages = stages_field(result.stages)
+    profile = result.op_profile
+    attach_op_profile(record, None if profile is None else write_object(profile))
     # A runner that stopped before loading the instances leaves the cell's own count and mode.
     record.instances = (
-        instances_field(result.get("instances"), result.get("rss_before_load_kb"))
-        or record.instances
+        instances_field(result.instances, result.rss_before_load_kb) or record.instances
     )
     if (fewer := instances_warning(record.instances, record.stop_reason)) is not None:
         record.warnings.append(fewer)
-    record.shape = shape_field(cell, result.get("shape_change"))
+    record.shape = shape_field(cell, result.shape_change)

@@ -29,6 +29,8 @@ from edgebench.results.record_warnings import (
     NO_PERCENTILES,
 )
 from edgebench.results.records import Record
+from edgebench.runners.run_result import RunResult
+from edgebench.runners.typed_json import write_object
 from edgebench.statuses import ErrorKind, Status
 
 #: How much of a failed runner's stderr a record keeps.
@@ -123,51 +125,58 @@ def failed_record(
     return record
 
 
-def record_from_result(run_id: str, cell: Cell, result: dict[str, Any]) -> Record:
-    """Map the runner's raw result onto a record; statistics are recomputed here."""
-    error = result.get("error") or {}
-    status = result.get("status", Status.FAILED)
-    if error.get("kind") == ErrorKind.NOT_INSTALLED:
+def record_from_result(run_id: str, cell: Cell, raw: dict[str, Any]) -> Record:
+    """Map the runner's result onto a record; statistics are recomputed here. A result that
+    does not read as a ``RunResult`` is a failed record naming the field that is wrong."""
+    try:
+        result = RunResult.from_json(raw)
+    except ValueError as exc:
+        reason = f"the runner's result is malformed: {exc}"
+        return failed_record(run_id, cell, ErrorKind.RUNNER, reason)
+    error = result.error
+    status = result.status
+    if error is not None and error.kind == ErrorKind.NOT_INSTALLED:
         status = Status.SKIPPED
     record = new_record(run_id, cell, status)
-    samples = [int(s) for s in result.get("samples_ns") or []]
+    samples = list(result.samples_ns)
     stats = latency_stats(samples) if status == Status.OK else None
-    record.error = error.get("message")
-    record.error_kind = error.get("kind")
-    record.framework_version = result.get("framework_version")
-    record.cores_effective = result.get("cores_effective")
-    record.inputs = result.get("inputs") or record.inputs
+    record.error = error.message if error is not None else None
+    record.error_kind = error.kind if error is not None else None
+    record.framework_version = result.framework_version
+    record.cores_effective = result.cores_effective
+    record.inputs = [write_object(i) for i in result.inputs or []] or record.inputs
     record.samples_ns = samples
     record.n_samples = len(samples)
-    record.warmup_samples_ns = [int(s) for s in result.get("warmup_samples_ns") or []]
-    record.stop_reason = result.get("stop_reason")
-    record.median_ci = result.get("median_ci")
-    wall_ns = result.get("measure_wall_ns")
+    record.warmup_samples_ns = list(result.warmup_samples_ns)
+    record.stop_reason = result.stop_reason
+    record.median_ci = result.median_ci
+    wall_ns = result.measure_wall_ns
     record.measure_wall_s = None if wall_ns is None else wall_ns / 1e9
     record.latency_ms = stats.as_record() if stats else None
     record.throughput_ips = throughput_ips(len(samples), wall_ns) if stats else None
-    record.peak_rss_mb = _kb_to_mb(result.get("peak_rss_kb"))
-    record.rss_before_load_mb = _kb_to_mb(result.get("rss_before_load_kb"))
-    record.load_ms = _ns_to_ms(result.get("load_ns"))
-    record.first_inference_ms = _ns_to_ms(result.get("first_inference_ns"))
-    record.outputs = result.get("outputs")
-    record.cpu_ms_per_inf = _ns_to_ms(result.get("cpu_ns_per_inference"))
-    if isinstance(result.get("accelerator"), dict):
-        record.set_part("accelerator", result["accelerator"])
-    if isinstance(result.get("nvidia"), dict):
-        record.set_part("nvidia", result["nvidia"])
+    record.peak_rss_mb = _kb_to_mb(result.peak_rss_kb)
+    record.rss_before_load_mb = _kb_to_mb(result.rss_before_load_kb)
+    record.load_ms = _ns_to_ms(result.load_ns)
+    record.first_inference_ms = _ns_to_ms(result.first_inference_ns)
+    record.outputs = None if result.outputs is None else [write_object(o) for o in result.outputs]
+    record.cpu_ms_per_inf = _ns_to_ms(result.cpu_ns_per_inference)
+    if result.accelerator is not None:
+        record.set_part("accelerator", write_object(result.accelerator))
+    if result.nvidia is not None:
+        record.set_part("nvidia", write_object(result.nvidia))
     refuse_unreported_accelerator(record)
     record.warnings = stats_warnings(stats)
     effective = record.cores_effective
     if cell.cores and effective is not None and sorted(effective) != sorted(cell.cores):
         record.warnings.append(CORES_NOT_APPLIED.make(asked=cell.cores, effective=effective))
-    if status != Status.OK and error.get("detail"):
-        record.stderr_tail = str(error["detail"])[-STDERR_TAIL_CHARS:]
+    if status != Status.OK and error is not None and error.detail:
+        record.stderr_tail = error.detail[-STDERR_TAIL_CHARS:]
     attach_breakdowns(record, cell, result)
-    if result.get("telemetry") is not None:
-        attach_energy(record, cell, result["telemetry"])
+    trace = None if result.telemetry is None else write_object(result.telemetry)
+    if trace is not None:
+        attach_energy(record, cell, trace)
     if cell.timing.sustained_s and status == Status.OK:
-        summary = summarize_sustained(record.samples_ns, result.get("telemetry"))
+        summary = summarize_sustained(record.samples_ns, trace)
         record.sustained = summary
     return record
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from edgebench.planning.cells import Cell, correctness_timing
 from edgebench.planning.config import TimingConfig
+from edgebench.runners.run_result import RunResult
 from edgebench.statuses import Status
 
 if TYPE_CHECKING:
@@ -23,6 +24,18 @@ REFERENCE_TIMEOUT_S = 600.0
 
 class ReferenceUnavailable(Exception):
     """The ONNX Runtime reference could not be computed; the message says why."""
+
+
+def reference_result(raw: dict[str, Any] | None, name: str) -> RunResult | None:
+    """The reference runner's result, typed; a malformed one is unavailable, saying which field."""
+    if raw is None:
+        return None
+    try:
+        return RunResult.from_json(raw)
+    except ValueError as exc:
+        raise ReferenceUnavailable(
+            f"{name} failed: its runner's result is malformed: {exc}"
+        ) from None
 
 
 def reference_cell(cell: Cell) -> Cell:
@@ -133,16 +146,13 @@ class ReferenceOutputs:
             spec["save_eval_outputs"] = out_path
         try:
             outcome = self._runner.run_runner(spec, None, timeout=reference.timeout_s)
-            result = outcome.result or {}
             ort = reference.framework == "onnxruntime"
-            if result.get("status") != Status.OK:
-                error = result.get("error") or {}
-                raise ReferenceUnavailable(
-                    ("ONNX Runtime reference" if ort else "LiteRT on the original .tflite")
-                    + " failed: "
-                    + (error.get("message") or outcome.error or "no result")
-                )
-            version = str(result.get("framework_version") or "")
+            name = "ONNX Runtime reference" if ort else "LiteRT on the original .tflite"
+            result = reference_result(outcome.result, name)
+            if result is None or result.status != Status.OK:
+                said = result.error.message if result is not None and result.error else None
+                raise ReferenceUnavailable(f"{name} failed: {said or outcome.error or 'no result'}")
+            version = result.framework_version or ""
             if ort:
                 self.version = version
             else:

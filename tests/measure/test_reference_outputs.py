@@ -15,6 +15,7 @@ from edgebench.lab.transports.base import CommandResult
 from edgebench.measure.reference_outputs import REFERENCE_TIMEOUT_S, ReferenceOutputs
 from edgebench.planning.cells import Cell
 from edgebench.planning.config import TimingConfig
+from edgebench.runners.protocol import RESULT_SCHEMA
 
 
 class SpecKeeper:
@@ -32,7 +33,7 @@ class SpecKeeper:
         self.runs.append((spec, cores, timeout))
         target = spec["save_outputs"] or spec["save_eval_outputs"]
         np.savez(target, __names__=np.array(["y"]), output_0=np.arange(3.0))
-        result = {"status": "ok", "framework_version": "1.99"}
+        result = {"schema": RESULT_SCHEMA, "status": "ok", "framework_version": "1.99"}
         return RunnerOutcome(result, CommandResult(0, "", ""))
 
     def fetch_outputs(self, path: str) -> Path:

@@ -9,6 +9,13 @@ import pytest
 from edgebench.measure.breakdowns import instances_field
 from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.results.records import Record
+from edgebench.runners.result_parts import InstancesPart
+from edgebench.runners.typed_json import read_object
+
+
+def _part(raw: dict) -> InstancesPart:
+    """The runner's ``instances`` object as the host reads it from a result."""
+    return read_object(InstancesPart, raw, "instances")
 
 
 def test_a_cuda_graph_record_is_its_own_engine_and_reads_back():
@@ -58,12 +65,12 @@ def test_instances_on_a_gpu_record_the_device_memory_each_one_adds():
         "rss_after_load_kb": [1024, 2048, 3072, 4096],
         "device_memory_after_load_mb": [300.0, 320.0, 340.0, 360.0],
     }
-    part = instances_field(raw, 512)
+    part = instances_field(_part(raw), 512)
     assert part.device_memory_after_load_mb == [300.0, 320.0, 340.0, 360.0]
     assert part.device_load_mb_per_instance == 20.0
-    assert instances_field({**raw, "count": 1}, 512).device_load_mb_per_instance is None
+    assert instances_field(_part({**raw, "count": 1}), 512).device_load_mb_per_instance is None
     # CPU cells have no device memory: their stored part keeps the keys it always had.
-    cpu = instances_field({k: v for k, v in raw.items() if not k.startswith("device")}, 512)
+    cpu = instances_field(_part({k: v for k, v in raw.items() if not k.startswith("device")}), 512)
     assert "device_memory_after_load_mb" not in cpu.to_dict()
     assert type(part).from_dict(part.to_dict()) == part
 

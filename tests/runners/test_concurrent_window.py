@@ -8,11 +8,18 @@ import threading
 import pytest
 
 from edgebench.measure.breakdowns import instances_field, instances_warning
+from edgebench.runners.result_parts import InstancesPart
 from edgebench.runners.timing import measure_concurrent
+from edgebench.runners.typed_json import read_object
 
 pytestmark = pytest.mark.load_sensitive
 
 SECOND = 1_000_000_000
+
+
+def _part(raw: dict) -> InstancesPart:
+    """The runner's ``instances`` object as the host reads it from a result."""
+    return read_object(InstancesPart, raw, "instances")
 
 
 def test_every_stream_runs_before_the_window_ends():
@@ -61,15 +68,15 @@ def test_one_stream_at_a_time_is_counted_as_one_at_once():
 
 def test_the_record_warns_when_fewer_than_n_ran_or_ran_together():
     raw = {"count": 4, "mode": "shared", "rss_after_load_kb": [1024] * 4, "ran": 4, "at_once": 4}
-    assert instances_warning(instances_field(raw, 512), "target_reached") is None
-    fewer = instances_warning(instances_field(dict(raw, ran=3, at_once=3), 512), "max_time")
+    assert instances_warning(instances_field(_part(raw), 512), "target_reached") is None
+    fewer = instances_warning(instances_field(_part(dict(raw, ran=3, at_once=3)), 512), "max_time")
     assert fewer is not None and fewer.message.startswith(
         "only 3 of the 4 instances finished an inference before the timed window ended at "
         "--max-time"
     )
-    apart = instances_warning(instances_field(dict(raw, at_once=2), 512), "target_reached")
+    apart = instances_warning(instances_field(_part(dict(raw, at_once=2)), 512), "target_reached")
     assert apart is not None
     assert apart.message.startswith("at most 2 of the 4 instances were inferring")
     # Records from runners that did not count them carry no claim either way.
     old = {k: v for k, v in raw.items() if k not in ("ran", "at_once")}
-    assert instances_warning(instances_field(old, 512), "target_reached") is None
+    assert instances_warning(instances_field(_part(old), 512), "target_reached") is None
