@@ -35,7 +35,7 @@ class ComputeBackend:
     api: str
     #: How each runner selects it; None: that runner cannot.
     python: str | None
-    native: str | None
+    edgebench_native: str | None
     tool: str | None
     #: What the device needs for it (a driver, a package, a build of the framework).
     provides: str

@@ -64,7 +64,7 @@ def software_only(device: Device, framework: str, backend: str) -> bool:
 #: The registry column that says how each runner kind selects a backend.
 _SELECTED_BY = {
     RunnerKind.PYTHON: ("python", "the Python runner"),
-    RunnerKind.EDGEBENCH_NATIVE: ("native", "edgebench-native"),
+    RunnerKind.EDGEBENCH_NATIVE: ("edgebench_native", "edgebench-native"),
     RunnerKind.FRAMEWORK_TOOLS: ("tool", "the framework's own benchmark tool"),
 }
 

@@ -67,7 +67,7 @@ def test_every_accelerator_is_a_known_backend_of_its_framework():
     for entry in ACCELERATORS:
         assert entry.name in BACKEND_NAMES and entry.name != "cpu"
         assert entry.name in backends_of(entry.framework)
-        assert entry.python or entry.native or entry.tool, entry
+        assert entry.python or entry.edgebench_native or entry.tool, entry
         assert entry.provides
 
 

@@ -18,7 +18,7 @@ FRAMEWORK = Framework(
             "vulkan",
             "Vulkan",
             python="net.opt.use_vulkan_compute (the ncnn wheel has Vulkan compiled in)",
-            native="opt.use_vulkan_compute in a build with NCNN_VULKAN=ON",
+            edgebench_native="opt.use_vulkan_compute in a build with NCNN_VULKAN=ON",
             tool="benchncnn gpu_device 0",
             provides=f"a Vulkan device ({VULKAN_PACKAGES})",
             tool_arg="0",

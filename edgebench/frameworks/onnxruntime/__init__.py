@@ -15,7 +15,7 @@ FRAMEWORK = Framework(
             "nnapi",
             "NNAPI",
             python="providers=['NnapiExecutionProvider'] (an Android build of onnxruntime)",
-            native=None,
+            edgebench_native=None,
             tool=None,
             provides="an onnxruntime build with the NNAPI execution provider (Android)",
         ),
@@ -24,7 +24,7 @@ FRAMEWORK = Framework(
             "qnn",
             "QNN",
             python="providers=['QNNExecutionProvider'] (the onnxruntime-qnn package)",
-            native=None,
+            edgebench_native=None,
             tool=None,
             provides="onnxruntime-qnn and a Qualcomm Hexagon NPU",
         ),
@@ -33,7 +33,7 @@ FRAMEWORK = Framework(
             "cuda",
             "CUDA",
             python="providers=['CUDAExecutionProvider'] (the onnxruntime-gpu package)",
-            native=None,
+            edgebench_native=None,
             tool=None,
             provides=f"onnxruntime-gpu (in place of onnxruntime) and {NVIDIA_DRIVER}",
             fp16_format="onnx-fp16",
@@ -46,7 +46,7 @@ FRAMEWORK = Framework(
             python=(
                 "providers=['TensorrtExecutionProvider'] (onnxruntime-gpu, TensorRT's libraries)"
             ),
-            native=None,
+            edgebench_native=None,
             tool=None,
             provides=(
                 "onnxruntime-gpu (in place of onnxruntime), TensorRT's libraries and "

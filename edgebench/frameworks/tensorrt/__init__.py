@@ -17,7 +17,7 @@ FRAMEWORK = Framework(
             "cuda",
             "CUDA",
             python="an engine built by the tensorrt package, run through libcudart (ctypes)",
-            native=None,
+            edgebench_native=None,
             tool="trtexec --onnx",
             provides=f"the tensorrt package (TensorRT 10 on JetPack 6) and {NVIDIA_DRIVER}",
             tool_arg="",

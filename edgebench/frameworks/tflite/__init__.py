@@ -24,7 +24,7 @@ FRAMEWORK = Framework(
             python=(
                 "CompiledModel with HardwareAccelerator.GPU (ai-edge-litert; WebGPU over Vulkan)"
             ),
-            native=None,
+            edgebench_native=None,
             tool="benchmark_model --use_gpu=true",
             provides="a GPU that LiteRT's GPU accelerator finds (on phones: the GPU delegate)",
             tool_arg="--use_gpu=true",
@@ -34,7 +34,7 @@ FRAMEWORK = Framework(
             "nnapi",
             "NNAPI",
             python=None,
-            native=None,
+            edgebench_native=None,
             tool="benchmark_model --use_nnapi=true",
             provides="Android's NNAPI (benchmark_model on the phone)",
             tool_arg="--use_nnapi=true",

@@ -19,7 +19,7 @@ FRAMEWORK = Framework(
             "opencl",
             "OpenCL",
             python=None,
-            native="DEVICE_OPENCL in a build with TNN_OPENCL_ENABLE=ON",
+            edgebench_native="DEVICE_OPENCL in a build with TNN_OPENCL_ENABLE=ON",
             tool="TNNTest -dt OPENCL",
             provides=(
                 f"a TNN build with TNN_OPENCL_ENABLE=ON and an OpenCL GPU ({OPENCL_PACKAGES})"
@@ -31,7 +31,7 @@ FRAMEWORK = Framework(
             "cuda",
             "CUDA",
             python=None,
-            native="DEVICE_CUDA in a build with TNN_CUDA_ENABLE=ON",
+            edgebench_native="DEVICE_CUDA in a build with TNN_CUDA_ENABLE=ON",
             tool="TNNTest -dt CUDA",
             provides="a TNN build with TNN_CUDA_ENABLE=ON and an NVIDIA GPU with TensorRT",
             tool_arg="CUDA",

@@ -18,7 +18,7 @@ FRAMEWORK = Framework(
             "dsp",
             "ToyDSP",
             python=None,
-            native=None,
+            edgebench_native=None,
             tool="toybench --dsp",
             provides="the toy DSP",
             tool_arg="--dsp",
