@@ -20,13 +20,13 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence
 
 from .accelerator_run import DeviceMemory
 from .backend_loader import load_backend
-from .backends import Backend, BackendError
+from .backends import Backend, BackendError, discover
 from .backends.base import InputSpec, Stream
 from .backends.tensors import make_inputs, save_outputs, summarize_outputs
+from .device_watch import cell_watches, reports, window_hooks
 from .evaluation import evaluate
 from .feeds import Feeds, prepare_feeds, resolve_inputs
 from .instances import OpenedStreams, open_streams
-from .nvidia_cell import NvidiaWatch, cell_report
 from .op_profile import profile_ops
 from .proc import PinningError, apply_affinity, effective_cores, peak_rss_kb, rss_kb
 from .spec import RunSpec
@@ -86,8 +86,8 @@ class CellFacts:
     op_profile: Optional[Dict[str, Any]] = None
     #: On an accelerator: what ran there, as the backend said after the first inference.
     accelerator: Optional[Dict[str, Any]] = None
-    #: NVIDIA GPU, driver, libraries, clocks and load over the window (Jetson: power mode).
-    nvidia: Optional[Dict[str, Any]] = None
+    #: The device watches' reports, by result key (device_watch.py).
+    watched: Optional[Dict[str, Dict[str, Any]]] = None
     ok: bool = False
 
     def result_fields(self) -> Dict[str, Any]:
@@ -126,9 +126,9 @@ class CellFacts:
             "eval_outputs_file": self.eval_outputs_file,
             "peak_rss_kb": self.peak_rss_kb,
             "op_profile": self.op_profile,
-            "nvidia": self.nvidia,
         }
         out.update((k, v) for k, v in late.items() if v is not None)
+        out.update(self.watched or {})
         if self.ok:
             out["status"] = "ok"
         return out
@@ -169,12 +169,13 @@ def measure_cell(spec: RunSpec, facts: CellFacts) -> None:
 def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
     backend = load_backend(spec.framework, spec.backend)
     facts.framework_version = backend.version()
+    root = (spec.telemetry and spec.telemetry.root) or os.environ.get("EDGEBENCH_SYSFS_ROOT")
+    declared = discover()[0][spec.framework].watches
+    watches = cell_watches(declared, spec.backend, root or "/")  # imports their modules
     # After the framework import, before the model: the model's own footprint is peak - this.
     facts.rss_before_load_kb = rss_kb()
     options = stream_options(spec)
     device_memory = DeviceMemory(spec.backend)
-    root = (spec.telemetry and spec.telemetry.root) or os.environ.get("EDGEBENCH_SYSFS_ROOT")
-    nvidia = NvidiaWatch.for_cell(spec.backend, root or "/")
     facts.load_ns = load_model(spec, backend, options)
     model_inputs = backend.model_inputs()
     feeds = prepare_feeds(spec.inputs, model_inputs, spec.model, spec.seed, spec.input_file)
@@ -193,8 +194,7 @@ def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
         facts.accelerator = device_memory.complete(backend.accelerator_report())
         facts.warmup_samples_ns = warm_up(streams, spec.warmup)
         backend_hooks = [h for b in [backend, *extra] for h in b.window_hooks()]
-        backend_hooks += [nvidia.window()] if nvidia is not None else []
-        facts.window = time_window(spec, streams, [*hooks, *backend_hooks])
+        facts.window = time_window(spec, streams, [*hooks, *backend_hooks, *window_hooks(watches)])
         facts.stages = stages_field(spec, streams, facts.window)
         facts.ran = finish_streams(streams, facts.window, facts.started.opened.instances)
     except (BackendError, MemoryError):
@@ -218,7 +218,7 @@ def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
         facts.eval_outputs_file = spec.save_eval_outputs
     # Before any profiling instance is loaded: the peak is the measured cell's own.
     facts.peak_rss_kb = peak_rss_kb()
-    facts.nvidia = cell_report(nvidia, root or "/")
+    facts.watched = reports(watches)
     if spec.profile_ops and spec.backend != "cpu":
         facts.op_profile = {"unavailable": ACCELERATOR_OP_PROFILE % spec.backend}
     elif spec.profile_ops:

@@ -2,11 +2,13 @@
 memory the process held, the GPU's clock and load over the timed window, and on a Jetson its
 power mode and whether the clocks were locked.
 
-A cell on a CUDA backend gets a ``NvidiaWatch`` (``for_cell``) whose thread samples the
-window; NVML is opened at the window's start, after the memory figures of the load, and the
-thread is bounded in samples and stopped at the window's end. ``cell_report`` gives the key
-once the cell's memory peak is read: the watch's, or for another cell on a device with NVIDIA
-facts (NVML loads, or a Jetson) the facts without samples; None elsewhere.
+The runner's device watch ``WATCH`` (device_watch.py names this module in DEVICE_WATCHES, so
+the generic cell names no vendor) gives every cell the key. A cell on a CUDA backend gets a
+``NvidiaWatch`` (``for_cell``) whose thread samples the window; NVML is opened at the window's
+start, after the memory figures of the load, and the thread is bounded in samples and stopped
+at the window's end. ``cell_report`` gives the key once the cell's memory peak is read: the
+watch's, or for another cell on a device with NVIDIA facts (NVML loads, or a Jetson) the facts
+without samples; None elsewhere.
 
 Runs on the device: Python 3.8+, standard library only, imports nothing from the host package.
 """
@@ -16,8 +18,9 @@ from __future__ import annotations
 import os
 import threading
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, ContextManager, Dict, Iterator, List, Optional
 
+from .device_watch import DeviceWatch
 from .jetson import TegraGpu, jetson_facts, nvmap_memory_mb, read_release
 from .nvidia_info import NVML_NAMES, NvidiaUnavailable, Nvml, library_versions, open_first
 
@@ -179,3 +182,28 @@ def cell_report(watch: Optional[NvidiaWatch], root: str) -> Optional[Dict[str, A
         watch = NvidiaWatch(root, os.getpid())
         watch.open_nvml()
     return watch.report() if watch is not None else None
+
+
+class NvidiaDeviceWatch(DeviceWatch):
+    """The result's ``nvidia`` key for every cell: sampled over the window of a CUDA cell;
+    for another, whether the device has NVIDIA facts is asked only at the report, after the
+    cell's memory figures (opening NVML maps the driver's library)."""
+
+    key = "nvidia"
+
+    def __init__(self, root: str, sampling: Optional[NvidiaWatch]) -> None:
+        self.root = root
+        self.sampling = sampling
+
+    @classmethod
+    def for_cell(cls, compute_backend: str, root: str) -> NvidiaDeviceWatch:
+        return cls(root, NvidiaWatch.for_cell(compute_backend, root))
+
+    def window_hooks(self) -> List[ContextManager[Any]]:
+        return [self.sampling.window()] if self.sampling is not None else []
+
+    def report(self) -> Optional[Dict[str, Any]]:
+        return cell_report(self.sampling, self.root)
+
+
+WATCH = NvidiaDeviceWatch

@@ -18,6 +18,8 @@ framework, so adding a framework is adding one file (plus its entry in the host'
     OPTIONS = TensorRTOptions  # optional: the options type (runners/backend_options.py) it
                              # reads, or {compute backend: type}; default BackendOptions
                              # (``streams`` only)
+    WATCHES = (QueueWatch,)  # optional: device watches (device_watch.py: a window hook and a
+                             # result part) its cells get, before the device's own
 
 A framework without a Python runtime declares ``NATIVE_ONLY = "<why>"`` instead of ``BACKEND``:
 the runner then reports it as unsupported with that reason (its cells run through the
@@ -36,6 +38,7 @@ import os
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple, Type
 
 from ..backend_options import BackendOptions
+from ..device_watch import DeviceWatch, checked_watch
 from .base import Backend, BackendError
 
 MODULE_SUFFIX = "_backend"
@@ -55,6 +58,8 @@ class Declaration(NamedTuple):
     device_check: Optional[Callable[[], None]] = None
     #: The options type of each compute backend that has its own (others: BackendOptions).
     options: Mapping[str, Type[BackendOptions]] = {}
+    #: Device watches its cells get (its ``WATCHES``).
+    watches: Tuple[Type[DeviceWatch], ...] = ()
 
     def options_type(self, compute_backend: str) -> Type[BackendOptions]:
         """The type the backend reads the spec's options with on ``compute_backend``."""
@@ -84,6 +89,9 @@ def declaration(module_name: str) -> Declaration:
         no_cpu=getattr(module, "NO_CPU", None),
         device_check=getattr(module, "DEVICE_CHECK", None),
         options=_options_by_backend(getattr(module, "OPTIONS", {}), accelerators),
+        watches=tuple(
+            checked_watch(w, "%s.WATCHES" % module_name) for w in getattr(module, "WATCHES", ())
+        ),
     )
 
 
