@@ -13,7 +13,8 @@ from pathlib import Path
 from edgebench.cluster.host_actor import Opened
 from edgebench.cluster.runtime import ActorLink, HostLost
 from edgebench.cluster.shipping import Outbox, paths_in
-from edgebench.lab.device import Device
+from edgebench.lab.device import Device, LabSettings
+from edgebench.lab.facts import DeviceFacts
 from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.lab.transports.base import Command, CommandResult, Transport, TransportError
 from edgebench.measure.methods import Visit
@@ -69,24 +70,22 @@ class ClusterDevice(Device):
     def __init__(self, link: ActorLink | None, opened: Opened) -> None:
         """``link`` is None for a device this run did not open (another run holds it)."""
         transport = ActorTransport(opened.name, opened.host, link, opened.describe)
-        super().__init__(opened.name, transport, "", "")
+        settings = LabSettings(runner=RunnerKind(opened.runner_kind), profile=opened.profile)
+        super().__init__(opened.name, transport, "", "", settings)
+        self.mark_unreachable(opened.unreachable)
         self.link = link
         self.host = opened.host
-        self.unreachable = opened.unreachable
         #: Why the device is not measured though it answered (a plain run on its host holds
         #: it, with --no-wait): its cells fail with a lock error.
         self.refused = opened.refused
-        self.requested_runner = RunnerKind(opened.runner_kind)
-        self.profile = opened.profile
-        self.profile_name = opened.profile_name
-        self.profile_clusters = opened.profile_clusters
         self.availability: dict[str, Verdict | None] = opened.availability
-        self._facts = opened.facts
+        #: The facts its actor collected on the lab host.
+        self.reported_facts = opened.facts
 
-    def facts(self):
-        if self._facts is None:
+    def facts(self) -> DeviceFacts:
+        if self.reported_facts is None:
             raise TransportError(f"device {self.name} on {self.host}: {self.unreachable}")
-        return self._facts
+        return self.reported_facts
 
     def renew_lock(self, force: bool = False) -> str | None:
         """The actor renews the lease itself at the start of each visit (one round trip per

@@ -72,9 +72,8 @@ class Opened:
     facts: DeviceFacts | None
     unreachable: str | None
     runner_kind: str
+    #: Its device profile (names, clusters, energy source), when its lab entry names one.
     profile: Any
-    profile_name: str | None
-    profile_clusters: dict[str, list[int]]
     availability: dict[str, Verdict | None]
     describe: str
     #: Why the device cannot be measured now (its host-side lock is held, with --no-wait).
@@ -131,8 +130,6 @@ class DeviceHost:
             unreachable=device.unreachable,
             runner_kind=device.runner_kind,
             profile=device.profile,
-            profile_name=device.profile_name,
-            profile_clusters=dict(device.profile_clusters),
             availability=availability,
             describe=f"{device.transport.describe()} on {host_name()}",
             refused=refused,
@@ -201,10 +198,12 @@ class DeviceHost:
         )
         if record.error_kind == ErrorKind.TRANSPORT:
             device.transport.close()  # the submitter's retry reconnects
+        # The record names the submitter's files, not this host's mirror of them.
         if record.model_path:
-            record.model_path = inbox.original(record.model_path)
+            record = replace(record, model_path=inbox.original(record.model_path))
         if record.artifact is not None and record.artifact.path is not None:
-            record.artifact.path = inbox.original(record.artifact.path)
+            artifact = replace(record.artifact, path=inbox.original(record.artifact.path))
+            record = replace(record, artifact=artifact)
         return record
 
     def abort(self) -> None:
