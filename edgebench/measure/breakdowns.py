@@ -7,6 +7,7 @@ samples beside their p50/p99 in milliseconds, and memory in MB, like the rest of
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from edgebench.analysis.breakdowns import op_sum_warning
@@ -113,21 +114,25 @@ def shape_field(cell: Cell, part: ShapeChangePart | None) -> ShapeVariant | None
     )
 
 
-def attach_op_profile(record: Record, profile: dict[str, Any] | None) -> None:
-    """The op profile on the record, with a warning when its ops outweigh its inference."""
-    record.op_profile = None if profile is None else OpProfile.from_dict(profile)
-    if (warning := op_sum_warning(record.op_profile)) is not None:
-        record.warnings.append(warning)
+def with_op_profile(record: Record, profile: dict[str, Any] | None) -> Record:
+    """``record`` with the op profile, and a warning when its ops outweigh its inference."""
+    op_profile = None if profile is None else OpProfile.from_dict(profile)
+    warning = op_sum_warning(op_profile)
+    warnings = [*record.warnings, warning] if warning is not None else record.warnings
+    return replace(record, op_profile=op_profile, warnings=warnings)
 
 
-def attach_breakdowns(record: Record, cell: Cell, result: RunResult) -> None:
-    record.stages = stages_field(result.stages)
+def with_breakdowns(record: Record, cell: Cell, result: RunResult) -> Record:
+    """``record`` with the runner's stages, op profile, instances and shape change."""
     profile = result.op_profile
-    attach_op_profile(record, None if profile is None else write_object(profile))
+    record = with_op_profile(record, None if profile is None else write_object(profile))
     # A runner that stopped before loading the instances leaves the cell's own count and mode.
-    record.instances = (
-        instances_field(result.instances, result.rss_before_load_kb) or record.instances
+    instances = instances_field(result.instances, result.rss_before_load_kb) or record.instances
+    fewer = instances_warning(instances, record.stop_reason)
+    return replace(
+        record,
+        stages=stages_field(result.stages),
+        instances=instances,
+        shape=shape_field(cell, result.shape_change),
+        warnings=[*record.warnings, fewer] if fewer is not None else record.warnings,
     )
-    if (fewer := instances_warning(record.instances, record.stop_reason)) is not None:
-        record.warnings.append(fewer)
-    record.shape = shape_field(cell, result.shape_change)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 
 from edgebench.lab.device import Device
@@ -93,12 +93,13 @@ class FixedPerformance:
                 f"{quote_argv([*COMMAND, 'false'])}` or a reboot"
             )
 
-    def mark(self, record: Record) -> None:
-        """Say on a measured cell's record whether the mode was on, and why not if asked."""
+    def mark(self, record: Record) -> Record:
+        """A measured cell's record saying whether the mode was on, and why not if asked."""
         if self.device is not None and self.device.transport.kind == "adb":
-            record.fixed_performance = self.on
+            record = replace(record, fixed_performance=self.on)
         if self.problem is not None:
-            record.warnings.append(FIXED_PERFORMANCE_NOT_SET.make(reason=self.problem))
+            record = record.with_warnings(FIXED_PERFORMANCE_NOT_SET.make(reason=self.problem))
+        return record
 
     def _say(self, what: str) -> None:
         name = self.device.name if self.device is not None else "?"

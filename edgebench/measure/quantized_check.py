@@ -3,6 +3,7 @@ evaluation set against fp32 ONNX Runtime on the same samples (edgebench/quantiza
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -43,19 +44,17 @@ def check_quantized(
     checks: CheckSettings,
     eval_outputs: Path | None,
     single_outputs: Path | None,
-) -> None:
-    """Fill ``record.quant`` and ``record.accuracy``; below the floors the cell is mismatch.
+) -> Record:
+    """``record`` with its ``quant`` and ``accuracy``; below the floors the cell is mismatch.
 
     ``eval_outputs`` holds the outputs of every evaluation sample; a method that cannot run
     the evaluation set gives only ``single_outputs`` (the checked input), and the accuracy is
     then measured on that one sample, with a warning saying so.
     """
-    record.quant = quant_info(cell)
+    record = replace(record, quant=quant_info(cell))
     if cell.model.reference is None:
-        record.warnings.append(
-            NO_ACCURACY.make(reason="no ONNX reference for this model (give --reference)")
-        )
-        return
+        reason = "no ONNX reference for this model (give --reference)"
+        return record.with_warnings(NO_ACCURACY.make(reason=reason))
     sets = cell.quantization
     if eval_outputs is not None and sets is not None:
         names, outputs = load_saved_outputs(eval_outputs)
@@ -67,18 +66,16 @@ def check_quantized(
         outputs = [np.asarray(o)[None] for o in outputs]
         ref_names, refs = checks.reference.outputs(cell, checks.seed, checks.input_file(cell))
         refs = [np.asarray(r)[None] for r in refs]
-        record.warnings.append(ACCURACY_FROM_ONE_INPUT.make())
+        record = record.with_warnings(ACCURACY_FROM_ONE_INPUT.make())
     else:
-        record.warnings.append(NO_ACCURACY.make(reason="the runner returned no outputs"))
-        return
+        return record.with_warnings(NO_ACCURACY.make(reason="the runner returned no outputs"))
     try:
         accuracy = measure_accuracy(names, outputs, ref_names, refs)
     except ValueError as exc:
-        record.status = Status.MISMATCH
-        record.error = f"quantized outputs cannot be compared with ONNX Runtime: {exc}"
-        return
+        problem = f"quantized outputs cannot be compared with ONNX Runtime: {exc}"
+        return replace(record, status=Status.MISMATCH, error=problem)
     apply_rule(accuracy, checks.accuracy_rule)
-    record.accuracy = accuracy
-    if not accuracy.passed:
-        record.status = Status.MISMATCH
-        record.error = accuracy.problem
+    record = replace(record, accuracy=accuracy)
+    if accuracy.passed:
+        return record
+    return replace(record, status=Status.MISMATCH, error=accuracy.problem)

@@ -12,7 +12,7 @@ from edgebench.analysis.statistics import latency_stats, stats_warnings, through
 from edgebench.analysis.sustained import summarize as summarize_sustained
 from edgebench.compute_backends import CPU
 from edgebench.framework_tools import ToolResult
-from edgebench.measure.breakdowns import attach_breakdowns, shape_field
+from edgebench.measure.breakdowns import shape_field, with_breakdowns
 from edgebench.planning.cells import Cell
 from edgebench.planning.modelref import ModelRef
 from edgebench.planning.tflite_origin import route_of
@@ -85,10 +85,11 @@ def tflite_route_info(model: ModelRef, info: Artifact | None) -> Artifact | None
     return info
 
 
-def new_record(run_id: str, cell: Cell, status: str) -> Record:
-    """A record with everything the cell itself says (device, model, framework, sweep)."""
+def new_record(run_id: str, cell: Cell, status: str, **measured: Any) -> Record:
+    """A record with everything the cell itself says (device, model, framework, sweep), and
+    the ``measured`` fields given."""
     facts = cell.device.facts
-    return Record(
+    said: dict[str, Any] = dict(
         run_id=run_id,
         cell_id=cell.cell_id,
         device=cell.device.name,
@@ -113,16 +114,20 @@ def new_record(run_id: str, cell: Cell, status: str) -> Record:
         shape=shape_field(cell, None),
         instances=Instances(cell.instances, cell.instance_mode) if cell.instances > 1 else None,
     )
+    return Record(**{**said, **measured})
 
 
 def failed_record(
     run_id: str, cell: Cell, kind: str, reason: str | None, stderr: str | None = None
 ) -> Record:
-    record = new_record(run_id, cell, Status.FAILED)
-    record.error = reason
-    record.error_kind = kind
-    record.stderr_tail = (stderr or "")[-STDERR_TAIL_CHARS:] or None
-    return record
+    return new_record(
+        run_id,
+        cell,
+        Status.FAILED,
+        error=reason,
+        error_kind=kind,
+        stderr_tail=(stderr or "")[-STDERR_TAIL_CHARS:] or None,
+    )
 
 
 def record_from_result(run_id: str, cell: Cell, raw: dict[str, Any]) -> Record:
@@ -137,118 +142,120 @@ def record_from_result(run_id: str, cell: Cell, raw: dict[str, Any]) -> Record:
     status = result.status
     if error is not None and error.kind == ErrorKind.NOT_INSTALLED:
         status = Status.SKIPPED
-    record = new_record(run_id, cell, status)
     samples = list(result.samples_ns)
     stats = latency_stats(samples) if status == Status.OK else None
-    record.error = error.message if error is not None else None
-    record.error_kind = error.kind if error is not None else None
-    record.framework_version = result.framework_version
-    record.cores_effective = result.cores_effective
-    record.inputs = [write_object(i) for i in result.inputs or []] or record.inputs
-    record.samples_ns = samples
-    record.n_samples = len(samples)
-    record.warmup_samples_ns = list(result.warmup_samples_ns)
-    record.stop_reason = result.stop_reason
-    record.median_ci = result.median_ci
     wall_ns = result.measure_wall_ns
-    record.measure_wall_s = None if wall_ns is None else wall_ns / 1e9
-    record.latency_ms = stats.as_record() if stats else None
-    record.throughput_ips = throughput_ips(len(samples), wall_ns) if stats else None
-    record.peak_rss_mb = _kb_to_mb(result.peak_rss_kb)
-    record.rss_before_load_mb = _kb_to_mb(result.rss_before_load_kb)
-    record.load_ms = _ns_to_ms(result.load_ns)
-    record.first_inference_ms = _ns_to_ms(result.first_inference_ns)
-    record.outputs = None if result.outputs is None else [write_object(o) for o in result.outputs]
-    record.cpu_ms_per_inf = _ns_to_ms(result.cpu_ns_per_inference)
-    if result.accelerator is not None:
-        record.set_part("accelerator", write_object(result.accelerator))
-    if result.nvidia is not None:
-        record.set_part("nvidia", write_object(result.nvidia))
-    refuse_unreported_accelerator(record)
-    record.warnings = stats_warnings(stats)
-    effective = record.cores_effective
+    effective = result.cores_effective
+    warnings = stats_warnings(stats)
     if cell.cores and effective is not None and sorted(effective) != sorted(cell.cores):
-        record.warnings.append(CORES_NOT_APPLIED.make(asked=cell.cores, effective=effective))
+        warnings.append(CORES_NOT_APPLIED.make(asked=cell.cores, effective=effective))
+    measured: dict[str, Any] = dict(
+        error=error.message if error is not None else None,
+        error_kind=error.kind if error is not None else None,
+        framework_version=result.framework_version,
+        cores_effective=effective,
+        samples_ns=samples,
+        n_samples=len(samples),
+        warmup_samples_ns=list(result.warmup_samples_ns),
+        stop_reason=result.stop_reason,
+        median_ci=result.median_ci,
+        measure_wall_s=None if wall_ns is None else wall_ns / 1e9,
+        latency_ms=stats.as_record() if stats else None,
+        throughput_ips=throughput_ips(len(samples), wall_ns) if stats else None,
+        peak_rss_mb=_kb_to_mb(result.peak_rss_kb),
+        rss_before_load_mb=_kb_to_mb(result.rss_before_load_kb),
+        load_ms=_ns_to_ms(result.load_ns),
+        first_inference_ms=_ns_to_ms(result.first_inference_ns),
+        outputs=None if result.outputs is None else [write_object(o) for o in result.outputs],
+        cpu_ms_per_inf=_ns_to_ms(result.cpu_ns_per_inference),
+        warnings=warnings,
+    )
+    if result.inputs:
+        measured["inputs"] = [write_object(i) for i in result.inputs]
+    if result.accelerator is not None:
+        measured["accelerator"] = write_object(result.accelerator)  # read by the record
+    if result.nvidia is not None:
+        measured["nvidia"] = write_object(result.nvidia)
     if status != Status.OK and error is not None and error.detail:
-        record.stderr_tail = error.detail[-STDERR_TAIL_CHARS:]
-    attach_breakdowns(record, cell, result)
+        measured["stderr_tail"] = error.detail[-STDERR_TAIL_CHARS:]
+    record = refuse_unreported_accelerator(new_record(run_id, cell, status, **measured))
+    record = with_breakdowns(record, cell, result)
     trace = None if result.telemetry is None else write_object(result.telemetry)
     if trace is not None:
-        attach_energy(record, cell, trace)
+        record = with_energy(record, cell, trace)
     if cell.timing.sustained_s and status == Status.OK:
-        summary = summarize_sustained(record.samples_ns, trace)
-        record.sustained = summary
+        record = replace(record, sustained=summarize_sustained(record.samples_ns, trace))
     return record
 
 
-def refuse_unreported_accelerator(record: Record) -> None:
+def refuse_unreported_accelerator(record: Record) -> Record:
     """A measured cell that asked for an accelerator and whose runner did not say which device
     ran it (a runner that does not know the backend, an older one) ran on the CPU as far as
     anyone can tell: never a GPU figure."""
     if record.backend == CPU or record.accelerator is not None or record.status != Status.OK:
-        return
-    record.status = Status.UNSUPPORTED
-    record.error_kind = ErrorKind.FALLBACK
-    record.error = (
-        f"asked for {record.framework} on {record.backend}, and the runner reported no "
-        "accelerator: treated as a CPU run, not measured"
+        return record
+    return replace(
+        record,
+        status=Status.UNSUPPORTED,
+        error_kind=ErrorKind.FALLBACK,
+        error=(
+            f"asked for {record.framework} on {record.backend}, and the runner reported no "
+            "accelerator: treated as a CPU run, not measured"
+        ),
+        latency_ms=None,
+        throughput_ips=None,
+        samples_ns=[],
+        n_samples=0,
+        stages=None,
     )
-    record.latency_ms = None
-    record.throughput_ips = None
-    record.samples_ns = []
-    record.n_samples = 0
-    record.stages = None
 
 
 def record_from_native(run_id: str, cell: Cell, result: ToolResult) -> Record:
     """Only what the tool printed: no percentile is computed from min/max/avg. A tool that
     gives every inference's time (trtexec's --exportTimes) gets the statistics of a Python
     runner's record from those raw samples, and its stage split beside them."""
-    record = new_record(run_id, cell, Status.OK)
     latency = {
         "min": result.min_ms,
         "p50": result.median_ms,
         "mean": result.avg_ms,
         "std": result.std_ms,
     }
-    record.latency_ms = {k: v for k, v in latency.items() if v is not None} or None
-    record.n_samples = result.count or 0
+    measured: dict[str, Any] = dict(
+        latency_ms={k: v for k, v in latency.items() if v is not None} or None,
+        n_samples=result.count or 0,
+        throughput_ips=result.throughput_ips or (1000.0 / result.avg_ms if result.avg_ms else None),
+        first_inference_ms=result.first_ms,
+        load_ms=result.init_ms,
+        peak_rss_mb=result.memory_mb,
+        native=ToolReport(
+            tool=result.tool,
+            tool_version=result.tool_version,
+            stats_available=list(result.stats_available),
+            max_ms=result.max_ms,
+            raw_lines=result.raw_lines[-20:],
+        ),
+        framework_version=result.tool_version,
+    )
     samples = [round(ms * 1e6) for ms in result.samples_ms or []]
     stats = latency_stats(samples) if samples else None
     if stats is not None:
-        record.samples_ns, record.n_samples = samples, len(samples)
-        record.latency_ms = stats.as_record()
+        measured.update(samples_ns=samples, n_samples=len(samples), latency_ms=stats.as_record())
     if result.stage_samples_ms:
-        record.stages = Stages.from_samples(
+        measured["stages"] = Stages.from_samples(
             {k: [round(ms * 1e6) for ms in v] for k, v in result.stage_samples_ms.items()},
             result.stage_boundaries or {},
         )
-    record.throughput_ips = result.throughput_ips or (
-        1000.0 / result.avg_ms if result.avg_ms else None
-    )
-    record.first_inference_ms = result.first_ms
-    record.load_ms = result.init_ms
-    record.peak_rss_mb = result.memory_mb
-    record.native = ToolReport(
-        tool=result.tool,
-        tool_version=result.tool_version,
-        stats_available=list(result.stats_available),
-        max_ms=result.max_ms,
-        raw_lines=result.raw_lines[-20:],
-    )
-    record.framework_version = result.tool_version
+    warnings = []
     if result.median_ms is None and stats is None:
-        record.warnings.append(
-            NO_PERCENTILES.make(tool=result.tool, printed=list(result.stats_available))
-        )
-    record.warnings.append(NO_OUTPUT_CHECK.make(reason="native tools do not return outputs here"))
-    return record
+        warnings.append(NO_PERCENTILES.make(tool=result.tool, printed=list(result.stats_available)))
+    warnings.append(NO_OUTPUT_CHECK.make(reason="native tools do not return outputs here"))
+    return new_record(run_id, cell, Status.OK, warnings=warnings, **measured)
 
 
-def attach_energy(
+def with_energy(
     record: Record, cell: Cell, trace: dict[str, Any], tool_avg_ms: float | None = None
-) -> None:
-    """Energy, power, temperature and clock state from a telemetry trace onto ``record``.
+) -> Record:
+    """``record`` with the energy, power, temperature and clock state of a telemetry trace.
 
     ``tool_avg_ms``: the trace spans a native tool's whole run (load and warm-up too), so energy
     per inference is (mean power - idle) x the tool's average latency instead of the timed
@@ -266,32 +273,42 @@ def attach_energy(
         pinned_cpus=cell.cores,
         temp_limit_c=limit,
     )
-    record.set_part("telemetry", trace)
-    record.energy = replace(analysis, flags=list(analysis.flags))
-    record.avg_power_w = analysis.avg_power_w
-    record.energy_flags = list(analysis.flags)
-    if tool_avg_ms is None:
-        record.energy_mj_per_inf = analysis.energy_mj_per_inf
-    elif not analysis.unavailable and analysis.active_power_w is not None and tool_avg_ms:
-        record.energy_mj_per_inf = analysis.active_power_w * tool_avg_ms
-        record.energy.energy_mj_per_inf = record.energy_mj_per_inf
-        record.energy_flags.append(
-            "native tool: energy/inference = (mean power - idle) x the tool's average latency"
-        )
+    energy = replace(analysis, flags=list(analysis.flags))
+    flags = list(analysis.flags)
+    per_inference = analysis.energy_mj_per_inf
+    if tool_avg_ms is not None:
+        per_inference = None
+        if not analysis.unavailable and analysis.active_power_w is not None and tool_avg_ms:
+            per_inference = analysis.active_power_w * tool_avg_ms
+            energy = replace(energy, energy_mj_per_inf=per_inference)
+            flags.append(
+                "native tool: energy/inference = (mean power - idle) x the tool's average latency"
+            )
     if analysis.unavailable:
-        record.energy_flags.append(unavailable_flag(analysis.unavailable))
+        flags.append(unavailable_flag(analysis.unavailable))
     cooldown = trace.get("cooldown") or {}
     if cooldown and not cooldown.get("reached"):
-        record.energy_flags.append(
+        flags.append(
             f"cool-down: hottest zone still {cooldown.get('end_c')} C after "
             f"{cooldown.get('waited_s')} s (limit {cooldown.get('limit_c')} C)"
         )
     governor = trace.get("governor") or {}
-    record.warnings += [GOVERNOR_NOT_SET.make(error=e) for e in governor.get("errors", [])]
+    warnings = [
+        *record.warnings,
+        *(GOVERNOR_NOT_SET.make(error=e) for e in governor.get("errors", [])),
+    ]
     cpus = ((trace.get("state_before") or {}).get("cpus")) or {}
     slow = sorted({i["governor"] for i in cpus.values() if i.get("governor")} - {"performance"})
     if slow:
-        record.warnings.append(GOVERNOR_NOT_PERFORMANCE.make(governors=slow))
+        warnings.append(GOVERNOR_NOT_PERFORMANCE.make(governors=slow))
     moved = limits_moved(trace.get("state_before"), trace.get("state_after"))
     if moved:
-        record.warnings.append(CLOCK_LIMITS_MOVED.make(changes=moved))
+        warnings.append(CLOCK_LIMITS_MOVED.make(changes=moved))
+    return replace(
+        record.with_part("telemetry", trace),
+        energy=energy,
+        avg_power_w=analysis.avg_power_w,
+        energy_flags=flags,
+        energy_mj_per_inf=per_inference,
+        warnings=warnings,
+    )

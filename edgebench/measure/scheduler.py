@@ -21,7 +21,7 @@ from edgebench.measure.records import failed_record, new_record
 from edgebench.measure.retry_backoff import DEFAULT_S, retry_backoff_s
 from edgebench.planning.cells import Cell
 from edgebench.results.record_warnings import ROUNDS_CUT_SHORT, pool_warnings
-from edgebench.results.records import Record, merge_parts
+from edgebench.results.records import Record, merged_parts
 from edgebench.results.store import RunDir, utc_now
 from edgebench.statuses import DONE, MEASURED, ErrorKind, Status
 
@@ -50,9 +50,7 @@ def run_cell(
     t0 = time.monotonic()
     if cell.verdict is not None:
         status, kind, reason = cell.verdict
-        record = new_record(run_id, cell, status)
-        record.error = reason
-        record.error_kind = kind
+        record = new_record(run_id, cell, status, error=reason, error_kind=kind)
     else:
         assert device is not None and device.name == cell.device.name, cell.cell_id
         method = method or method_for(device)
@@ -62,10 +60,12 @@ def run_cell(
         except Exception as exc:  # every cell ends with a record
             kind, reason = unexpected_failure(cell, exc)
             record = failed_record(run_id, cell, kind, reason)
-    record.started_at = started_at
-    record.ended_at = utc_now()
-    record.duration_s = round(time.monotonic() - t0, 3)
-    return record
+    return replace(
+        record,
+        started_at=started_at,
+        ended_at=utc_now(),
+        duration_s=round(time.monotonic() - t0, 3),
+    )
 
 
 def unexpected_failure(cell: Cell, exc: Exception) -> tuple[str, str]:
@@ -159,30 +159,38 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     """
     if len(parts) == 1:
         return parts[0]
-    merged = replace(parts[0])
+    first = parts[0]
     bad = next((p for p in parts if p.status != Status.OK), None)
-    merged.rounds = len(parts)
-    if bad is not None:
-        merged.status, merged.error, merged.error_kind = bad.status, bad.error, bad.error_kind
+    status, error, error_kind = (
+        (bad.status, bad.error, bad.error_kind)
+        if bad
+        else (first.status, first.error, first.error_kind)
+    )
     samples = [s for p in parts for s in p.samples_ns]
-    merged.samples_ns = samples
-    merged.n_samples = len(samples)
-    merged.warmup_samples_ns = [s for p in parts for s in p.warmup_samples_ns]
-    merge_parts(merged, parts)
-    merged.round_p50_ms = [
-        round(statistics.median(p.samples_ns) / 1e6, 6) for p in parts if p.samples_ns
-    ]
-    stats = latency_stats(samples) if samples and merged.status in MEASURED else None
-    merged.latency_ms = stats.as_record() if stats else merged.latency_ms
+    stats = latency_stats(samples) if samples and status in MEASURED else None
     walls = [p.measure_wall_s for p in parts if p.measure_wall_s]
-    merged.measure_wall_s = sum(walls) if walls else None
-    if stats and merged.measure_wall_s:
-        merged.throughput_ips = len(samples) / merged.measure_wall_s
-    merged.peak_rss_mb = max((p.peak_rss_mb or 0.0 for p in parts), default=None) or None
-    merged.warnings = pool_warnings([p.warnings for p in parts], stats_warnings(stats))
-    merged.ended_at = parts[-1].ended_at
-    merged.duration_s = round(sum(p.duration_s or 0.0 for p in parts), 3)
-    return merged
+    wall_s = sum(walls) if walls else None
+    return replace(
+        first,
+        rounds=len(parts),
+        status=status,
+        error=error,
+        error_kind=error_kind,
+        samples_ns=samples,
+        n_samples=len(samples),
+        warmup_samples_ns=[s for p in parts for s in p.warmup_samples_ns],
+        round_p50_ms=[
+            round(statistics.median(p.samples_ns) / 1e6, 6) for p in parts if p.samples_ns
+        ],
+        latency_ms=stats.as_record() if stats else first.latency_ms,
+        measure_wall_s=wall_s,
+        throughput_ips=len(samples) / wall_s if stats and wall_s else first.throughput_ips,
+        peak_rss_mb=max((p.peak_rss_mb or 0.0 for p in parts), default=None) or None,
+        warnings=pool_warnings([p.warnings for p in parts], stats_warnings(stats)),
+        ended_at=parts[-1].ended_at,
+        duration_s=round(sum(p.duration_s or 0.0 for p in parts), 3),
+        **merged_parts(parts),
+    )
 
 
 class _DeviceWorker:
@@ -272,7 +280,7 @@ class _DeviceWorker:
 
     def _store(self, position: int, cell: Cell, record: Record) -> None:
         if cell.verdict is None:
-            self.clocks.mark(record)
+            record = self.clocks.mark(record)
         self.run.append(record)
         self.results[position] = record
         self.progress.cell_finished(self._number(position), self.total, cell, record)
@@ -318,9 +326,15 @@ class _DeviceWorker:
             done = parts[position]
             if position in self.results or not done:
                 continue
-            record = merge_rounds(done)
-            record.rounds = len(done)
-            record.warnings.append(ROUNDS_CUT_SHORT.make(done=len(done), rounds=self.rounds))
+            merged = merge_rounds(done)
+            record = replace(
+                merged,
+                rounds=len(done),
+                warnings=[
+                    *merged.warnings,
+                    ROUNDS_CUT_SHORT.make(done=len(done), rounds=self.rounds),
+                ],
+            )
             self._store(position, cell, record)
 
     def _fail_unrecorded(self, exc: Exception) -> None:
@@ -337,8 +351,10 @@ class _DeviceWorker:
         for position, cell in self.cells:
             if position in self.results:
                 continue
-            record = failed_record(self.run.run_id, cell, kind, reason)
-            record.started_at = record.ended_at = utc_now()
+            now = utc_now()
+            record = replace(
+                failed_record(self.run.run_id, cell, kind, reason), started_at=now, ended_at=now
+            )
             try:
                 self._store(position, cell, record)
             except Exception as again:  # e.g. the results disk is full

@@ -10,7 +10,7 @@ import logging
 import math
 import typing
 from collections.abc import Sequence
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 from edgebench.compute_backends import CPU, engine_label
@@ -75,8 +75,11 @@ PARTS: dict[str, type] = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Record:
+    """A value: the measurement steps (measure/records.py, the checks, the scheduler) each
+    return a new record (``dataclasses.replace``, ``with_part``); nothing writes into one."""
+
     run_id: str
     cell_id: str
     device: str
@@ -182,7 +185,7 @@ class Record:
         for name, part in PARTS.items():
             value = getattr(self, name)
             if isinstance(value, dict):  # the part as stored: read and checked
-                setattr(self, name, self._read_part(name, part, value))
+                object.__setattr__(self, name, self._read_part(name, part, value))
             elif value is not None and not isinstance(value, part):
                 raise wrong_type(name, value)
 
@@ -205,10 +208,14 @@ class Record:
         ``tensorrt+graphs`` for a CUDA Graphs variant."""
         return engine_label(self.framework, self.backend, self.cuda_graph)
 
-    def set_part(self, name: str, value: dict[str, Any]) -> None:
-        """Read the part ``name`` from its JSON object (a runner's, say) onto the record, or
-        leave it out as ``__post_init__`` does."""
-        setattr(self, name, self._read_part(name, PARTS[name], value))
+    def with_part(self, name: str, value: dict[str, Any]) -> Record:
+        """This record with the part ``name`` read from its JSON object (a runner's, say), or
+        left out as ``__post_init__`` does."""
+        return replace(self, **{name: self._read_part(name, PARTS[name], value)})
+
+    def with_warnings(self, *added: RecordWarning) -> Record:
+        """This record with ``added`` after its own warnings."""
+        return replace(self, warnings=[*self.warnings, *added])
 
     def _read_part(self, name: str, part: type, value: dict[str, Any]) -> Any:
         """The part read from its JSON object, or None when a value inside it has the wrong
@@ -258,11 +265,12 @@ class Record:
         return cls(**values)
 
 
-def merge_parts(merged: Record, rounds: Sequence[Record]) -> None:
-    """Set each typed part of ``merged`` (a cell's record pooled from its interleaved rounds)
-    to the part's own merge of the rounds' parts."""
-    for name, part in PARTS.items():
-        setattr(merged, name, merge_part(part, [getattr(r, name) for r in rounds]))
+def merged_parts(rounds: Sequence[Record]) -> dict[str, Any]:
+    """Each typed part of a cell's record pooled from its interleaved rounds: the part's own
+    merge of the rounds' parts, by field name."""
+    return {
+        name: merge_part(part, [getattr(r, name) for r in rounds]) for name, part in PARTS.items()
+    }
 
 
 def _finite(value: Any) -> Any:

@@ -63,11 +63,11 @@ def test_each_change_is_named_and_the_same_regime_compares():
     regime = {"cpus": {"4": {"governor": "schedutil", "scaling_max_khz": 2400000}}}
     capped = {"cpus": {"4": {"governor": "schedutil", "scaling_max_khz": 1800000}}}
     base = sampled_record("phone", "ncnn", 10.0, 1, fixed_performance=False)
-    base.set_part("telemetry", {"state_before": regime})
+    base = base.with_part("telemetry", {"state_before": regime})
     same = sampled_record("phone", "ncnn", 10.0, 2, fixed_performance=False)
-    same.set_part("telemetry", {"state_before": regime})
+    same = same.with_part("telemetry", {"state_before": regime})
     moved = sampled_record("phone", "ncnn", 10.0, 3, fixed_performance=True)
-    moved.set_part("telemetry", {"state_before": capped})
+    moved = moved.with_part("telemetry", {"state_before": capped})
     (unchanged,) = compare_runs([base], [same])
     assert unchanged.verdict == "unchanged" and unchanged.regime_changes == []
     (verdict,) = compare_runs([base], [moved])

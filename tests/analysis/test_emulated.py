@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 from fakes.records import sampled_record
@@ -58,7 +59,7 @@ def test_an_emulated_cell_is_left_out_of_its_devices_ranking() -> None:
     # Control: measured on the chip, the 50 ms cell is the clear best.
     assert rank({**real, "openvino": fastest}, P50).best == "openvino"
 
-    fastest.emulated = True
+    fastest = replace(fastest, emulated=True)
     ranking = rank({**real, "openvino": fastest}, P50)
     assert ranking.best == "onnxruntime"
     assert "openvino" not in ranking.order and ranking.standing("openvino") == ""
@@ -153,13 +154,14 @@ def test_an_emulated_side_is_not_comparable_and_never_a_regression() -> None:
         (False, True, "new"),
         (True, True, "base and new"),
     ):
-        base[0].emulated, slow[0].emulated = b_emu, n_emu
-        (verdict,) = compare_runs(base, slow)
+        base_side = [replace(base[0], emulated=b_emu)]
+        new_side = [replace(slow[0], emulated=n_emu)]
+        (verdict,) = compare_runs(base_side, new_side)
         assert verdict.verdict == "not_comparable"
         assert verdict.reason.startswith(f"emulated CPU ({sides})")
         assert verdict.ratio is None and verdict.p_value is None
         assert not any_regression([verdict])
-    (verdict,) = compare_runs(base, slow, metric="throughput")
+    (verdict,) = compare_runs(base_side, new_side, metric="throughput")  # both emulated
     assert verdict.verdict == "not_comparable" and "emulated CPU" in verdict.reason
     assert "1 not_comparable" in format_comparison([verdict])
     suite = ET.fromstring(junit_xml([verdict], "s"))
@@ -179,7 +181,7 @@ def software_gpu(run_id: str, median_ms: float, seed: int, *, legacy: bool = Fal
         accelerator=AcceleratorRun("Vulkan", device="llvmpipe", software=True),
     )
     if legacy:
-        record.emulated, record.emulation = True, "software Vulkan device: llvmpipe"
+        return replace(record, emulated=True, emulation="software Vulkan device: llvmpipe")
     return record
 
 
@@ -206,7 +208,7 @@ def test_a_software_gpu_is_never_called_an_emulated_cpu() -> None:
 
 def test_compare_names_each_side_by_its_own_kind() -> None:
     qemu = cell("pc", "ncnn", 100, seed=3, emulated=True, run_id="a")
-    qemu.cell_id = software_gpu("b", 6, 2).cell_id
+    qemu = replace(qemu, cell_id=software_gpu("b", 6, 2).cell_id)
     (verdict,) = compare_runs([qemu], [software_gpu("b", 6, 2)])
     assert verdict.reason.startswith("emulated CPU (base), software device (new): ")
 

@@ -4,6 +4,7 @@ it) and compare's refusal across Jetson power modes and clock locks, and its dri
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from fakes.records import sampled_record
 
@@ -40,8 +41,7 @@ RUNNER_KEY = {
 
 def jetson_record(seed: int, median_ms: float = 10.0, **nvidia) -> Record:
     record = sampled_record("orin", "tensorrt", median_ms, seed, backend="cuda")
-    record.set_part("nvidia", {**RUNNER_KEY, **nvidia})
-    return record
+    return record.with_part("nvidia", {**RUNNER_KEY, **nvidia})
 
 
 def test_the_part_round_trips_and_old_records_load():
@@ -103,8 +103,7 @@ def test_records_without_the_part_compare_as_before():
 def test_the_matrix_shows_the_gpu_and_power_mode_beside_a_tensorrt_figure():
     from edgebench.reporting.matrix import format_details, format_matrix
 
-    graphs = jetson_record(2, median_ms=8.0)
-    graphs.cuda_graph = True
+    graphs = replace(jetson_record(2, median_ms=8.0), cuda_graph=True)
     text = format_matrix([jetson_record(1), graphs])
     header = next(line for line in text.splitlines() if line.startswith("device"))
     assert header.split() == ["device", "tensorrt", "tensorrt+graphs"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from fakes.real_samples import noisy_tie_case
 from fakes.records import sampled_record
@@ -57,9 +58,13 @@ def test_a_noisy_but_large_gap_says_more_samples_would_separate() -> None:
             "board": {"a": (40, 0.5), "b": (45, 0.5)},
         }
     )
-    for r in records:  # a short, noisy run: 30 samples per cell
-        r.samples_ns = r.samples_ns[:30]
-        r.latency_ms = latency_stats(r.samples_ns).as_record()
+    # A short, noisy run: 30 samples per cell.
+    records = [
+        replace(
+            r, samples_ns=r.samples_ns[:30], latency_ms=latency_stats(r.samples_ns[:30]).as_record()
+        )
+        for r in records
+    ]
     rec = recommend(records, DEVICES, "net")
     assert rec.best is None and sorted(rec.tied) == ["a", "b"]
     hint = next(line for line in rec.reasoning if line.startswith("to separate them"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -71,5 +72,4 @@ def variant_record(
     (``concurrency``) and ends in ``variant`` (``i4-shared``, ``shape-1x3x160x160-dynamic``)."""
     record = sampled_record(device, framework, median_ms, seed, **fields)
     base = record.cell_id.rsplit("/", 1)[0]
-    record.cell_id = f"{base}/s{record.concurrency}/{variant}"
-    return record
+    return replace(record, cell_id=f"{base}/s{record.concurrency}/{variant}")

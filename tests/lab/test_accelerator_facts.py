@@ -5,6 +5,7 @@ ones without these facts too)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from fakes.gpu_tools import VULKAN_SKIP, vulkaninfo_devices
@@ -132,8 +133,7 @@ def test_a_runners_enumerated_devices_win_over_a_phones_libraries():
 
 def test_records_keep_the_facts_and_older_records_have_none():
     facts = probed([LAVAPIPE, POCL])
-    record = sampled_record("local", "ncnn", 5.0, seed=1)
-    record.device_info = facts.as_dict()
+    record = replace(sampled_record("local", "ncnn", 5.0, seed=1), device_info=facts.as_dict())
     stored = json.loads(json.dumps(record.to_dict()))
     info = Record.from_dict(stored).device_info
     (vulkan,) = accelerator_devices(info, "vulkan")

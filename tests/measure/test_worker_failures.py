@@ -38,9 +38,7 @@ class FakeMethod:
         self.visits += 1
         if self.error is not None and self.visits > 1:
             raise self.error
-        record = new_record(visit.run_id, cell, Status.OK)
-        record.samples_ns = [1_000_000] * 10
-        return record
+        return new_record(visit.run_id, cell, Status.OK, samples_ns=[1_000_000] * 10)
 
 
 class Progress:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from html import escape, unescape
 from html.parser import HTMLParser
 from typing import Any
@@ -96,8 +97,8 @@ def _stage_record(
         spread = np.random.default_rng(seed + 1000).lognormal(0.0, 0.02, n)
         stage_sum = np.sum([stages["samples_ns"][s] for s in medians_ms], axis=0)
         summed = stage_sum + gap_ms * 1e6 * spread
-        record.samples_ns = summed.astype(np.int64).tolist()
-        record.latency_ms = latency_stats(record.samples_ns).as_record()
+        samples = summed.astype(np.int64).tolist()
+        return replace(record, samples_ns=samples, latency_ms=latency_stats(samples).as_record())
     return record
 
 
@@ -486,7 +487,7 @@ def test_an_unavailable_profile_is_listed() -> None:
 def test_memory_series_per_mode_sorted_by_instances() -> None:
     records = _instance_records()
     records.append(_instance_record("onnxruntime", "separate", 8, 9.0, 99, per_instance=30.0))
-    records[-1].status = "failed"  # only ok records make points
+    records[-1] = replace(records[-1], status="failed")  # only ok records make points
     series = memory_series(records)
     assert {(k.framework, k.mode) for k in series} == {
         ("onnxruntime", "separate"), ("onnxruntime", "shared"),
@@ -596,8 +597,7 @@ def test_hostile_names_are_escaped() -> None:
         _op_record("mnn", 6.0, [(EVIL, "Conv", None, 2.0)], device=EVIL, model=EVIL),
     ]  # fmt: skip
     for r in _instance_records()[:2] + _shape_records()[:3]:
-        r.model, r.device = EVIL, EVIL
-        records.append(r)
+        records.append(replace(r, model=EVIL, device=EVIL))
     page = render_html(records)
     assert all(_section(page, title) for title in TITLES)
     assert "<script" not in page.lower()

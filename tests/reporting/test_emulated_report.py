@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -90,7 +91,7 @@ def test_text_matrix_without_emulated_cells_says_nothing_of_emulation() -> None:
 
 def test_details_and_note_without_evidence() -> None:
     records = [emulated("qemu", "mnn", 600, 5, how=""), cell("board", "mnn", 100, 1)]
-    records[0].emulation = None
+    records[0] = replace(records[0], emulation=None)
     assert (
         "emulated: qemu runs on an emulated CPU: latencies are for correctness only, never ranked"
         in format_matrix(records).splitlines()

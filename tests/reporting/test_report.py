@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from html import escape, unescape
 from pathlib import Path
 
@@ -113,8 +114,7 @@ def _store_run(tmp_path: Path, records: list[Record]) -> RunDir:
     last record of each cell id)."""
     run = ResultsStore(tmp_path / "res").create_run({"edgebench_version": "0.1.0"})
     for i, r in enumerate(records):
-        r.cell_id = f"{r.cell_id}-{i}"
-        run.append(r)
+        run.append(replace(r, cell_id=f"{r.cell_id}-{i}"))
     return run
 
 

@@ -24,8 +24,7 @@ def phone_record(root: Path, seed: int, **fields) -> Record:
     """A cell pinned to every core of the phone, its snapshot read from ``root``."""
     record = sampled_record("phone", "ncnn", 10.0, seed, **fields)
     state = read_state(str(root), None, [])
-    record.set_part("telemetry", {"state_before": state, "state_after": state})
-    return record
+    return record.with_part("telemetry", {"state_before": state, "state_after": state})
 
 
 def test_the_regime_comes_from_the_snapshot_of_the_pinned_cores(tmp_path):

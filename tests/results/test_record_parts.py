@@ -7,6 +7,7 @@ import dataclasses
 import json
 import logging
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from edgebench.results.nvidia_part import NvidiaState
 from edgebench.results.output_check_part import OutputCheck
 from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.quant_parts import Accuracy, Quant
-from edgebench.results.records import PARTS, Record, merge_parts
+from edgebench.results.records import PARTS, Record, merged_parts
 from edgebench.results.store import ResultsStore
 from edgebench.results.sustained_part import SustainedSummary
 from edgebench.results.telemetry_part import TelemetryTrace
@@ -33,7 +34,7 @@ from edgebench.results.telemetry_part import TelemetryTrace
 #: profile_result, quantization's Accuracy and analysis's EnergyResult): every part filled,
 #: then the other forms (unavailable stages, profile and energy, the cell's own instance
 #: count, a NaN accuracy figure). The next two by commit 6ea82ea, before sustained, artifact,
-#: native and telemetry were typed (through its record_from_native and attach_energy, and
+#: native and telemetry were typed (through its record_from_native and with_energy, and
 #: record_from_result with the runner's CellTelemetry on a fake sysfs): a framework tool's
 #: cell with its report, a full artifact and the shell loop's trace, and a sustained runner
 #: cell with the runner's own trace. The last by commit 75f4d4f, before output_check was
@@ -226,7 +227,7 @@ def test_stages_pool_their_rounds_only_when_every_round_timed_them() -> None:
     assert Stages.merge([None, rounds[0]]) is None
 
 
-def test_merge_parts_takes_each_part_from_its_own_merge() -> None:
+def test_merged_parts_takes_each_part_from_its_own_merge() -> None:
     def round_record(seed: int, compute: list[int], count: int) -> Record:
         return sampled_record(
             "d",
@@ -250,8 +251,7 @@ def test_merge_parts_takes_each_part_from_its_own_merge() -> None:
         )
 
     rounds = [round_record(1, [1_000_000], 2), round_record(2, [3_000_000], 3)]
-    merged = Record(**{**rounds[0].__dict__})
-    merge_parts(merged, rounds)
+    merged = replace(rounds[0], **merged_parts(rounds))
     assert merged.stages.samples_ns == {"compute": [1_000_000, 3_000_000]}
     assert merged.stages.p50_ms == {"compute": 2.0}
     # The parts that do not pool are the first round's, as the rest of the record is.

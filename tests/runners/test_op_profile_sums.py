@@ -10,7 +10,7 @@ from fakes.quant_models import save_small_classifier
 
 from edgebench.analysis.breakdowns import OP_SUM_TOLERANCE, op_sum_warning
 from edgebench.framework_tools import OpenvinoBenchmarkAppAdapter
-from edgebench.measure.breakdowns import attach_op_profile
+from edgebench.measure.breakdowns import with_op_profile
 from edgebench.results.record_warnings import unclassified
 from edgebench.results.records import Record
 
@@ -75,8 +75,7 @@ def bare_record() -> Record:
     ],
 )
 def test_ops_past_the_inference_warn_for_every_source(source):
-    record = bare_record()
-    attach_op_profile(record, profile(0.72, 0.105, source))
+    record = with_op_profile(bare_record(), profile(0.72, 0.105, source))
     assert record.op_profile.total_ms == 0.72  # the profile itself is kept as it came
     assert record.warnings[0] == unclassified("x")
     (warning,) = (w.message for w in record.warnings[1:])
@@ -135,8 +134,7 @@ def test_benchmark_app_counters_count_the_first_inference_and_warn():
     assert parsed["iterations"] == 4  # the first inference and the 3 timed ones
     assert parsed["inference_ms"] == pytest.approx(0.02834)
     assert parsed["total_ms"] == pytest.approx(0.138)
-    record = bare_record()
-    attach_op_profile(record, parsed)
+    record = with_op_profile(bare_record(), parsed)
     warning = record.warnings[-1].message
     assert "4.9x the 0.02834 ms inference" in warning
     assert "untimed first inference" in warning and "--profile-iterations" in warning

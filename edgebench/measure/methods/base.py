@@ -9,7 +9,7 @@ cells. Adding a method is adding a module and one entry in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -61,7 +61,8 @@ def whole_inference_refusal(cell: Cell, runner: str) -> str | None:
     return None
 
 
-def note_whole_inference(record: Record, cell: Cell, runner: str) -> None:
-    """Say on the record that ``runner`` has no stage times (when stages were asked for)."""
+def note_whole_inference(record: Record, cell: Cell, runner: str) -> Record:
+    """``record`` saying that ``runner`` has no stage times (when stages were asked for)."""
     if cell.stages and record.stages is None:
-        record.stages = Stages(unavailable=f"{runner} times whole inferences only")
+        return replace(record, stages=Stages(unavailable=f"{runner} times whole inferences only"))
+    return record

@@ -15,7 +15,7 @@ from edgebench.lab.remote import RemoteDevice
 from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.measure.methods.python_runner import Launched, PythonRunner
 from edgebench.measure.native_telemetry import plan_sampler, read_trace, wrap_command
-from edgebench.measure.records import attach_energy
+from edgebench.measure.records import with_energy
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.results.record_warnings import NO_TELEMETRY
 from edgebench.results.records import Record
@@ -65,7 +65,7 @@ class EdgebenchNative(PythonRunner):
             outcome = device.run_runner(spec, cell.cores, cell.timeout_s)
             return Launched(
                 outcome,
-                lambda record: record.warnings.append(
+                lambda record: record.with_warnings(
                     NO_TELEMETRY.make(
                         reason="edgebench-native is sampled by a shell loop on ADB and SSH "
                         "devices only"
@@ -93,9 +93,8 @@ class EdgebenchNative(PythonRunner):
 
         outcome = device.run_runner(spec, cell.cores, cell.timeout_s, wrap=wrap)
 
-        def finish(record: Record) -> None:
-            attach_energy(
-                record, cell, read_trace(device.transport, sampler, work, settings.period_s)
-            )
+        def finish(record: Record) -> Record:
+            trace = read_trace(device.transport, sampler, work, settings.period_s)
+            return with_energy(record, cell, trace)
 
         return Launched(outcome, finish)

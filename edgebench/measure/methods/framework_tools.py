@@ -22,7 +22,7 @@ from edgebench.framework_tools.site import ToolNotFound
 from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice, local_sha256
 from edgebench.lab.runner_kinds import RunnerKind
-from edgebench.measure.breakdowns import attach_op_profile
+from edgebench.measure.breakdowns import with_op_profile
 from edgebench.measure.methods.base import (
     Visit,
     model_files,
@@ -32,11 +32,11 @@ from edgebench.measure.methods.base import (
 from edgebench.measure.native_telemetry import plan_sampler, read_trace, wrap_command
 from edgebench.measure.quantized_check import quant_info
 from edgebench.measure.records import (
-    attach_energy,
     failed_record,
     new_record,
     record_from_native,
     refuse_unreported_accelerator,
+    with_energy,
 )
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.quantization import QUANTIZED_PRECISIONS
@@ -85,9 +85,7 @@ class FrameworkTools:
             or precision_refusal(cell)
         )
         if refusal:
-            record = new_record(visit.run_id, cell, Status.UNSUPPORTED)
-            record.error, record.error_kind = refusal, ErrorKind.UNSUPPORTED
-            return record
+            return _not_run(visit.run_id, cell, ErrorKind.UNSUPPORTED, refusal)
         model_path = device.stage_model(model_files(cell))
         try:
             record = _run(cell, device, model_path, visit.run_id)
@@ -95,9 +93,9 @@ class FrameworkTools:
             return _not_run(visit.run_id, cell, ErrorKind.UNSUPPORTED, str(exc))
         except ToolRunError as exc:
             return failed_record(visit.run_id, cell, ErrorKind.TOOL_FAILED, str(exc))
-        note_whole_inference(record, cell, "a native benchmark tool")
+        record = note_whole_inference(record, cell, "a native benchmark tool")
         if visit.checks.input is not None:
-            record.warnings.append(INPUT_NOT_USED.make(runner="a native benchmark tool"))
+            record = record.with_warnings(INPUT_NOT_USED.make(runner="a native benchmark tool"))
         return record
 
 
@@ -236,31 +234,29 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
         return _not_run(run_id, cell, ErrorKind.FALLBACK, _fallback_reason(cell, report))
     record = record_from_native(run_id, cell, result)
     if report.run is not None:
-        record.set_part("accelerator", report.run)
-    refuse_unreported_accelerator(record)
+        record = record.with_part("accelerator", report.run)
+    record = refuse_unreported_accelerator(record)
     if cell.precision in QUANTIZED_PRECISIONS:
-        record.quant = quant_info(cell)
+        record = dataclasses.replace(record, quant=quant_info(cell))
     if sampler is not None and settings is not None:
         trace = read_trace(device.transport, sampler, device.path("telemetry"), settings.period_s)
-        attach_energy(record, cell, trace, tool_avg_ms=result.avg_ms or 0.0)
+        record = with_energy(record, cell, trace, tool_avg_ms=result.avg_ms or 0.0)
     iterations = int(getattr(cell, "profile_ops", 0) or 0)
     if iterations > 0:
-        _attach_op_profile(record, cell, device, adapter, binary, native_cell, iterations)
+        record = _with_op_profile(record, cell, device, adapter, binary, native_cell, iterations)
     return record
 
 
 def _not_run(run_id: str, cell: Cell, kind: ErrorKind, reason: str) -> Record:
     """An accelerator cell the tool did not measure there: ``unsupported``, no latency."""
-    record = new_record(run_id, cell, Status.UNSUPPORTED)
-    record.error, record.error_kind = reason, kind
-    return record
+    return new_record(run_id, cell, Status.UNSUPPORTED, error=reason, error_kind=kind)
 
 
 def _fallback_reason(cell: Cell, report: BackendReport) -> str:
     return f"asked for {cell.engine}, the tool ran on the CPU: {report.fallback}"
 
 
-def _attach_op_profile(
+def _with_op_profile(
     record: Record,
     cell: Cell,
     device: RemoteDevice,
@@ -268,14 +264,14 @@ def _attach_op_profile(
     binary: str,
     native_cell: ToolCell,
     iterations: int,
-) -> None:
-    """--profile ops: the tool runs again with its op profiler, so the profiler's overhead never
-    reaches the timed record; a failure costs only the profile (a warning says why)."""
+) -> Record:
+    """``record`` with its op profile (--profile ops): the tool runs again with its op
+    profiler, so the profiler's overhead never reaches the timed record; a failure costs only
+    the profile (a warning says why)."""
     parse = getattr(adapter, "parse_op_profile", None)
     if parse is None:
         reason = adapter.no_op_profile or f"{adapter.binary} has no per-operator times"
-        record.op_profile = OpProfile.missing(reason)
-        return
+        return dataclasses.replace(record, op_profile=OpProfile.missing(reason))
     profiled = dataclasses.replace(
         native_cell, warmup=1, iterations=iterations, profile_ops=True, output_file=None
     )
@@ -290,9 +286,9 @@ def _attach_op_profile(
         if adapter.needs_logcat():
             logcat = device.transport.shell(adapter.logcat_command(), timeout=30).stdout
         try:
-            attach_op_profile(record, parse(command.stdout, command.stderr, logcat))
-            return
+            return with_op_profile(record, parse(command.stdout, command.stderr, logcat))
         except ToolParseError as exc:
             problem = f"{exc} (exit {command.returncode})"
-    record.op_profile = OpProfile.missing(f"op profiling failed: {problem}")
-    record.warnings.append(OP_PROFILE_FAILED.make(problem=problem))
+    missing = OpProfile.missing(f"op profiling failed: {problem}")
+    failed = dataclasses.replace(record, op_profile=missing)
+    return failed.with_warnings(OP_PROFILE_FAILED.make(problem=problem))

@@ -7,6 +7,7 @@ all."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from edgebench.lab.device import Device
 from edgebench.lab.runner_kinds import RunnerKind
@@ -41,9 +42,6 @@ class PerFramework:
             choice = device.runner_for(cell.framework)
             assert choice is not None
             # The device's facts name its own runner; this cell's is another.
-            record.device_info = {
-                **record.device_info,
-                "runner": choice.label(),
-                "runner_choice": choice.why,
-            }
+            ran_by = {"runner": choice.label(), "runner_choice": choice.why}
+            return replace(record, device_info={**record.device_info, **ran_by})
         return record

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from edgebench.frameworks import install_hint
@@ -15,7 +15,7 @@ from edgebench.lab.transports.base import TransportError
 from edgebench.measure.input_files import InputUnavailable
 from edgebench.measure.methods.base import Visit, model_files
 from edgebench.measure.output_check import compare_with_reference
-from edgebench.measure.quantized_check import check_quantized
+from edgebench.measure.quantized_check import check_quantized, quant_info
 from edgebench.measure.records import STDERR_TAIL_CHARS, failed_record, record_from_result
 from edgebench.measure.reference_outputs import ReferenceUnavailable
 from edgebench.measure.twin_check import failed_twin
@@ -32,7 +32,7 @@ class Launched:
     it, warnings)."""
 
     outcome: RunnerOutcome
-    finish: Callable[[Record], None] = lambda record: None
+    finish: Callable[[Record], Record] = lambda record: record
 
 
 class PythonRunner:
@@ -98,17 +98,17 @@ class PythonRunner:
                 return failed_record(
                     visit.run_id, cell, ErrorKind.RUNNER, outcome.error, outcome.command.stderr
                 )
-            record = record_from_result(visit.run_id, cell, outcome.result)
-            launched.finish(record)
+            record = launched.finish(record_from_result(visit.run_id, cell, outcome.result))
             if record.status != Status.OK:
-                record.stderr_tail = record.stderr_tail or (
-                    outcome.command.stderr[-STDERR_TAIL_CHARS:] or None
+                return replace(
+                    record,
+                    stderr_tail=record.stderr_tail
+                    or (outcome.command.stderr[-STDERR_TAIL_CHARS:] or None),
                 )
-                return record
             if visit.check_outputs and cell.precision in QUANTIZED_PRECISIONS:
-                self._check_quantized(record, cell, device, outputs_at, eval_at, visit)
-            elif visit.check_outputs:
-                self._check(record, cell, device, outputs_at, visit)
+                return self._check_quantized(record, cell, device, outputs_at, eval_at, visit)
+            if visit.check_outputs:
+                return self._check(record, cell, device, outputs_at, visit)
             return record
         finally:
             with contextlib.suppress(TransportError):
@@ -124,21 +124,22 @@ class PythonRunner:
         outputs_at: str,
         eval_at: str | None,
         visit: Visit,
-    ) -> None:
+    ) -> Record:
+        record = replace(record, quant=quant_info(cell))
         try:
             twin = failed_twin(cell, visit.checks)
             if twin is not None:
-                record.output_check, record.status = twin, Status.MISMATCH
-                record.error = twin.problem
-                return
+                return replace(
+                    record, output_check=twin, status=Status.MISMATCH, error=twin.problem
+                )
             evaluated = device.fetch_outputs(eval_at) if eval_at is not None else None
             single = None if evaluated is not None else device.fetch_outputs(outputs_at)
-            check_quantized(record, cell, visit.checks, evaluated, single)
+            return check_quantized(record, cell, visit.checks, evaluated, single)
         except (ReferenceUnavailable, InputUnavailable, TransportError) as exc:
-            record.warnings.append(NO_ACCURACY.make(reason=str(exc)))
+            return record.with_warnings(NO_ACCURACY.make(reason=str(exc)))
 
     @staticmethod
-    def _check(record: Record, cell: Cell, device: Device, outputs_at: str, visit: Visit) -> None:
+    def _check(record: Record, cell: Cell, device: Device, outputs_at: str, visit: Visit) -> Record:
         try:
             ran_at = record.accelerator.precision if record.accelerator is not None else None
             # A .tflite's twin that LiteRT does not agree with is no reference.
@@ -146,13 +147,12 @@ class PythonRunner:
                 cell, device.fetch_outputs(outputs_at), visit.checks, ran_at
             )
         except (ReferenceUnavailable, InputUnavailable, TransportError) as exc:
-            record.warnings.append(NO_OUTPUT_CHECK.make(reason=str(exc)))
-            return
+            return record.with_warnings(NO_OUTPUT_CHECK.make(reason=str(exc)))
         if check is None:
-            record.warnings.append(NO_OUTPUT_CHECK.make(reason="no ONNX reference for this model"))
-            return
-        record.output_check = check
-        record.warnings.extend(check.warnings)
-        if not check.passed:
-            record.status = Status.MISMATCH
-            record.error = check.problem or f"outputs differ from ONNX Runtime: {check.summary()}"
+            reason = "no ONNX reference for this model"
+            return record.with_warnings(NO_OUTPUT_CHECK.make(reason=reason))
+        checked = replace(record, output_check=check, warnings=[*record.warnings, *check.warnings])
+        if check.passed:
+            return checked
+        problem = check.problem or f"outputs differ from ONNX Runtime: {check.summary()}"
+        return replace(checked, status=Status.MISMATCH, error=problem)

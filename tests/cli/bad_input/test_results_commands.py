@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +87,7 @@ def hand_made_store(tmp_path: Path, env: dict[str, str], *runs: list[Record]) ->
     for records in runs:
         run = store.create_run({"status": "complete"})
         for record in records:
-            record.run_id = run.run_id
-            run.append(record)
+            run.append(replace(record, run_id=run.run_id))
     return dict(env, EDGEBENCH_RESULTS=str(store.root))
 
 
@@ -321,9 +321,8 @@ def test_history_skips_a_run_json_field_of_the_wrong_type(real_run, tmp_path, fi
 def test_history_keeps_precisions_apart(real_run, tmp_path):
     def cell(precision: str, ms: float, seed: int) -> Record:
         record = sampled_record("local", "onnxruntime", ms, seed)
-        record.precision = precision
-        record.cell_id = f"local/net/onnxruntime/{precision}/t4/call/s1"
-        return record
+        cell_id = f"local/net/onnxruntime/{precision}/t4/call/s1"
+        return replace(record, precision=precision, cell_id=cell_id)
 
     first, second = [cell("fp32", 10.0, 1)], [cell("fp32", 10.5, 2), cell("int8", 4.0, 3)]
     env = hand_made_store(tmp_path, real_run["env"], first, second)
@@ -483,9 +482,8 @@ def _staged(model: str, seed: int, stage_ns: dict[str, np.ndarray], gap_ns: int)
         "boundaries": {},
     }
     record = sampled_record("local", "onnxruntime", 1.0, seed, model=model, stages=stages)
-    record.samples_ns, record.n_samples = samples, len(samples)
-    record.latency_ms = latency_stats(samples).as_record()
-    return record
+    latency = latency_stats(samples).as_record()
+    return replace(record, samples_ns=samples, n_samples=len(samples), latency_ms=latency)
 
 
 def _stage_rows(md: str, model: str) -> list[dict[str, str]]:
