@@ -39,6 +39,7 @@ from edgebench.cluster.agent import node_environment
 from edgebench.cluster.naming import DeviceInfo, advertisement
 from edgebench.cluster.source import ClusterLab
 from edgebench.lab.device import Device, DeviceFacts
+from edgebench.lab.device_snapshot import DeviceSnapshot
 from edgebench.lab.transports import LocalTransport
 from edgebench.measure.methods import Visit
 from edgebench.measure.records import new_record
@@ -74,12 +75,10 @@ class SleepMethod:
     def availability(self, device: Device, framework: str):
         return None
 
-    def visit(self, cell: Cell, visit: Visit):
-        record = new_record(visit.run_id, cell, Status.OK)
+    def visit(self, cell: Cell, device: Device, visit: Visit):
         time.sleep(self.sleep_s)
-        record.samples_ns = [int(self.sleep_s * 1e9)]
-        record.n_samples = 1
-        return record
+        samples = [int(self.sleep_s * 1e9)]
+        return new_record(visit.run_id, cell, Status.OK, samples_ns=samples, n_samples=1)
 
 
 class SimulatedOpener:
@@ -160,7 +159,18 @@ def measure(n: int, cells_per_device: int, sleep_s: float, nodes: int, work: Pat
         ref = ModelRef("sim", str(model), model, "0" * 64)
         inputs = [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]
         cells = [
-            Cell(device, ref, "onnxruntime", "fp32", k + 1, "all", None, 1, inputs, TimingConfig())
+            Cell(
+                DeviceSnapshot.of(device),
+                ref,
+                "onnxruntime",
+                "fp32",
+                k + 1,
+                "all",
+                None,
+                1,
+                inputs,
+                TimingConfig(),
+            )
             for device in devices
             for k in range(cells_per_device)
         ]
@@ -168,7 +178,7 @@ def measure(n: int, cells_per_device: int, sleep_s: float, nodes: int, work: Pat
         run = store.create_run({"status": "running"})
         timeline = Timeline()
         t0, driver0, machine0 = time.monotonic(), time.process_time(), machine_cpu_s()
-        records = execute_cells(cells, run, timeline, rounds=1, methods=lab.methods())
+        records = execute_cells(cells, devices, run, timeline, rounds=1, methods=lab.methods())
         total_s = time.monotonic() - t0
         driver_s, machine_s = time.process_time() - driver0, machine_cpu_s() - machine0
     finally:

@@ -53,11 +53,11 @@ def time_cells(device: Device, model_path: Path, cache: Path, repeats: int) -> l
         availability=method_for(device).availability,
     )
     checks = CheckSettings()
-    run_cell("warm", cells[0], checks)  # deploys runner + model, computes the reference
+    run_cell("warm", cells[0], device, checks)  # deploys runner + model, computes the reference
     walls = []
     for index in range(repeats):
         started = time.perf_counter()
-        record = run_cell(f"bench{index}", cells[0], checks)
+        record = run_cell(f"bench{index}", cells[0], device, checks)
         walls.append(time.perf_counter() - started)
         assert record.status == "ok", record.error
     return walls
