@@ -193,11 +193,9 @@ def test_recommend_answers_with_framework_and_backend():
 
 
 def test_an_accelerator_cell_without_an_accelerator_report_is_no_gpu_figure():
-    record = sampled_record("pc", "ncnn", 14.0, 1, backend="vulkan")
-    refuse_unreported_accelerator(record)
+    record = refuse_unreported_accelerator(sampled_record("pc", "ncnn", 14.0, 1, backend="vulkan"))
     assert (record.status, record.error_kind) == (Status.UNSUPPORTED, ErrorKind.FALLBACK)
     assert record.latency_ms is None and record.samples_ns == [] and record.n_samples == 0
     assert "reported no accelerator" in record.error
-    reported = gpu_record("pc", 2.0, 2, software=False)
-    refuse_unreported_accelerator(reported)
+    reported = refuse_unreported_accelerator(gpu_record("pc", 2.0, 2, software=False))
     assert reported.status == Status.OK and reported.latency_ms is not None
