@@ -87,7 +87,7 @@ def main() -> int:
         check = r.get("output_check") or {}
         if not check or check.get("problem"):
             why = check.get("problem") or (r.get("error") or "")[:70]
-            row = (r["model"], r["framework"], r["precision"], r["status"], why)
+            row: tuple[object, ...] = (r["model"], r["framework"], r["precision"], r["status"], why)
             print("  ".join(f"{v:<12}" for v in row))
             continue
         cosine = check.get("cosine")

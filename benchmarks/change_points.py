@@ -71,7 +71,12 @@ def main() -> int:
         start = time.perf_counter()
         for seed in range(args.histories):
             values = history(kind.replace(" unweighted", "").replace(" weighted", ""), rng(seed))
-            points = change_points(values, weights=weights(kind), seed=seed)
+            weighting = weights(kind)
+            points = change_points(
+                values.tolist(),
+                weights=None if weighting is None else weighting.tolist(),
+                seed=seed,
+            )
             found += len(points)
             if kind.startswith("step"):
                 near = [p for p in points if abs(p.index - STEP_AT) <= 3]

@@ -109,10 +109,11 @@ class Timed:
         self.interpreter = Interpreter(model_path=str(model), num_threads=1)
         self.interpreter.allocate_tensors()
         io = IoMap.beside(str(model))
+        assert io is not None, f"{model} has no io map beside it"
         details = {d["name"]: d["index"] for d in self.interpreter.get_input_details()}
         tensor = io.inputs[0]
         self.interpreter.set_tensor(details[tensor.name], tensor.to_artifact(feed))
-        self.io = io
+        self.io: IoMap = io
         self.samples: list[float] = []
 
     def output(self) -> np.ndarray:

@@ -27,6 +27,7 @@ Usage: python benchmarks/gpu_check.py [--models mobilenetv2,resnet50,vit-tiny]
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import shutil
@@ -193,7 +194,7 @@ def fidelity_and_engines(model: Path, args: argparse.Namespace, folder: Path) ->
         for graph in (False, True):
             options = {"cuda_graph": True} if graph else {}
             cell = spec(model, framework, backend, args.precision, args.iterations, options=options)
-            measurers[label + ("+graphs" if graph else "")] = lambda s=cell: run_cell(s)
+            measurers[label + ("+graphs" if graph else "")] = functools.partial(run_cell, cell)
     if args.trtexec_path:
         measurers["trtexec"] = lambda: run_trtexec(
             args.trtexec_path, model, args.precision, args.iterations, folder
@@ -233,7 +234,7 @@ def print_engines(rounds: dict) -> None:
 
 def print_stages(rounds: dict) -> None:
     results = [r for r in rounds["tensorrt"] if "error" not in r]
-    samples = {stage: [] for stage in STAGES}
+    samples: dict[str, list[int]] = {stage: [] for stage in STAGES}
     for result in results:
         staged = (result.get("stages") or {}).get("samples_ns") or {}
         for stage in STAGES:

@@ -198,6 +198,7 @@ def edgebench(env: dict[str, str], *args: str, log: Path, timeout: float) -> str
         killer = threading.Timer(timeout, proc.kill)
         killer.start()
         try:
+            assert proc.stderr is not None  # stderr=PIPE
             for line in proc.stderr:  # ends when the process does, or is killed
                 err.write(line)
                 if line.startswith("[") or "error" in line:
@@ -244,7 +245,8 @@ def benchncnn_ms(
     ncnn cells ran, or why there is none."""
     from edgebench.framework_tools import BenchncnnAdapter, ToolCell
 
-    adapter, found = BenchncnnAdapter(), {}
+    adapter = BenchncnnAdapter()
+    found: dict[str, float | str] = {}
     for record in records:
         artifact = record.get("artifact") or {}
         if record["framework"] != "ncnn" or record["model"] in found or not artifact.get("path"):
@@ -267,6 +269,8 @@ def benchncnn_ms(
         )  # fmt: skip
         try:
             parsed = adapter.parse(proc.stdout, proc.stderr, "", model_path=cell.model_path)
+            if parsed.avg_ms is None:
+                raise ValueError("it printed no average")
             found[record["model"]] = float(parsed.avg_ms)
         except Exception as exc:  # the tool's words are the finding here
             found[record["model"]] = f"benchncnn failed: {str(exc)[:120]}"
@@ -279,8 +283,10 @@ def figure(value: float | None, width: int = 8) -> str:
 
 def table(records: list[dict], bench: dict[str, float | str]) -> list[str]:
     lines = []
-    devices = {(r["accelerator"] or {}).get("device") for r in records if r.get("accelerator")} - {
-        None
+    devices: set[str] = {
+        str(r["accelerator"]["device"])
+        for r in records
+        if r.get("accelerator") and r["accelerator"].get("device")
     }
     for record in records:
         acc = record.get("accelerator") or {}
@@ -351,7 +357,9 @@ def gpu_tests(env: dict[str, str], out: Path, timeout: float) -> list[str]:
         )  # fmt: skip
         output = done.stdout + done.stderr
     except subprocess.TimeoutExpired as exc:
-        output = f"{exc.stdout or ''}\n(pytest stopped after {timeout:.0f} s)"
+        # TimeoutExpired keeps the output as bytes, whatever text= said.
+        said = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
+        output = f"{said}\n(pytest stopped after {timeout:.0f} s)"
     (out / "gpu_tests.txt").write_text(output)
     tail = [line for line in output.splitlines() if line.startswith(("SKIPPED", "FAILED", "ERROR"))]
     summary = [line for line in output.splitlines() if " passed" in line or " skipped" in line]

@@ -26,6 +26,7 @@ Usage: python benchmarks/gpu_overhead.py [--model mobilenetv2] [--rounds 3] [--i
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -114,6 +115,11 @@ def print_table(rows: dict[str, dict], bench: float | None) -> None:
     print("(milliseconds; p50 for edgebench, benchncnn's average; /bench: the ratio to it)")
 
 
+def measure_protocol(argv: list[str], spec: dict) -> dict:
+    """One measurement of ``spec`` by the runner ``argv``, summarised."""
+    return summary(run_protocol(argv, spec))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="mobilenetv2")
@@ -127,10 +133,8 @@ def main() -> int:
     model = convert(args.model, "ncnn")
     native, python = [str(built.path)], list(RUNNER_ARGV)
     measurers: dict[str, Callable[[], dict]] = {
-        f"{name} {precision}": (
-            lambda argv=argv, p=precision: summary(
-                run_protocol(argv, gpu_spec(model, p, args.iterations))
-            )
+        f"{name} {precision}": functools.partial(
+            measure_protocol, argv, gpu_spec(model, precision, args.iterations)
         )
         for name, argv in (("native", native), ("python", python))
         for precision in ("fp32", "fp16")

@@ -69,9 +69,10 @@ def night_record(night: int, level: float, rng: np.random.Generator) -> Record:
 
 
 def summary(record: Record) -> CellSummary:
+    assert record.latency_ms is not None
     p50 = record.latency_ms["p50"]
     return CellSummary(
-        record.run_id, CELL, "phone", "m", "ncnn", ("fp32",), "ok", False,
+        record.run_id, CELL, "phone", "m", "ncnn", ("fp32",), "ok", "",
         values={"p50": p50, "p99": p50}, spread=median_spread(record.samples_ns),
     )  # fmt: skip
 

@@ -63,6 +63,8 @@ def benchncnn_avg_ms(
     argv = [*pin, *adapter.command(binary, cell)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
     parsed = adapter.parse(proc.stdout, proc.stderr, "", model_path=str(model))
+    if parsed.avg_ms is None:
+        raise RuntimeError(f"{binary} printed no average: {proc.stdout[-200:]}")
     return float(parsed.avg_ms)
 
 

@@ -1,6 +1,7 @@
 """mypy over the package as it installs: edgebench/ with runners/, converters/ and
 device_profiles/ in it where pyproject.toml's package-dir puts them (a tree of symlinks in a
-temporary folder, since mypy cannot map folders to packages itself).
+temporary folder, since mypy cannot map folders to packages itself), and the scripts in
+benchmarks/, which call the package's own APIs.
 
     python tests/fakes/typecheck.py  prints mypy's report and exits with its status
 
@@ -38,9 +39,12 @@ def run_mypy(timeout: float = 1200) -> subprocess.CompletedProcess[str]:
     """mypy on the linked package, with the repository's config and a cache of its own."""
     with tempfile.TemporaryDirectory(prefix="edgebench-mypy-") as tmp:
         link_tree(Path(tmp))
+        # The benchmarks drive the package's own APIs, so a change to one is checked there too.
+        (Path(tmp) / "benchmarks").symlink_to(REPO / "benchmarks", target_is_directory=True)
+        scripts = sorted(f"benchmarks/{p.name}" for p in (REPO / "benchmarks").glob("*.py"))
         cache = REPO / ".mypy_cache"
         argv = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")]
-        argv += ["--cache-dir", str(cache), "-p", "edgebench"]
+        argv += ["--cache-dir", str(cache), "edgebench", *scripts]
         return subprocess.run(
             argv, cwd=tmp, capture_output=True, text=True, timeout=timeout, env=dict(os.environ)
         )
