@@ -23,7 +23,7 @@ from edgebench.errors import UserError
 from edgebench.lab.device import local_work_dir
 from edgebench.lab.profile_schema import normalize_work_dir, work_dir_problem
 from edgebench.lab.profiles import DeviceProfile, load_profile
-from edgebench.lab.runner_kinds import RUNNERS, RunnerKind, renamed_runner
+from edgebench.lab.runner_kinds import RUNNERS, RunnerKind, renamed_runner, warn_renamed
 from edgebench.lab.toml_input import (
     one_line,
     read_toml,
@@ -322,14 +322,7 @@ class _DeviceReader:
         for old, new in renamed.items():
             if new in table:
                 raise self.fail(old, f'is the old name of "{new}", which is set too; remove it')
-            log.warning(
-                'warning: %s, device %s: "%s" is now called "%s"; it still works, but write "%s"',
-                self.lab.where,
-                self.name,
-                old,
-                new,
-                new,
-            )
+            warn_renamed(f"{self.lab.where}, device {self.name}", f'"{old}"', new)
         return {renamed.get(key, key): value for key, value in table.items()}
 
     # -- the device ---------------------------------------------------------------------------

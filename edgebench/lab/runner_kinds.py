@@ -38,11 +38,13 @@ def renamed_runner(value: Any, where: str) -> Any:
     new = OLD_NAMES.get(value) if isinstance(value, str) else None
     if new is None:
         return value
-    log.warning(
-        'warning: %s: runner "%s" is now called "%s"; it still works, but write "%s"',
-        where,
-        value,
-        new.value,
-        new.value,
-    )
+    warn_renamed(where, f'runner "{value}"', new.value)
     return new.value
+
+
+def warn_renamed(where: str, old: str, new: str) -> None:
+    """The one warning line for a name a lab file or profile still uses: ``old`` (as the
+    file says it) is now ``new``."""
+    log.warning(
+        'warning: %s: %s is now called "%s"; it still works, but write "%s"', where, old, new, new
+    )

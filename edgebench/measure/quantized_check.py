@@ -45,13 +45,13 @@ def check_quantized(
     eval_outputs: Path | None,
     single_outputs: Path | None,
 ) -> Record:
-    """``record`` with its ``quant`` and ``accuracy``; below the floors the cell is mismatch.
+    """``record`` (which carries its ``quant`` part already) with its ``accuracy``; below the
+    floors the cell is mismatch.
 
     ``eval_outputs`` holds the outputs of every evaluation sample; a method that cannot run
     the evaluation set gives only ``single_outputs`` (the checked input), and the accuracy is
     then measured on that one sample, with a warning saying so.
     """
-    record = replace(record, quant=quant_info(cell))
     if cell.model.reference is None:
         reason = "no ONNX reference for this model (give --reference)"
         return record.with_warnings(NO_ACCURACY.make(reason=reason))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakes.cli_checks import cli
@@ -37,16 +38,25 @@ def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
+def phone_and_board(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, phone_key: str, board_key: str
+) -> tuple[Path, dict[str, Any]]:
+    """A lab of two ssh devices, each with one more line, read with its warnings captured."""
+    lab = tmp_path / "lab.toml"
+    lab.write_text(
+        f'[devices.phone]\ntransport = "ssh"\nhost = "10.0.0.2"\n{phone_key}\n'
+        f'[devices.board]\ntransport = "ssh"\nhost = "10.0.0.3"\n{board_key}\n'
+    )
+    with caplog.at_level(logging.WARNING):
+        return lab, dict(load_lab(lab).devices)
+
+
 def test_the_old_name_in_a_lab_file_reads_as_framework_tools(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    lab = tmp_path / "lab.toml"
-    lab.write_text(
-        '[devices.phone]\ntransport = "ssh"\nhost = "10.0.0.2"\nrunner = "native"\n'
-        '[devices.board]\ntransport = "ssh"\nhost = "10.0.0.3"\nrunner = "framework-tools"\n'
+    lab, devices = phone_and_board(
+        tmp_path, caplog, 'runner = "native"', 'runner = "framework-tools"'
     )
-    with caplog.at_level(logging.WARNING):
-        devices = load_lab(lab).devices
     assert devices["phone"].runner == devices["board"].runner == RunnerKind.FRAMEWORK_TOOLS
     (line,) = warnings_of(caplog)
     assert line.startswith(f"warning: lab {lab}, device phone: ")
@@ -80,13 +90,7 @@ def test_the_warning_is_one_edgebench_line(eb_env: dict[str, str], tmp_path: Pat
 def test_the_old_name_of_the_tools_folder_still_reads_with_one_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    lab = tmp_path / "lab.toml"
-    lab.write_text(
-        '[devices.phone]\ntransport = "ssh"\nhost = "10.0.0.2"\nnative_bin = "bin"\n'
-        '[devices.board]\ntransport = "ssh"\nhost = "10.0.0.3"\ntools_bin = "bin"\n'
-    )
-    with caplog.at_level(logging.WARNING):
-        devices = load_lab(lab).devices
+    lab, devices = phone_and_board(tmp_path, caplog, 'native_bin = "bin"', 'tools_bin = "bin"')
     assert devices["phone"].tools_bin == devices["board"].tools_bin == tmp_path / "bin"
     (line,) = warnings_of(caplog)
     assert line == (
