@@ -44,14 +44,21 @@ edgebench's whole iteration (what its p50 reports) is than the part compared.
 
 A tool that is not there skips its row with the reason; the script always exits 0.
 
+``--estimator paired`` takes the median of the pairs' own ratios instead of the ratio of pooled
+medians (edgebench/analysis/block_ratio.py says when it is the narrower). ``--save-blocks``
+writes every pair's blocks to a JSON file and ``--from-blocks`` analyses such a file again
+without measuring, so the two estimators can be compared on the same run.
+
 Usage: python benchmarks/fidelity.py [--models mobilenetv2,vit-tiny] [--pairs openvino,...]
            [--budget-s 60] [--block-s 0.5] [--warmup 10] [--core N] [--seed 0] [--quick]
+           [--estimator pooled|paired] [--save-blocks FILE | --from-blocks FILE]
            [--benchncnn PATH] [--mnn-benchmark PATH] [--tnntest PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -75,11 +82,15 @@ from fidelity_sides import (
     tnntest_side,
 )
 
-from edgebench.analysis.block_ratio import RatioInterval, bootstrap_ratio
+from edgebench.analysis.block_ratio import ESTIMATORS, RatioInterval, bootstrap_ratio
 
 PAIRS = ("openvino", "tflite", "ncnn", "ncnn-native", "mnn", "mnn-native", "tnn-native")
 BENCHNCNN_WARMUP = 8  # fixed in benchncnn
 BENCHMARK_APP_WARMUP = 1  # its untimed first inference
+ESTIMATOR_TEXT = {
+    "pooled": "the median of all A's samples over all B's",
+    "paired": "the median of the block pairs' own ratios",
+}
 _CONVERTED_RE = re.compile(r"-> (\S+) \(([^,)]+)")
 
 
@@ -89,13 +100,14 @@ class Pair:
 
     model: str
     name: str
-    a: EdgebenchSide
+    a: Side  # EdgebenchSide when measured
     b: Side
     statistic: str  # "median", "mean": the tool prints one figure per block
     a_blocks: list[list[float]] = field(default_factory=list)
     b_blocks: list[list[float]] = field(default_factory=list)
     error: str = ""
     caveat: str = ""
+    notes: list[str] | None = None  # set when read back from saved blocks
 
 
 def convert(model: str, framework: str) -> Path:
@@ -203,6 +215,9 @@ def parse_args(argv: list[str] | None, default_pairs: str) -> argparse.Namespace
     parser.add_argument("--draws", type=int, default=4000, help="bootstrap draws")
     parser.add_argument("--tolerance", type=float, default=0.02, help="the goal: 1 +- this")
     parser.add_argument("--max-half-width", type=float, default=0.01)
+    parser.add_argument("--estimator", choices=ESTIMATORS, default="pooled")
+    parser.add_argument("--save-blocks", type=Path, help="write every pair's blocks (JSON)")
+    parser.add_argument("--from-blocks", type=Path, help="analyse saved blocks, measure nothing")
     parser.add_argument("--quick", action="store_true", help="a smoke run: seconds, not minutes")
     parser.add_argument("--benchncnn", type=Path, help="default: edgebench's build of it")
     parser.add_argument("--mnn-benchmark", type=Path, help="MNN's benchmark.out")
@@ -220,6 +235,65 @@ def parse_args(argv: list[str] | None, default_pairs: str) -> argparse.Namespace
     return args
 
 
+def interval_of(pair: Pair, args: argparse.Namespace) -> RatioInterval:
+    return bootstrap_ratio(
+        pair.a_blocks, pair.b_blocks, draws=args.draws, seed=args.seed, estimator=args.estimator
+    )
+
+
+def pair_notes(pair: Pair) -> list[str]:
+    if pair.notes is not None:  # read back from saved blocks
+        return pair.notes
+    return [*pair.a.notes(""), *pair.b.notes(pair.statistic), pair.caveat]
+
+
+def save_blocks(path: Path, pairs: list[Pair]) -> None:
+    rows = [
+        {
+            "model": pair.model,
+            "pair": pair.name,
+            "statistic": pair.statistic,
+            "a_label": pair.a.label,
+            "b_label": pair.b.label,
+            "notes": [note for note in pair_notes(pair) if note],
+            "a_blocks": pair.a_blocks,
+            "b_blocks": pair.b_blocks,
+        }
+        for pair in pairs
+        if not pair.error
+    ]
+    path.write_text(json.dumps({"pairs": rows}, indent=1) + "\n")
+    print(f"blocks of {len(rows)} pairs saved to {path}")
+
+
+def saved_pairs(path: Path) -> dict[tuple[str, str], Pair]:
+    """The pairs a ``--save-blocks`` run wrote, by (model, pair name)."""
+    try:
+        rows = json.loads(path.read_text())["pairs"]
+        return {
+            (row["model"], row["pair"]): Pair(
+                row["model"],
+                row["pair"],
+                SavedSide(row["a_label"]),
+                SavedSide(row["b_label"]),
+                row["statistic"],
+                a_blocks=row["a_blocks"],
+                b_blocks=row["b_blocks"],
+                notes=row["notes"],
+            )
+            for row in rows
+        }
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"fidelity: cannot read saved blocks {path}: {exc}") from None
+
+
+@dataclass
+class SavedSide(Side):
+    """A side read back from saved blocks: its label only, it measures nothing."""
+
+    label: str
+
+
 def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) -> int:
     args = parse_args(argv, default_pairs)
     started = time.monotonic()
@@ -230,8 +304,8 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
         return 2
     print(
         f"fidelity: edgebench (A) vs the framework's tool (B) in alternating blocks, core "
-        f"{args.core}, 1 thread, {args.budget_s:g} s per pair; ratio = A/B of medians, "
-        f"95% bootstrap over block pairs (seed {args.seed})"
+        f"{args.core}, 1 thread, {args.budget_s:g} s per pair; ratio = A/B, "
+        f"{ESTIMATOR_TEXT[args.estimator]}, 95% bootstrap over block pairs (seed {args.seed})"
     )
     header = (
         f"{'model':<12} {'pair':<12} {'A ms':>8} {'B ms':>8} {'ratio':>7} "
@@ -239,8 +313,13 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
     )
     results: list[tuple[Pair, RatioInterval | None]] = []
     skipped: list[str] = []
+    pairs = saved_pairs(args.from_blocks) if args.from_blocks else None
     for model in [m.strip() for m in args.models.split(",") if m.strip()]:
         for name in names:
+            if pairs is not None:
+                if (model, name) in pairs:
+                    results.append((pairs[model, name], None))
+                continue
             try:
                 pair = make_pair(name, model, args)
             except MissingTool as exc:
@@ -254,12 +333,12 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
             )
             try:
                 measure(pair, args)
-                interval = bootstrap_ratio(
-                    pair.a_blocks, pair.b_blocks, draws=args.draws, seed=args.seed
-                )
             except BlockFailed as exc:
-                pair.error, interval = str(exc), None
-            results.append((pair, interval))
+                pair.error = str(exc)
+            results.append((pair, None))
+    results = [(pair, None if pair.error else interval_of(pair, args)) for pair, _ in results]
+    if args.save_blocks:
+        save_blocks(args.save_blocks, [pair for pair, _ in results])
     print()
     print(header)
     print("-" * len(header))
@@ -270,7 +349,7 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
             continue
         met += interval.meets(args.tolerance, args.max_half_width)
         print(row(pair, interval, args))
-        for note in (*pair.a.notes(), *pair.b.notes(pair.statistic), pair.caveat):
+        for note in pair_notes(pair):
             if note:
                 print(f"    {note}")
     print()

@@ -20,12 +20,14 @@ def lognormal_blocks(rng, blocks, size, drift=0.0, median_ms=5.0, sigma=0.05):
     return a, b
 
 
-def coverage(resample, drift, trials=120):
+def coverage(resample, drift, trials=120, estimator="pooled"):
     rng = np.random.default_rng(11)
     hits = 0
     for trial in range(trials):
         a, b = lognormal_blocks(rng, blocks=12, size=15, drift=drift)
-        interval = bootstrap_ratio(a, b, resample=resample, draws=300, seed=trial)
+        interval = bootstrap_ratio(
+            a, b, resample=resample, draws=300, seed=trial, estimator=estimator
+        )
         hits += interval.low <= TRUE_RATIO <= interval.high
     return hits / trials
 
@@ -70,6 +72,28 @@ def test_drift_shared_by_a_pair_of_blocks_cancels():
     assert shared.half_width < apart.half_width / 2
 
 
+def test_paired_intervals_cover_the_true_ratio_at_about_their_rate():
+    assert 0.86 <= coverage("blocks", drift=0.0, estimator="paired") <= 1.0
+    assert 0.80 <= coverage("blocks", drift=0.05, estimator="paired") <= 1.0
+
+
+def test_the_paired_estimator_cancels_drift_that_the_pooled_one_only_averages():
+    # Drift well above the noise within a block: the case the paired estimator is for (within
+    # a block of 30 steady samples the pooled one is as good or better).
+    rng = np.random.default_rng(9)
+    a, b = lognormal_blocks(rng, blocks=30, size=30, sigma=0.02)
+    levels = np.exp(rng.normal(0.0, 0.1, 30))  # each pair's own level, shared by A and B
+    a = [block * level for block, level in zip(a, levels, strict=True)]
+    b = [block * level for block, level in zip(b, levels, strict=True)]
+    paired = bootstrap_ratio(a, b, estimator="paired", seed=1)
+    pooled = bootstrap_ratio(a, b, seed=1)
+    assert paired.estimator == "paired"
+    assert paired.low <= TRUE_RATIO <= paired.high
+    assert paired.half_width < pooled.half_width
+    # B/A is the reciprocal of A/B: the median is taken on logarithms.
+    assert bootstrap_ratio(b, a, estimator="paired").ratio == pytest.approx(1.0 / paired.ratio)
+
+
 def test_the_same_seed_gives_the_same_interval():
     rng = np.random.default_rng(2)
     a, b = lognormal_blocks(rng, blocks=8, size=10, drift=0.02)
@@ -100,6 +124,8 @@ def test_the_goal_needs_the_interval_inside_and_narrow():
         ([[]], [[1.0]], {}),
         ([[1.0]], [[1.0]], {"resample": "pairs"}),
         ([[1.0]], [[1.0]], {"confidence": 1.0}),
+        ([[1.0]], [[1.0]], {"estimator": "mean"}),
+        ([[1.0]], [[1.0]], {"estimator": "paired", "resample": "samples"}),
     ],
 )
 def test_bad_input_is_refused(a, b, kwargs):
