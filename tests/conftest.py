@@ -11,4 +11,5 @@ pytest_plugins = [
     "fakes.labs",
     "fakes.arm_board",
     "fakes.native_builds",
+    "fakes.llm_models",
 ]

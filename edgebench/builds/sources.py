@@ -18,7 +18,7 @@ import tarfile
 import zipfile
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from edgebench.builds import BuildError, native_root
@@ -48,7 +48,38 @@ NCNN_SDIST_WHERE = (
 )
 #: How long one pip run may take (it builds the sdist's metadata in a fresh environment).
 PIP_TIMEOUT_S = 900
-KNOWN_SHA256 = {NCNN_SDIST_NAME: NCNN_SDIST_SHA256}
+
+
+@dataclass(frozen=True)
+class PinnedSdist:
+    """A package's source distribution that ``edgebench runners fetch-sources`` has pip fetch,
+    checked against its sha256."""
+
+    project: str  # the package's name on the index
+    version: str
+    file_name: str
+    sha256: str
+    hint: str  # the other way to get it, ending the error line when pip fails
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.project}=={self.version}"
+
+
+NCNN_SDIST = PinnedSdist(
+    "ncnn", NCNN_VERSION, NCNN_SDIST_NAME, NCNN_SDIST_SHA256, "or pass --source ncnn=FILE"
+)
+#: llama-cpp-python's sdist vendors llama.cpp whole, with vocabulary-only GGUF files
+#: (edgebench/models/llm_vocab.py takes the qwen2 one from it).
+LLAMA_CPP_SDIST = PinnedSdist(
+    "llama-cpp-python",
+    "0.3.36",
+    "llama_cpp_python-0.3.36.tar.gz",
+    "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e",
+    "or copy it from another machine",
+)
+FETCHED_SDISTS = (NCNN_SDIST, LLAMA_CPP_SDIST)
+KNOWN_SHA256 = {pin.file_name: pin.sha256 for pin in FETCHED_SDISTS}
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
 
 
@@ -117,13 +148,22 @@ def fetch_ncnn_sdist(
     sha256: str = NCNN_SDIST_SHA256,
     progress: Callable[[str], None] = lambda line: None,
 ) -> Path:
-    """The pinned ncnn sdist in ``dest`` (the sources folder), downloaded by pip when it is not
-    there yet and checked against ``sha256``. pip first asks for it by name and version; when
-    pip discards the file because the metadata's version is today's date, the file pip named
-    is asked for by its own reference (pip then checks the name only). BuildError in one line
-    when pip fails or the file's sha256 is not the pinned one; nothing half-fetched is kept."""
+    """The pinned ncnn sdist in ``dest`` (the sources folder): :func:`fetch_sdist`."""
+    return fetch_sdist(replace(NCNN_SDIST, sha256=sha256), dest, progress)
+
+
+def fetch_sdist(
+    pin: PinnedSdist, dest: Path | None = None, progress: Callable[[str], None] = lambda line: None
+) -> Path:
+    """The pinned sdist in ``dest`` (the sources folder), downloaded by pip when it is not
+    there yet and checked against its sha256. pip first asks for it by name and version; when
+    pip discards the file because the metadata's version is today's date (ncnn's), the file pip
+    named is asked for by its own reference (pip then checks the name only). BuildError in one
+    line when pip fails or the file's sha256 is not the pinned one; nothing half-fetched is
+    kept."""
     dest = dest or sources_dir()
-    target = dest / NCNN_SDIST_NAME
+    sha256 = pin.sha256
+    target = dest / pin.file_name
     if target.is_file() and file_sha256(target) == sha256:
         progress(f"{target} is here already (sha256 {sha256})")
         return target
@@ -131,24 +171,25 @@ def fetch_ncnn_sdist(
     scratch = dest / f".fetch-{os.getpid()}.tmp"
     shutil.rmtree(scratch, ignore_errors=True)
     try:
-        problem = _pip_download(NCNN_REQUIREMENT, scratch, progress)
+        problem = _pip_download(pin.requirement, scratch, progress, pin.project)
         found = _INCONSISTENT.search(problem or "")
-        if problem and found and found.group(1).split("#")[0].endswith(f"/{NCNN_SDIST_NAME}"):
+        if problem and found and found.group(1).split("#")[0].endswith(f"/{pin.file_name}"):
             progress("pip discarded it (its setup stamps today's date as the version): by URL")
-            problem = _pip_download(f"ncnn @ {found.group(1)}", scratch, progress)
+            reference = f"{pin.project} @ {found.group(1)}"
+            problem = _pip_download(reference, scratch, progress, pin.project)
         if problem:
             raise BuildError(
-                f"pip could not download {NCNN_REQUIREMENT}: {problem}; or put {NCNN_SDIST_NAME} "
-                f"into {dest}/ yourself, or pass --source ncnn=FILE"
+                f"pip could not download {pin.requirement}: {problem}; or put {pin.file_name} "
+                f"into {dest}/ yourself, {pin.hint}"
             )
-        got = scratch / NCNN_SDIST_NAME
+        got = scratch / pin.file_name
         if not got.is_file():
             listed = ", ".join(sorted(p.name for p in scratch.iterdir())) or "nothing"
-            raise BuildError(f"pip downloaded {listed} into {scratch}, not {NCNN_SDIST_NAME}")
+            raise BuildError(f"pip downloaded {listed} into {scratch}, not {pin.file_name}")
         digest = file_sha256(got)
         if digest != sha256:
             raise BuildError(
-                f"the {NCNN_SDIST_NAME} pip downloaded has sha256 {digest}, not the pinned "
+                f"the {pin.file_name} pip downloaded has sha256 {digest}, not the pinned "
                 f"{sha256}: not kept (is pip's index the one you meant?)"
             )
         os.replace(got, target)
@@ -158,9 +199,11 @@ def fetch_ncnn_sdist(
     return target
 
 
-def _pip_download(requirement: str, dest: Path, progress: Callable[[str], None]) -> str | None:
+def _pip_download(
+    requirement: str, dest: Path, progress: Callable[[str], None], project: str
+) -> str | None:
     """Run pip download; None when it succeeded, else its error lines in one line."""
-    argv = pip_download_argv(requirement, dest)
+    argv = pip_download_argv(requirement, dest, project)
     progress("running: " + " ".join(_shown(arg) for arg in argv))
     try:
         done = subprocess.run(

@@ -13,9 +13,9 @@ from edgebench.builds.gpu_builds import GPU_DEVICES
 from edgebench.builds.libraries import CPU_FEATURES
 from edgebench.builds.native_runner import build_runner, list_runners
 from edgebench.builds.sources import (
+    FETCHED_SDISTS,
     FRAMEWORKS,
-    NCNN_REQUIREMENT,
-    fetch_ncnn_sdist,
+    fetch_sdist,
     find_source,
     sources_dir,
 )
@@ -163,12 +163,14 @@ def default_frameworks(sources: dict[str, Path]) -> tuple[str, ...]:
 
 @runners.command(name="fetch-sources")
 def runners_fetch_sources() -> None:
-    """Download the pinned ncnn source (the sdist of the package ncnn) with pip into the
-    sources folder, checked against its sha256. pip uses its own configuration (index, proxy);
-    MNN and TNN are not on the package index: put their archives there yourself."""
-    click.echo(f"fetching {NCNN_REQUIREMENT} (sdist) with pip into {sources_dir()}/", err=True)
-    path = fetch_ncnn_sdist(progress=lambda line: click.echo(line, err=True))
-    click.echo(str(path))
+    """Download the pinned ncnn source (the sdist of the package ncnn) and llama-cpp-python's
+    (the qwen2 vocabulary of the built-in generative models) with pip into the sources folder,
+    each checked against its sha256. pip uses its own configuration (index, proxy); MNN and TNN
+    are not on the package index: put their archives there yourself."""
+    for pin in FETCHED_SDISTS:
+        click.echo(f"fetching {pin.requirement} (sdist) with pip into {sources_dir()}/", err=True)
+        path = fetch_sdist(pin, progress=lambda line: click.echo(line, err=True))
+        click.echo(str(path))
 
 
 @runners.command(name="list")

@@ -1,0 +1,132 @@
+"""Writes a qwen2 GGUF with seeded random weights and a given vocabulary, with the ``gguf``
+package, one tensor at a time (the 0.5B shape never sits in memory whole).
+
+As in real GGUF files, norms and biases (1-D) stay float32, and the 2-D weights take the weight
+type (``f16``, ``q8_0``, ``q4_0``) where their rows are whole quantization blocks, else float16.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType, LlamaFileType
+
+from edgebench.models.llm_shapes import LlmShape, check_weight_type
+
+#: Bump whenever the bytes written change: the tag is part of the cached file's name.
+WRITER_VERSION = "1"
+#: The standard deviation of the random weights: logits spread enough for greedy decoding
+#: to pick clear winners, small enough that activations stay finite at float16.
+WEIGHT_STD = 0.02
+
+_GGML = {
+    "f16": GGMLQuantizationType.F16,
+    "q8_0": GGMLQuantizationType.Q8_0,
+    "q4_0": GGMLQuantizationType.Q4_0,
+}
+_FILE_TYPE = {
+    "f16": LlamaFileType.MOSTLY_F16,
+    "q8_0": LlamaFileType.MOSTLY_Q8_0,
+    "q4_0": LlamaFileType.MOSTLY_Q4_0,
+}
+
+
+def tensor_type(shape: tuple[int, ...], weight_type: str) -> GGMLQuantizationType:
+    """The GGML type a tensor of ``shape`` is stored at in a model of ``weight_type``."""
+    if len(shape) == 1:
+        return GGMLQuantizationType.F32
+    ggml = _GGML[weight_type]
+    block, _ = gguf.GGML_QUANT_SIZES[ggml]
+    return ggml if shape[-1] % block == 0 else GGMLQuantizationType.F16
+
+
+def random_tensor(name: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """Tensor ``name``'s float32 values: norm weights near 1, everything else normal with
+    ``WEIGHT_STD``; each tensor seeded by the model's seed and its own name, so any one can be
+    made again alone."""
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    values = rng.standard_normal(shape, dtype=np.float32) * np.float32(WEIGHT_STD)
+    if "norm" in name:
+        values += np.float32(1.0)
+    return values
+
+
+def _stored(values: np.ndarray, ggml: GGMLQuantizationType) -> np.ndarray:
+    if ggml == GGMLQuantizationType.F32:
+        return values
+    if ggml == GGMLQuantizationType.F16:
+        return values.astype(np.float16)
+    return gguf.quants.quantize(values, ggml)
+
+
+def _add_metadata(writer: gguf.GGUFWriter, key: str, value: Any) -> None:
+    if isinstance(value, str):
+        writer.add_string(key, value)
+    elif isinstance(value, bool):
+        writer.add_bool(key, value)
+    elif isinstance(value, int):
+        writer.add_uint32(key, value)
+    elif isinstance(value, float):
+        writer.add_float32(key, value)
+    else:
+        writer.add_array(key, value)
+
+
+def write_qwen2_gguf(
+    path: Path,
+    shape: LlmShape,
+    weight_type: str,
+    tokenizer: Mapping[str, Any],
+    seed: int = 0,
+    tensors: Mapping[str, np.ndarray] | None = None,
+) -> None:
+    """Write ``shape`` at ``weight_type`` to ``path``. ``tokenizer``: the ``tokenizer.*``
+    metadata (keys and values as :func:`runners.gguf_file.read_gguf` gives them). ``tensors``:
+    float32 values to write instead of random ones, by name."""
+    check_weight_type(weight_type)
+    arch = shape.architecture
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name(shape.name)
+    writer.add_block_count(shape.layers)
+    writer.add_context_length(shape.context_length)
+    writer.add_embedding_length(shape.hidden)
+    writer.add_feed_forward_length(shape.intermediate)
+    writer.add_head_count(shape.heads)
+    writer.add_head_count_kv(shape.kv_heads)
+    writer.add_key_length(shape.head_dim)
+    writer.add_value_length(shape.head_dim)
+    writer.add_rope_freq_base(shape.rope_theta)
+    writer.add_layer_norm_rms_eps(shape.rms_eps)
+    writer.add_file_type(_FILE_TYPE[weight_type])
+    if weight_type != "f16":
+        writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    for key, value in tokenizer.items():
+        _add_metadata(writer, key, value)
+    shapes = shape.tensor_shapes()
+    for name, dims in shapes.items():
+        ggml = tensor_type(dims, weight_type)
+        block, size = gguf.GGML_QUANT_SIZES[ggml]
+        nbytes = int(np.prod(dims)) // block * size
+        # Not uint8, so the writer takes ``dims`` as the tensor's own shape.
+        writer.add_tensor_info(name, dims, np.dtype(np.float32), nbytes, raw_dtype=ggml)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for values in _values(shapes, seed, tensors or {}):
+        writer.write_tensor_data(_stored(values, tensor_type(values.shape, weight_type)))
+    writer.close()
+
+
+def _values(
+    shapes: Mapping[str, tuple[int, ...]], seed: int, given: Mapping[str, np.ndarray]
+) -> Iterator[np.ndarray]:
+    for name, dims in shapes.items():
+        values = given.get(name)
+        if values is None:
+            values = random_tensor(name, dims, seed)
+        yield np.ascontiguousarray(values, dtype=np.float32).reshape(dims)
