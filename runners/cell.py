@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence
 
 from .accelerator_run import DeviceMemory
@@ -26,9 +26,11 @@ from .backends.tensors import make_inputs, save_outputs, summarize_outputs
 from .device_watch import cell_watches, reports, window_hooks
 from .evaluation import evaluate
 from .feeds import Feeds, prepare_feeds, resolve_inputs
+from .generation import measure_generation
 from .instances import OpenedStreams, open_streams
 from .op_profile import profile_ops
 from .proc import PinningError, apply_affinity, effective_cores, peak_rss_kb, rss_kb
+from .result_parts import GenerationPart
 from .spec import RunSpec
 from .telemetry import CellTelemetry
 from .timing import TimedWindow, WindowLimits, run_window
@@ -88,6 +90,8 @@ class CellFacts:
     accelerator: Optional[Dict[str, Any]] = None
     #: The device watches' reports, by result key (device_watch.py).
     watched: Optional[Dict[str, Dict[str, Any]]] = None
+    #: A generative cell's tests (generation.py), filled as they run.
+    generation: Optional[GenerationPart] = None
     ok: bool = False
 
     def result_fields(self) -> Dict[str, Any]:
@@ -129,6 +133,8 @@ class CellFacts:
         }
         out.update((k, v) for k, v in late.items() if v is not None)
         out.update(self.watched or {})
+        if self.generation is not None:
+            out["generation"] = asdict(self.generation)
         if self.ok:
             out["status"] = "ok"
         return out
@@ -167,6 +173,9 @@ def measure_cell(spec: RunSpec, facts: CellFacts) -> None:
 
 
 def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
+    if spec.generation is not None:
+        measure_generation(spec, facts, hooks)
+        return
     backend = load_backend(spec.framework, spec.backend)
     facts.framework_version = backend.version()
     root = (spec.telemetry and spec.telemetry.root) or os.environ.get("EDGEBENCH_SYSFS_ROOT")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from .typed_json import ALWAYS
+
 
 @dataclass
 class ResultError:
@@ -191,3 +193,30 @@ class TelemetryPart:
     state_after: Optional[Dict[str, Any]] = None
     cooldown: Optional[Dict[str, Any]] = None
     governor: Optional[Dict[str, Any]] = None
+
+
+@dataclass
+class PrefillRun:
+    """One prefill test: its prompt length and the time to first token of each repetition."""
+
+    prompt_tokens: int
+    ttft_ns: List[int] = field(default_factory=list)
+
+
+@dataclass
+class GenerationPart:
+    """A generative cell's tests (runners/generation.py says what each times). The decode
+    test's per-token latencies are the header's ``samples_ns``; its CPU time per token is
+    ``cpu_ns_per_inference``."""
+
+    #: The weight type that ran (``f16``, ``q8_0``, ``q4_0`` or the runtime's own name).
+    weight_type: str
+    gen_tokens: int
+    context_depth: int
+    prefill: List[PrefillRun] = field(default_factory=list)
+    #: Per decode repetition: first token to last token.
+    decode_wall_ns: List[int] = field(default_factory=list)
+    #: The KV cache's size as the runtime reports it.
+    kv_cache_bytes: Optional[int] = field(default=None, metadata=ALWAYS)
+    #: The output check's greedy tokens.
+    check_tokens: List[int] = field(default_factory=list)

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional
 from .protocol import ERROR_KINDS, RESULT_SCHEMA, STATUSES
 from .result_parts import (
     AcceleratorPart,
+    GenerationPart,
     InputEntry,
     InstancesPart,
     NvidiaPart,
@@ -86,6 +87,8 @@ class RunResult:
     eval_samples: Optional[int] = None
     eval_outputs_file: Optional[str] = None
     op_profile: Optional[OpProfilePart] = None
+    #: A generative cell's tests (its ``samples_ns`` are per-token decode latencies).
+    generation: Optional[GenerationPart] = None
 
     @classmethod
     def from_json(cls, obj: Any) -> RunResult:

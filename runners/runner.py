@@ -82,6 +82,7 @@ def probe() -> Dict[str, Any]:
             frameworks[name] = {"available": False, "reason": exc.kind, "message": exc.message}
         except Exception as exc:  # a framework that crashes on import is unavailable, not fatal
             frameworks[name] = {"available": False, "reason": "import_error", "message": str(exc)}
+        frameworks[name]["generative"] = declared.generative  # runs generative models only
     for module_name, message in broken.items():  # named after its file: FRAMEWORK was unreadable
         name = module_name[: -len(MODULE_SUFFIX)]
         unreadable = {"available": False, "reason": "import_error", "message": message}

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional
 
 from .backend_options import OptionsError
 from .backends import options_type
+from .generation_spec import GenerationSpec, GenerationSpecError
 from .protocol import SPEC_SCHEMA
 
 
@@ -144,6 +145,9 @@ class RunSpec:
     #: Inputs of another shape: one inference at those first, then the resize to ``inputs`` is
     #: timed (dynamic-shape artifacts).
     shape_change_from: Optional[List[Dict[str, Any]]] = None
+    #: A generative cell's workload (generation_spec.py): ``model`` is then a .gguf file (or a
+    #: runtime's own model folder) and ``framework`` a generative runtime.
+    generation: Optional[GenerationSpec] = None
 
     @classmethod
     def from_json(cls, raw: Any) -> RunSpec:
@@ -176,6 +180,11 @@ class RunSpec:
             raise SpecError("spec field 'options' must be an object")
         _check_options(spec)
         spec.telemetry = TelemetrySpec.from_json(spec.telemetry) if spec.telemetry else None
+        if spec.generation is not None:
+            try:
+                spec.generation = GenerationSpec.from_json(spec.generation)
+            except GenerationSpecError as exc:
+                raise SpecError(str(exc)) from None
         return spec
 
     def to_json(self) -> Dict[str, Any]:
@@ -185,6 +194,7 @@ class RunSpec:
             out[f.name] = getattr(self, f.name)
         out["options"] = dict(self.options)
         out["telemetry"] = self.telemetry.to_json() if self.telemetry is not None else None
+        out["generation"] = self.generation.to_json() if self.generation is not None else None
         return out
 
 

@@ -9,7 +9,9 @@ framework, so adding a framework is adding one file (plus its entry in the host'
     PIP_EXTRA = "mnn"        # optional: the edgebench extra that installs it (default FRAMEWORK)
     ACCELERATORS = ("opencl", "vulkan", "cuda")  # optional: the accelerator backends its
                              # Python binding can select (cpu is implicit; default none)
-    BACKEND = MnnBackend     # the Backend subclass (base.py) that runs it
+    BACKEND = MnnBackend     # the Backend subclass (base.py) that runs it, or for a generative
+                             # runtime a GenerativeBackend subclass (generative.py): its cells
+                             # are generative (a spec with ``generation``), and no others
     NO_CPU = "runs on NVIDIA GPUs only"  # optional: the framework has no cpu backend, and why
                              # (its default backend is then its first accelerator)
     DEVICE_CHECK = require_gpu  # optional: a callable run before the framework is imported,
@@ -40,6 +42,7 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tup
 from ..backend_options import BackendOptions
 from ..device_watch import DeviceWatch, checked_watch
 from .base import Backend, BackendError
+from .generative import GenerativeBackend
 
 MODULE_SUFFIX = "_backend"
 
@@ -53,13 +56,16 @@ class Declaration(NamedTuple):
     pip_extra: Optional[str]
     accelerators: Tuple[str, ...]
     native_only: Optional[str]
-    backend: Optional[Callable[[], Backend]]
+    #: Its BACKEND: a ``Backend``, or a ``GenerativeBackend`` where ``generative``.
+    backend: Optional[Callable[[], Any]]
     no_cpu: Optional[str] = None
     device_check: Optional[Callable[[], None]] = None
     #: The options type of each compute backend that has its own (others: BackendOptions).
     options: Mapping[str, Type[BackendOptions]] = {}
     #: Device watches its cells get (its ``WATCHES``).
     watches: Tuple[Type[DeviceWatch], ...] = ()
+    #: Its BACKEND runs generative models (a ``GenerativeBackend``), and only those.
+    generative: bool = False
 
     def options_type(self, compute_backend: str) -> Type[BackendOptions]:
         """The type the backend reads the spec's options with on ``compute_backend``."""
@@ -78,6 +84,7 @@ def declaration(module_name: str) -> Declaration:
     module = importlib.import_module("." + module_name, __name__)
     framework = module.FRAMEWORK
     accelerators = tuple(getattr(module, "ACCELERATORS", ()))
+    backend = getattr(module, "BACKEND", None)
     return Declaration(
         module=module_name,
         framework=framework,
@@ -85,13 +92,14 @@ def declaration(module_name: str) -> Declaration:
         pip_extra=getattr(module, "PIP_EXTRA", framework),
         accelerators=accelerators,
         native_only=getattr(module, "NATIVE_ONLY", None),
-        backend=getattr(module, "BACKEND", None),
+        backend=backend,
         no_cpu=getattr(module, "NO_CPU", None),
         device_check=getattr(module, "DEVICE_CHECK", None),
         options=_options_by_backend(getattr(module, "OPTIONS", {}), accelerators),
         watches=tuple(
             checked_watch(w, "%s.WATCHES" % module_name) for w in getattr(module, "WATCHES", ())
         ),
+        generative=isinstance(backend, type) and issubclass(backend, GenerativeBackend),
     )
 
 
@@ -130,6 +138,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "Declaration",
+    "GenerativeBackend",
     "backend_modules",
     "declaration",
     "discover",

@@ -11,6 +11,7 @@ from fakes.result_contract import assert_fits_protocol
 from fakes.runner_process import RUNNER_ARGV, run_runner
 
 from edgebench.lab.runner_tree import RUNNER_PACKAGE
+from edgebench.runners.backends import discover
 
 
 def spec_for(model_path, **extra):
@@ -185,15 +186,12 @@ def test_probe_lists_every_known_framework():
     proc = subprocess.run([*RUNNER_ARGV, "--probe"], capture_output=True, text=True, timeout=120)
     payload = __import__("json").loads(proc.stdout.strip().split(" ", 1)[1])
     assert payload["schema"] == "edgebench.probe/1"
-    assert set(payload["frameworks"]) == {
-        "onnxruntime",
-        "mnn",
-        "ncnn",
-        "tflite",
-        "openvino",
-        "tnn",
-        "tensorrt",
-    }
+    cnn = {"onnxruntime", "mnn", "ncnn", "tflite", "openvino", "tnn", "tensorrt"}
+    generative = {name for name, d in discover()[0].items() if d.generative}
+    assert "openvino-genai" in generative
+    assert set(payload["frameworks"]) == cnn | generative
+    for name, entry in payload["frameworks"].items():
+        assert entry["generative"] is (name in generative), name
     assert payload["frameworks"]["onnxruntime"]["available"] is True
     assert payload["frameworks"]["tnn"]["reason"] == "unsupported"
 

@@ -1,0 +1,152 @@
+"""OpenVINO GenAI's ``LLMPipeline`` on the CPU: a GGUF file read as is (llama, qwen2, qwen3), or
+OpenVINO's own exported model folder.
+
+The prompt goes in as token ids (an ``ov.Tensor`` of input_ids: the tokenizer never runs),
+decoding is greedy with end of sequence ignored and the minimum and maximum new tokens equal,
+and a ``StreamerBase`` hands each token to the runner's ``on_token`` as the pipeline produces
+it (one ``write`` per token). The pipeline gives no logits, so the output check compares
+greedy tokens. Its own ``PerfMetrics`` of the last call are kept (``perf_metrics``) to set
+beside the runner's figures.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any, Callable, List
+
+from ..gguf_file import GgufError, GgufFile, read_gguf
+from .base import BackendError
+from .generative import GenerativeBackend
+from .openvino_backend import reason_line
+
+FRAMEWORK = "openvino-genai"
+REQUIRES = ("openvino_genai",)
+PIP_EXTRA = "openvino-genai"
+
+#: Architectures its GGUF reader builds (the default ``GGUF_READER``, "LEGACY").
+ARCHITECTURES = ("llama", "qwen2", "qwen3")
+#: GGUF weight types it loads (f32 matrices: "Unsupported quantization type").
+WEIGHT_TYPES = ("f16", "q8_0", "q4_0")
+#: The weight type of a model folder OpenVINO exported itself (its own compression).
+OWN_FOLDER = "openvino-ir"
+
+
+class OpenVinoGenAiBackend(GenerativeBackend):
+    name = FRAMEWORK
+    weight_types = WEIGHT_TYPES
+
+    def __init__(self) -> None:
+        import openvino_genai
+
+        self._genai: Any = openvino_genai
+        self._streamer = streamer_type(openvino_genai)
+        self._pipe: Any = None
+        self._weights = OWN_FOLDER
+        #: The pipeline's own PerfMetrics of the last ``generate``.
+        self.perf_metrics: Any = None
+
+    def version(self) -> str:
+        return str(self._genai.get_version())
+
+    def load(self, model_path: str, threads: int, context_tokens: int) -> None:
+        # The stateful pipeline grows its KV cache as the context does: nothing to size here.
+        if not os.path.isdir(model_path):
+            self._weights = check_gguf(model_path)
+        try:
+            self._pipe = self._genai.LLMPipeline(
+                model_path, "CPU", INFERENCE_NUM_THREADS=int(threads)
+            )
+        except Exception as exc:
+            line = reason_line(str(exc))
+            kind = "unsupported" if "Unsupported" in line else "model_load"
+            raise BackendError(
+                kind, "%s cannot load %s: %s" % (FRAMEWORK, model_path, line), str(exc)
+            ) from exc
+
+    def weight_type(self) -> str:
+        return self._weights
+
+    def generate(self, prompt: List[int], new_tokens: int, on_token: Callable[[int], None]) -> None:
+        import numpy as np
+        import openvino
+
+        config = self._genai.GenerationConfig()
+        config.do_sample = False
+        config.ignore_eos = True
+        config.min_new_tokens = new_tokens
+        config.max_new_tokens = new_tokens
+        ids = openvino.Tensor(np.asarray([prompt], dtype=np.int64))
+        streamed: List[int] = []
+
+        def hand_over(token: int) -> None:
+            streamed.append(token)
+            on_token(token)
+
+        result = self._pipe.generate(ids, config, self._streamer(hand_over))
+        self.perf_metrics = result.perf_metrics
+        produced = [int(t) for t in result.tokens[0]]
+        if streamed != produced:  # the streamer must see each token once, as it is produced
+            raise BackendError(
+                "inference",
+                "%s streamed %d tokens but returned %d, or others"
+                % (FRAMEWORK, len(streamed), len(produced)),
+            )
+
+    def close(self) -> None:
+        self._pipe = None
+
+
+def check_gguf(path: str) -> str:
+    """The weight type of the GGUF file at ``path``, once its header shows the pipeline can
+    read it; BackendError (one line) before a load that would fail after seconds."""
+    try:
+        gguf = read_gguf(path)
+        weights = stored_weight_type(gguf)
+    except GgufError as exc:
+        raise BackendError("model_load", str(exc)) from None
+    architecture = gguf.metadata.get("general.architecture")
+    if architecture not in ARCHITECTURES:
+        raise BackendError(
+            "unsupported",
+            "%s reads GGUF models of architecture %s, not %r"
+            % (FRAMEWORK, ", ".join(ARCHITECTURES), architecture),
+        )
+    if weights not in WEIGHT_TYPES:
+        raise BackendError(
+            "unsupported",
+            "%s reads GGUF weights stored at %s, not %s (convert the model to one of them)"
+            % (FRAMEWORK, ", ".join(WEIGHT_TYPES), weights),
+        )
+    return weights
+
+
+def stored_weight_type(gguf: GgufFile) -> str:
+    """The type most of the file's weight matrices are stored at, by GGUF's name (``q8_0``)."""
+    kinds = Counter(t.ggml_type for t in gguf.tensors.values() if len(t.shape) >= 2)
+    if not kinds:
+        raise GgufError("%s holds no weight matrices" % gguf.path)
+    return kinds.most_common(1)[0][0].lower()
+
+
+def streamer_type(genai: Any) -> Any:
+    """A StreamerBase that hands each token to its ``on_token`` (``write`` gets one token id,
+    or a list of them where the pipeline produced several at once)."""
+
+    class TokenStreamer(genai.StreamerBase):
+        def __init__(self, on_token: Callable[[int], None]) -> None:
+            super().__init__()
+            self.on_token = on_token
+
+        def write(self, token: Any) -> Any:
+            for one in token if isinstance(token, (list, tuple)) else [token]:
+                self.on_token(int(one))
+            return genai.StreamingStatus.RUNNING
+
+        def end(self) -> None:
+            pass
+
+    return TokenStreamer
+
+
+BACKEND = OpenVinoGenAiBackend
