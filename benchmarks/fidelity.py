@@ -302,9 +302,12 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
     if unknown:
         print(f"fidelity: unknown pair {', '.join(unknown)}; choose from {', '.join(PAIRS)}")
         return 2
+    source = f"{args.budget_s:g} s per pair"
+    if args.from_blocks:
+        source = f"blocks read from {args.from_blocks}"
     print(
         f"fidelity: edgebench (A) vs the framework's tool (B) in alternating blocks, core "
-        f"{args.core}, 1 thread, {args.budget_s:g} s per pair; ratio = A/B, "
+        f"{args.core}, 1 thread, {source}; ratio = A/B, "
         f"{ESTIMATOR_TEXT[args.estimator]}, 95% bootstrap over block pairs (seed {args.seed})"
     )
     header = (
