@@ -51,14 +51,18 @@ _NUMPY = {
 }
 
 
+_U64 = struct.Struct("<Q")
+
+
 class GgmlType(NamedTuple):
     name: str
     block: int  # elements per block
     size: int  # bytes per block
 
 
-#: Every GGML tensor type a GGUF file may hold (ggml.h), so that any file's extents can be checked;
-#: :meth:`GgufFile.tensor` dequantizes those in ``DEQUANTIZED``.
+#: Every GGML tensor type a GGUF file may hold (ggml.h of the llama.cpp that llama-cpp-python
+#: 0.3.36 vendors), so that any file's extents can be checked; :meth:`GgufFile.tensor`
+#: dequantizes those in ``DEQUANTIZED``.
 GGML_TYPES = {
     0: GgmlType("F32", 1, 4),
     1: GgmlType("F16", 1, 2),
@@ -92,6 +96,9 @@ GGML_TYPES = {
     34: GgmlType("TQ1_0", 256, 54),
     35: GgmlType("TQ2_0", 256, 66),
     39: GgmlType("MXFP4", 32, 17),
+    40: GgmlType("NVFP4", 64, 36),
+    41: GgmlType("Q1_0", 128, 18),
+    42: GgmlType("Q2_0", 64, 18),
 }
 DEQUANTIZED = ("F32", "F16", "BF16", "Q8_0", "Q4_0")
 
@@ -206,6 +213,26 @@ class _Cursor:
         self.pos += length
         return text
 
+    def strings(self, n: int, what: str) -> List[str]:
+        """``n`` strings: :meth:`string` unrolled, since vocabularies hold 150,000 of them."""
+        buf, pos, end, unpack = self.buf, self.pos, self.end, _U64.unpack_from
+        out: List[str] = []
+        append = out.append
+        for i in range(n):
+            if end - pos < 8:
+                self.pos = pos
+                self.need(8, f"{what}[{i}]")
+            (length,) = unpack(buf, pos)
+            pos += 8
+            if length > end - pos:
+                raise self.fail(
+                    f"{what}[{i}] at byte {pos - 8} claims {length} bytes, more than the file holds"
+                )
+            append(buf[pos : pos + length].decode("utf-8", "surrogateescape"))
+            pos += length
+        self.pos = pos
+        return out
+
     def count(self, what: str, min_item_bytes: int) -> int:
         """A uint64 count of items, each at least ``min_item_bytes`` long: refused when the
         rest of the file cannot hold that many."""
@@ -242,7 +269,7 @@ class _Cursor:
             return [bool(x) for x in listed] if item_type == _BOOL else listed
         if item_type == _STRING:
             n = self.count(f"{what}'s length", 8)
-            return [self.string(f"{what}[{i}]") for i in range(n)]
+            return self.strings(n, what)
         if item_type == _ARRAY:
             n = self.count(f"{what}'s length", 12)
             return [self.array(f"{what}[{i}]", depth + 1) for i in range(n)]

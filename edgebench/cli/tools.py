@@ -23,6 +23,8 @@ from edgebench.converters import (
 from edgebench.converters.base import CALIBRATED_PRECISIONS
 from edgebench.errors import UserError
 from edgebench.models import BUILTIN_MODELS, builtin_model_path, summarize_model
+from edgebench.models.llm_shapes import GENERATIVE_MODELS, WEIGHT_TYPES
+from edgebench.models.llm_writer import weight_bytes
 from edgebench.paths import cache_dir
 from edgebench.planning.config import PRECISIONS
 from edgebench.planning.modelref import input_shapes, parse_shape_overrides, resolve_models
@@ -227,4 +229,18 @@ def models_cmd() -> None:
         rows.append((name, f"{summary.params / 1e6:.2f} M", macs, shapes, model.description))
     header = ("model", "params", "MACs", "inputs", "description")
     for line in format_table(header, rows, underline=False):
+        click.echo(line)
+    llm_rows = [
+        (
+            name,
+            f"{shape.parameter_count() / 1e6:.2f} M",
+            *(f"{weight_bytes(shape, w) / 1e6:.1f} MB" for w in WEIGHT_TYPES),
+            shape.description,
+        )
+        for name, shape in GENERATIVE_MODELS.items()
+    ]
+    click.echo("")
+    weights = [f"{w} weights" for w in WEIGHT_TYPES]
+    llm_header = ["generative model (GGUF)", "params", *weights, "description"]
+    for line in format_table(llm_header, llm_rows, underline=False):
         click.echo(line)

@@ -4,6 +4,7 @@ file; atomically, so no reader sees half of one), every later call only finds it
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -19,8 +20,10 @@ from edgebench.runners.gguf_file import read_gguf
 log = logging.getLogger(__name__)
 
 
+@functools.lru_cache(maxsize=1)
 def tokenizer_metadata(vocab: Path) -> dict[str, Any]:
-    """The ``tokenizer.*`` metadata of a GGUF file (a vocabulary-only one)."""
+    """The ``tokenizer.*`` metadata of a GGUF file (a vocabulary-only one); read once per
+    process (a second weight type costs no second parse), and never changed by its users."""
     return {k: v for k, v in read_gguf(vocab).metadata.items() if k.startswith("tokenizer.")}
 
 

@@ -165,6 +165,10 @@ def test_models_lists_every_builtin_with_size_and_inputs(run_cli):
         assert name in result.stdout
     line = next(ln for ln in result.stdout.splitlines() if ln.startswith("resnet50"))
     assert "25." in line and "[1, 3, 224, 224]" in line
+    # The generative ones with their sizes from their shapes, without writing them.
+    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("qwen2.5-0.5b-shape"))
+    assert "494.03 M" in line and "278.1 MB" in line  # q4_0 weights
+    assert any(ln.startswith("llm-tiny ") for ln in result.stdout.splitlines())
 
 
 def test_results_never_go_to_the_users_home(run_cli, eb_env, conv_model):
