@@ -28,6 +28,8 @@ PIP_EXTRA = "openvino-genai"
 ARCHITECTURES = ("llama", "qwen2", "qwen3")
 #: GGUF weight types it loads (f32 matrices: "Unsupported quantization type").
 WEIGHT_TYPES = ("f16", "q8_0", "q4_0")
+#: ``general.file_type`` values of f32 and f16 files (llama.cpp's ALL_F32, MOSTLY_F16).
+UNQUANTIZED_FILE_TYPES = (0, 1)
 #: The weight type of a model folder OpenVINO exported itself (its own compression).
 OWN_FOLDER = "openvino-ir"
 
@@ -117,6 +119,19 @@ def check_gguf(path: str) -> str:
             "unsupported",
             "%s reads GGUF weights stored at %s, not %s (convert the model to one of them)"
             % (FRAMEWORK, ", ".join(WEIGHT_TYPES), weights),
+        )
+    declared = gguf.metadata.get("general.file_type")
+    if declared is None:  # the pipeline fails with "unordered_map::at"
+        raise BackendError(
+            "model_load",
+            "%s has no general.file_type, which %s's GGUF reader needs" % (path, FRAMEWORK),
+        )
+    if declared in UNQUANTIZED_FILE_TYPES and weights not in ("f32", "f16"):
+        # it would look for the quantized weights' scales under the declared type's names
+        raise BackendError(
+            "model_load",
+            "%s declares unquantized weights (general.file_type %s) but stores them at %s; "
+            "%s reads them by the declared type" % (path, declared, weights, FRAMEWORK),
         )
     return weights
 

@@ -66,11 +66,19 @@ def test_the_runner_measures_llm_tiny_on_openvino_genai(llm_tiny_gguf, tmp_path)
         assert list(check["tokens"]) == part["check_tokens"] and len(part["check_tokens"]) == 4
 
 
-def matrices_gguf(path, architecture: str, dtype) -> str:
-    """A GGUF holding two weight matrices of ``dtype`` and a norm, and nothing else."""
+def matrices_gguf(path, architecture: str, weights: str, file_type=None) -> str:
+    """A GGUF holding two weight matrices stored at ``weights`` (f32, f16, q8_0) and a norm,
+    and nothing else but ``general.file_type`` where given."""
     writer = gguf.GGUFWriter(str(path), architecture)
+    if file_type is not None:
+        writer.add_file_type(file_type)
+    matrix = np.ones((8, 32), dtype=np.float32)
     for name in ("blk.0.attn_q.weight", "blk.0.ffn_up.weight"):
-        writer.add_tensor(name, np.ones((8, 32), dtype=dtype))
+        if weights == "q8_0":
+            quantized = gguf.GGMLQuantizationType.Q8_0
+            writer.add_tensor(name, gguf.quants.quantize(matrix, quantized), raw_dtype=quantized)
+        else:
+            writer.add_tensor(name, matrix.astype(weights))
     writer.add_tensor("blk.0.attn_norm.weight", np.ones(32, dtype=np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -80,27 +88,42 @@ def matrices_gguf(path, architecture: str, dtype) -> str:
 
 
 @pytest.mark.parametrize(
-    "architecture, dtype, message",
+    "architecture, weights, message",
     [
         (
             "qwen2",
-            np.float32,
+            "float32",
             "openvino-genai reads GGUF weights stored at f16, q8_0, q4_0, not f32 "
             "(convert the model to one of them)",
         ),
         (
             "gpt2",
-            np.float16,
+            "float16",
             "openvino-genai reads GGUF models of architecture llama, qwen2, qwen3, not 'gpt2'",
         ),
     ],
 )
 def test_a_gguf_the_pipeline_cannot_run_is_unsupported_before_loading(
-    tmp_path, architecture, dtype, message
+    tmp_path, architecture, weights, message
 ):
     with pytest.raises(BackendError) as caught:
-        check_gguf(matrices_gguf(tmp_path / "m.gguf", architecture, dtype))
+        check_gguf(matrices_gguf(tmp_path / "m.gguf", architecture, weights, file_type=1))
     assert caught.value.kind == "unsupported" and caught.value.message == message
+
+
+@pytest.mark.parametrize(
+    "weights, file_type, message",
+    [
+        ("float16", None, "m.gguf has no general.file_type, which openvino-genai's GGUF reader"),
+        ("q8_0", 1, "m.gguf declares unquantized weights (general.file_type 1) but stores them"),
+    ],
+)
+def test_a_gguf_whose_declared_type_misleads_the_pipeline_is_one_line(
+    tmp_path, weights, file_type, message
+):
+    with pytest.raises(BackendError) as caught:
+        check_gguf(matrices_gguf(tmp_path / "m.gguf", "qwen2", weights, file_type))
+    assert caught.value.kind == "model_load" and message in caught.value.message
 
 
 def test_the_weight_type_is_the_files_and_a_truncated_file_is_one_line(tmp_path):
