@@ -106,6 +106,8 @@ def measure_generation(
     try:
         run_tests(backend, gen, part, facts, hooks)
         part.kv_cache_bytes = backend.kv_cache_bytes()
+        # Before the check: what the runtime holds to give logits is not the tests' memory.
+        facts.peak_rss_kb = peak_rss_kb()
         check_material(backend, gen, part, spec.save_outputs, facts)
     except (BackendError, MemoryError):
         raise
@@ -113,7 +115,6 @@ def measure_generation(
         raise BackendError(
             "inference", "generation failed: %s" % exc, traceback.format_exc()
         ) from exc
-    facts.peak_rss_kb = peak_rss_kb()
     facts.ok = True
     backend.close()
 

@@ -4,16 +4,23 @@ OpenVINO's own exported model folder.
 The prompt goes in as token ids (an ``ov.Tensor`` of input_ids: the tokenizer never runs),
 decoding is greedy with end of sequence ignored and the minimum and maximum new tokens equal,
 and a ``StreamerBase`` hands each token to the runner's ``on_token`` as the pipeline produces
-it (one ``write`` per token). The pipeline gives no logits, so the output check compares
-greedy tokens. Its own ``PerfMetrics`` of the last call are kept (``perf_metrics``) to set
-beside the runner's figures.
+it (one ``write`` per token). Its own ``PerfMetrics`` of the last call are kept
+(``perf_metrics``) to set beside the runner's figures.
+
+The pipeline gives no logits. For the output check, ``first_logits`` has the pipeline save the
+model it built from the GGUF (``enable_save_ov_model``, into a scratch folder through a link to
+the file, never beside it) and runs that model once with OpenVINO itself: the same graph on
+the same plugin, after the timed tests (the cell's peak memory is taken before).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
+import tempfile
 from collections import Counter
-from typing import Any, Callable, List
+from typing import Any, Callable, Dict, List, Optional
 
 from ..gguf_file import GgufError, GgufFile, read_gguf
 from .base import BackendError
@@ -32,6 +39,10 @@ WEIGHT_TYPES = ("f16", "q8_0", "q4_0")
 UNQUANTIZED_FILE_TYPES = (0, 1)
 #: The weight type of a model folder OpenVINO exported itself (its own compression).
 OWN_FOLDER = "openvino-ir"
+#: The model file of such a folder, and of the one the pipeline saves.
+MODEL_XML = "openvino_model.xml"
+
+log = logging.getLogger(__name__)
 
 
 class OpenVinoGenAiBackend(GenerativeBackend):
@@ -45,6 +56,8 @@ class OpenVinoGenAiBackend(GenerativeBackend):
         self._streamer = streamer_type(openvino_genai)
         self._pipe: Any = None
         self._weights = OWN_FOLDER
+        self._model_path = ""
+        self._threads = 1
         #: The pipeline's own PerfMetrics of the last ``generate``.
         self.perf_metrics: Any = None
 
@@ -55,6 +68,7 @@ class OpenVinoGenAiBackend(GenerativeBackend):
         # The stateful pipeline grows its KV cache as the context does: nothing to size here.
         if not os.path.isdir(model_path):
             self._weights = check_gguf(model_path)
+        self._model_path, self._threads = model_path, int(threads)
         try:
             self._pipe = self._genai.LLMPipeline(
                 model_path, "CPU", INFERENCE_NUM_THREADS=int(threads)
@@ -94,6 +108,48 @@ class OpenVinoGenAiBackend(GenerativeBackend):
                 "%s streamed %d tokens but returned %d, or others"
                 % (FRAMEWORK, len(streamed), len(produced)),
             )
+
+    def first_logits(self, prompt: List[int]) -> Optional[Any]:
+        import numpy as np
+
+        request = self._model_request()
+        if request is None:
+            return None
+        inputs = {i.get_any_name() for i in request.model_inputs}
+        count = len(prompt)
+        feed: Dict[str, Any] = {
+            "input_ids": np.asarray([prompt], dtype=np.int64),
+            "attention_mask": np.ones((1, count), dtype=np.int64),
+            "position_ids": np.arange(count, dtype=np.int64)[None],
+            "beam_idx": np.zeros(1, dtype=np.int32),
+        }
+        request.reset_state()  # the model keeps its KV cache as state
+        outputs = request.infer({k: v for k, v in feed.items() if k in inputs})
+        return np.asarray(outputs["logits"])[0, -1].astype(np.float32)
+
+    def _model_request(self) -> Optional[Any]:
+        """An infer request of the model the pipeline runs (saved by a second pipeline from
+        a link in a scratch folder), or None when it could not be had (logged)."""
+        import openvino
+
+        scratch = tempfile.mkdtemp(prefix="edgebench-ov-genai-")
+        try:
+            folder = self._model_path
+            if not os.path.isdir(folder):
+                link = os.path.join(scratch, os.path.basename(folder))
+                os.symlink(os.path.abspath(folder), link)
+                self._genai.LLMPipeline(
+                    link, "CPU", enable_save_ov_model=True, INFERENCE_NUM_THREADS=self._threads
+                )
+                folder = scratch
+            config = {"INFERENCE_NUM_THREADS": self._threads}
+            model = openvino.Core().compile_model(os.path.join(folder, MODEL_XML), "CPU", config)
+            return model.create_infer_request()
+        except Exception as exc:  # the check falls back to greedy tokens
+            log.warning("%s: no logits for the output check: %s", FRAMEWORK, reason_line(str(exc)))
+            return None
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def close(self) -> None:
         self._pipe = None

@@ -1,7 +1,8 @@
 """OpenVINO GenAI as a generative runtime: the runner measures llm-tiny through its real entry
-(every field of the generation part, the tokens it counted, the check material; the backend
-checks that its streamer handed over exactly the tokens the pipeline returned), and a GGUF it
-cannot read is refused in one line before the seconds a load takes."""
+(every field of the generation part, the tokens it counted, the check material: greedy tokens
+and the first step's logits; the backend checks that its streamer handed over exactly the
+tokens the pipeline returned), and a GGUF it cannot read is refused in one line before the
+seconds a load takes."""
 
 from __future__ import annotations
 
@@ -61,9 +62,13 @@ def test_the_runner_measures_llm_tiny_on_openvino_genai(llm_tiny_gguf, tmp_path)
     assert result["cores_effective"] == [0] and result["peak_rss_kb"] > 0
     assert result["outputs_file"] == str(saved)
     with np.load(saved) as check:
-        assert check.files == ["tokens"]  # the pipeline gives no logits
         assert check["tokens"].dtype == np.int64
         assert list(check["tokens"]) == part["check_tokens"] and len(part["check_tokens"]) == 4
+        # The logits of the model the pipeline runs, over the whole vocabulary: their top-1 is
+        # the greedy token the pipeline produced after the same prompt.
+        logits = check["logits"]
+        assert logits.dtype == np.float32 and logits.shape == (151936,)
+        assert int(np.argmax(logits)) == part["check_tokens"][0]
 
 
 def matrices_gguf(path, architecture: str, weights: str, file_type=None) -> str:
