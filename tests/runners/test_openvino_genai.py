@@ -9,15 +9,13 @@ from __future__ import annotations
 import gguf
 import numpy as np
 import pytest
+from fakes.generative_cells import tiny_generative_spec
 from fakes.llm_models import write_tiny_qwen2
 from fakes.result_contract import assert_fits_protocol
 from fakes.runner_process import run_runner
 
 from edgebench.runners.backends import BackendError
 from edgebench.runners.backends.openvino_genai_backend import check_gguf
-from edgebench.runners.protocol import SPEC_SCHEMA
-
-PROMPT = [(7919 * i) % 20000 + 1000 for i in range(32)]
 
 
 def needs_openvino_genai() -> None:
@@ -27,24 +25,7 @@ def needs_openvino_genai() -> None:
 def test_the_runner_measures_llm_tiny_on_openvino_genai(llm_tiny_gguf, tmp_path):
     needs_openvino_genai()
     saved = tmp_path / "check.npz"
-    generation = {
-        "prompt": PROMPT,
-        "prompt_tokens": [8, 32],
-        "gen_tokens": 6,
-        "repetitions": 2,
-        "warmup": 1,
-        "check_prompt": 12,
-        "check_tokens": 4,
-    }
-    spec = {
-        "schema": SPEC_SCHEMA,
-        "model": str(llm_tiny_gguf),
-        "framework": "openvino-genai",
-        "threads": 1,
-        "cores": [0],
-        "save_outputs": str(saved),
-        "generation": generation,
-    }
+    spec = tiny_generative_spec(llm_tiny_gguf, "openvino-genai", saved)
     result = run_runner(spec, timeout=300)
     assert result["status"] == "ok", result["error"]
     assert_fits_protocol(result)
