@@ -75,6 +75,10 @@ class LlamaLog:
             if self._level == LOG_ERROR:
                 self.errors.append(line)
 
+    def clear(self) -> None:
+        self.lines.clear()
+        self.errors.clear()
+
     def reason(self) -> str:
         """The first error logged (the cause; later lines say what failed because of it),
         without llama.cpp's function-name prefix."""
@@ -92,6 +96,17 @@ class LlamaLog:
         return None
 
 
+_LOG: List[LlamaLog] = []
+
+
+def process_log(binding: Any) -> LlamaLog:
+    """The process's one log sink: llama.cpp holds a single callback for the whole process,
+    so it must outlive every backend (a freed ctypes callback would crash the next log call)."""
+    if not _LOG:
+        _LOG.append(LlamaLog(binding))
+    return _LOG[0]
+
+
 class LlamaCppBackend(GenerativeBackend):
     name = FRAMEWORK
     weight_types = ("f32", "f16", "q8_0", "q4_0")
@@ -104,7 +119,7 @@ class LlamaCppBackend(GenerativeBackend):
         self._version = str(llama_cpp.__version__)
         self._np = np
         self._c: Any = binding
-        self._log = LlamaLog(binding)
+        self._log = process_log(binding)
         binding.llama_backend_init()
         self._model: Any = None
         self._ctx: Any = None
@@ -118,7 +133,7 @@ class LlamaCppBackend(GenerativeBackend):
 
     def load(self, model_path: str, threads: int, context_tokens: int) -> None:
         c = self._c
-        self._log.errors.clear()
+        self._log.clear()  # the reason and KV size read next are this load's
         model = c.llama_model_load_from_file(model_path.encode("utf-8"), self._model_params())
         if not model:
             raise BackendError(
