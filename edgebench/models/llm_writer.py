@@ -20,10 +20,16 @@ from gguf import GGMLQuantizationType, GGUFValueType, LlamaFileType
 from edgebench.models.llm_shapes import LlmShape, check_weight_type
 
 #: Bump whenever the bytes written change: the tag is part of the cached file's name.
-WRITER_VERSION = "1"
-#: The standard deviation of the random weights: logits spread enough for greedy decoding
-#: to pick clear winners, small enough that activations stay finite at float16.
-WEIGHT_STD = 0.02
+WRITER_VERSION = "2"
+#: The random weights' scales. Projections are normal with ``PROJECTION_GAIN / sqrt(fan_in)``
+#: and the (tied) embedding with ``EMBEDDING_STD``: large enough that each layer moves the
+#: hidden state well away from the token's own embedding (at 0.02 everywhere, a tied model
+#: predicts the token it was given, forever) and that the logits spread (std ~4 at hidden 64),
+#: so greedy decoding has clear winners that runtimes computing at f16 or q8 still agree on;
+#: small enough that activations stay finite at float16 through 24 layers. Biases: ``BIAS_STD``.
+PROJECTION_GAIN = 4.0
+EMBEDDING_STD = 0.5
+BIAS_STD = 0.02
 
 _GGML = {
     "f16": GGMLQuantizationType.F16,
@@ -82,11 +88,17 @@ def weight_bytes(shape: LlmShape, weight_type: str) -> int:
 
 
 def random_tensor(name: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
-    """Tensor ``name``'s float32 values: norm weights near 1, everything else normal with
-    ``WEIGHT_STD``; each tensor seeded by the model's seed and its own name, so any one can be
-    made again alone."""
+    """Tensor ``name``'s float32 values: norm weights near 1, everything else normal at its
+    scale (``PROJECTION_GAIN``, ``EMBEDDING_STD``, ``BIAS_STD``); each tensor seeded by the
+    model's seed and its own name, so any one can be made again alone."""
     rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
-    values = rng.standard_normal(shape, dtype=np.float32) * np.float32(WEIGHT_STD)
+    if name in ("token_embd.weight", "output.weight"):
+        std = EMBEDDING_STD
+    elif len(shape) == 2:
+        std = PROJECTION_GAIN / float(np.sqrt(shape[-1]))
+    else:
+        std = BIAS_STD
+    values = rng.standard_normal(shape, dtype=np.float32) * np.float32(std)
     if "norm" in name:
         values += np.float32(1.0)
     return values
