@@ -143,15 +143,16 @@ def test_configuration_doc_lists_exactly_the_plan_keys_the_code_accepts(tmp_path
 def test_results_doc_names_every_framework_and_precision():
     from edgebench.frameworks import framework_names
     from edgebench.planning.config import PRECISIONS
+    from edgebench.planning.sweep_settings import LLM_WEIGHT_TYPES
 
     doc = (REPO / "docs" / "results.md").read_text()
 
     def row(field: str) -> set[str]:
         (meaning,) = re.findall(rf"^\| `{field}` \| str \| (.*) \|$", doc, flags=re.M)
-        return set(re.findall(r"`([\w-]+)`", meaning))
+        return set(re.findall(r"`([\w.-]+)`", meaning))
 
     assert row("framework") == set(framework_names())
-    assert row("precision") == set(PRECISIONS)
+    assert row("precision") == set(PRECISIONS) | set(LLM_WEIGHT_TYPES)
 
 
 #: Package registries' and mirrors' hosts: the repository names none (sources come through the

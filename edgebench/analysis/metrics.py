@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgebench.analysis.statistics import sample_statistic
+from edgebench.results.generation_part import Generation
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
@@ -88,6 +89,20 @@ def _latency_metric(key: str, quantile: float | None, label: str) -> Metric:
     return Metric(key, label, "ms", True, _latency(key), quantile, sampled=True)
 
 
+def _generative_metric(
+    name: str, label: str, unit: str, read: Callable[[Generation], float | None]
+) -> Metric:
+    """A figure of a generative record's ``generation`` part: rates are higher-is-better."""
+    return Metric(
+        name,
+        label,
+        unit,
+        lower_is_better=unit != "tok/s",
+        stored=lambda r: read(r.generation) if r.generation else None,
+        how_to_get="measure a generative model (--models llm-tiny or a .gguf file)",
+    )
+
+
 METRICS: dict[str, Metric] = {
     "p50": _latency_metric("p50", 0.50, "p50 latency"),
     "p90": _latency_metric("p90", 0.90, "p90 latency"),
@@ -106,12 +121,26 @@ METRICS: dict[str, Metric] = {
         how_to_get="measure on a device with a readable energy source (its profile's "
         "[energy] source or --energy-source; see docs/energy.md)",
     ),
+    # Generative cells (records with a ``generation`` part; docs/generative.md). Their
+    # latency metrics above are per generated token, from the decode test's raw samples.
+    "decode": _generative_metric(
+        "decode", "decode speed", "tok/s", lambda g: g.decode_tokens_per_s
+    ),
+    "prefill": _generative_metric(
+        "prefill", "prefill speed (longest prompt)", "tok/s", lambda g: g.prefill_tokens_per_s()
+    ),
+    "ttft": _generative_metric(
+        "ttft", "time to first token (longest prompt)", "ms", lambda g: g.ttft_p50_ms()
+    ),
 }
+
+#: What a generative model's matrix shows when the run asked for no metric.
+GENERATIVE_DEFAULT_METRIC = "decode"
 
 #: Metrics a regression can be judged on (all of them: latency ones on the raw samples).
 REGRESSION_METRICS = tuple(METRICS)
 #: Metrics recommend ranks by; its latency budget is checked on the latency ones.
-RECOMMEND_METRICS = ("p50", "p99", "throughput", "energy", "memory")
+RECOMMEND_METRICS = ("p50", "p99", "throughput", "energy", "memory", "decode", "prefill", "ttft")
 
 
 def get_metric(name: str) -> Metric:

@@ -21,7 +21,7 @@ import os
 import pkgutil
 from collections.abc import Iterable
 
-from edgebench.frameworks.rows import ComputeBackend, ConverterRow, Framework
+from edgebench.frameworks.rows import ComputeBackend, ConverterRow, Framework, folder_name
 from edgebench.runners.protocol import install_hint as _pip_install_hint
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def _discover() -> tuple[Framework, ...]:
             log.warning("framework folder %s is skipped: it does not import (%s)", where, exc)
             continue
         framework = getattr(module, "FRAMEWORK", None)
-        if not isinstance(framework, Framework) or framework.name != info.name:
+        if not isinstance(framework, Framework) or folder_name(framework.name) != info.name:
             log.warning(
                 "framework folder %s is skipped: it must declare FRAMEWORK = Framework(%r, ...)",
                 where,
@@ -76,6 +76,18 @@ def framework_for_format(fmt: str) -> Framework | None:
 def python_frameworks() -> list[str]:
     """Frameworks with a Python runtime (a runner backend), in display order."""
     return [f.name for f in FRAMEWORKS if f.native_only is None]
+
+
+def default_frameworks() -> list[str]:
+    """What a run that names no frameworks measures: every framework with a Python runtime
+    but the references (each model's cells then take those of its workload)."""
+    return [f.name for f in FRAMEWORKS if f.native_only is None and not f.reference]
+
+
+def workload_of(name: str) -> str:
+    """``tensor`` or ``generative`` (``Framework.workload``); an unknown name is ``tensor``."""
+    framework = find_framework(name)
+    return framework.workload if framework else "tensor"
 
 
 def install_hint(name: str) -> str:
@@ -117,11 +129,14 @@ __all__ = [
     "Framework",
     "all_accelerators",
     "all_converters",
+    "default_frameworks",
     "display_order",
     "find_framework",
+    "folder_name",
     "framework_for_format",
     "framework_names",
     "install_hint",
     "load_target",
     "python_frameworks",
+    "workload_of",
 ]

@@ -97,6 +97,13 @@ class Framework:
     #: How edgebench-native builds its static library, ``"module:NAME"`` of an
     #: ``edgebench.builds.recipe.LibraryRecipe``; None: edgebench-native does not link it.
     build: str | None = None
+    #: What its cells measure: ``tensor`` (one inference on input tensors: the CNN side) or
+    #: ``generative`` (a prompt's prefill and token-by-token decode, docs/generative.md). A
+    #: cell pairs a model only with frameworks of the model's workload.
+    workload: str = "tensor"
+    #: The reference the output check compares other frameworks against, not a runtime to
+    #: choose: left out of runs that name no frameworks.
+    reference: bool = False
 
     @property
     def declaration(self) -> Declaration | None:
@@ -129,6 +136,15 @@ class Framework:
 
         extra = self.pip_extra
         return install_hint(extra) if extra else (self.native_only or "no pip package")
+
+
+WORKLOADS = ("tensor", "generative")
+
+
+def folder_name(framework: str) -> str:
+    """The folder (a Python package name) of framework ``framework``: ``llama.cpp`` lives in
+    ``llama_cpp/``, ``openvino-genai`` in ``openvino_genai/``."""
+    return framework.replace(".", "_").replace("-", "_")
 
 
 @functools.cache

@@ -170,6 +170,10 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     stats = latency_stats(samples) if samples and status in MEASURED else None
     walls = [p.measure_wall_s for p in parts if p.measure_wall_s]
     wall_s = sum(walls) if walls else None
+    merged = merged_parts(parts)
+    throughput = len(samples) / wall_s if stats and wall_s else first.throughput_ips
+    if merged.get("generation") is not None:  # tokens/s: the pooled decode tests' rate
+        throughput = merged["generation"].decode_tokens_per_s if stats else None
     return replace(
         first,
         rounds=len(parts),
@@ -184,12 +188,12 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
         ],
         latency_ms=stats.as_record() if stats else first.latency_ms,
         measure_wall_s=wall_s,
-        throughput_ips=len(samples) / wall_s if stats and wall_s else first.throughput_ips,
+        throughput_ips=throughput,
         peak_rss_mb=max((p.peak_rss_mb or 0.0 for p in parts), default=None) or None,
         warnings=pool_warnings([p.warnings for p in parts], stats_warnings(stats)),
         ended_at=parts[-1].ended_at,
         duration_s=round(sum(p.duration_s or 0.0 for p in parts), 3),
-        **merged_parts(parts),
+        **merged,
     )
 
 

@@ -29,7 +29,7 @@ from edgebench.measure.resume import check_same_settings, resume_hint
 from edgebench.measure.scheduler import StopRequest, execute_cells, pending_cells
 from edgebench.models import BUILTIN_MODELS
 from edgebench.paths import cache_dir, default_results_dir
-from edgebench.planning.backend_cells import no_cell_refusal, no_cells_planned
+from edgebench.planning.backend_cells import Verdict, no_cell_refusal, no_cells_planned
 from edgebench.planning.cells import (
     DEFAULT_FRAMEWORKS,
     Cell,
@@ -42,6 +42,13 @@ from edgebench.planning.cells import (
     target_ci_fraction,
 )
 from edgebench.planning.config import RunConfig, TimingConfig
+from edgebench.planning.generative import (
+    build_generative_cells,
+    check_pairs,
+    split_frameworks,
+    split_models,
+    workload_of_sweep,
+)
 from edgebench.planning.input_checks import check_run_inputs
 from edgebench.planning.limits import check_memory
 from edgebench.planning.model_precision import precisions_by_model
@@ -154,34 +161,50 @@ def _run_session(
     if refusal:
         raise UserError(refusal)
     chosen = ("sweep", "precision") in plan.values if plan is not None else precision_chosen
-    by_precision = precisions_by_model(matrix.model_refs, matrix.precisions, chosen)
-    check_sweep_shapes(matrix.model_refs, config.sweep.shapes)
+    tensor_models, llm_models = split_models(matrix.model_refs, config.sweep.weights, cache_dir())
+    tensor_frameworks, llm_frameworks = split_frameworks(matrix.framework_names)
+    check_pairs(tensor_models, llm_models, tensor_frameworks, llm_frameworks, config.sweep)
+    by_precision = precisions_by_model(tensor_models, matrix.precisions, chosen)
+    check_sweep_shapes(tensor_models, config.sweep.shapes)
     model_inputs = resolve_inputs(
-        matrix.model_refs, parse_shape_overrides(base_shapes(config, matrix.model_refs))
+        tensor_models, parse_shape_overrides(base_shapes(config, tensor_models))
     )
     device_list = source.open(config, progress)
     methods = source.methods()
+
+    def availability(device: Device, framework: str) -> Verdict | None:
+        return methods[device.name].availability(device, framework)
+
     base_cells = [
         cell
         for one_precision, models in by_precision
         for cell in build_cells(
             device_list,
             models,
-            matrix.framework_names,
+            tensor_frameworks,
             inputs=model_inputs,
             threads=matrix.thread_counts,
             cores=matrix.core_selections,
             concurrency=config.sweep.concurrency,
             precision=one_precision,
             timing=matrix.timing,
-            availability=lambda device, framework: methods[device.name].availability(
-                device, framework
-            ),
+            availability=availability,
             telemetry=config.telemetry,
             backends=config.sweep.backends,
             frameworks_chosen=bool(config.sweep.frameworks),
         )
     ]
+    base_cells += build_generative_cells(
+        device_list,
+        llm_models,
+        llm_frameworks,
+        workload=workload_of_sweep(config.sweep),
+        threads=matrix.thread_counts,
+        cores=matrix.core_selections,
+        timing=matrix.timing,
+        availability=availability,
+        telemetry=config.telemetry,
+    )
     if not base_cells:
         raise UserError(
             no_cells_planned(device_list, matrix.framework_names, config.sweep.backends)

@@ -13,10 +13,10 @@ from edgebench.compute_backends import CPU, engine_label, find_backend, options_
 from edgebench.converters import CONVERTERS, Artifact
 from edgebench.errors import UserError
 from edgebench.frameworks import (
+    default_frameworks,
     find_framework,
     framework_for_format,
     framework_names,
-    python_frameworks,
 )
 from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
@@ -31,6 +31,11 @@ from edgebench.planning.backend_cells import (
     software_only,
 )
 from edgebench.planning.config import TelemetryConfig, TimingConfig
+from edgebench.planning.generative_workload import (
+    GenerativeWorkload,
+    generation_spec,
+    prompt_ids,
+)
 from edgebench.planning.modelref import (
     ModelRef,
     ShapeOverride,
@@ -47,7 +52,7 @@ log = logging.getLogger(__name__)
 #: Whether a device can run a framework: None, or the verdict of the cells that cannot.
 Availability = Callable[[Device, str], Verdict | None]
 #: What `edgebench run` measures when --frameworks is not given.
-DEFAULT_FRAMEWORKS = python_frameworks()
+DEFAULT_FRAMEWORKS = default_frameworks()
 
 
 #: A sustained window ends early (stop_reason max_iterations) rather than hold more samples:
@@ -153,6 +158,8 @@ class Cell:
     software_device: bool = False
     #: The precision the run asked for, where the file the cell runs holds another one.
     precision_requested: str | None = None
+    #: A generative cell's workload (planning/generative.py); None: a tensor cell.
+    generation: GenerativeWorkload | None = None
 
     @property
     def engine(self) -> str:
@@ -220,7 +227,17 @@ class Cell:
             instance_mode=self.instance_mode,
             shape_change_from=self.shape_from,
             options=self.runner_options(),
-        ).to_json()
+        ).to_json() | ({"generation": self.generation_spec(seed)} if self.generation else {})
+
+    def generation_spec(self, seed: int) -> dict[str, Any] | None:
+        """A generative cell's ``generation`` object: its workload and the seeded prompt."""
+        if self.generation is None:
+            return None
+        if self.model.llm is None:
+            raise ValueError(f"{self.model.name} is no generative model: it has no vocabulary")
+        ordinary = self.model.llm.ordinary_ids()
+        prompt = prompt_ids(ordinary, self.generation.prompt_length, seed)
+        return generation_spec(self.generation, prompt)
 
     def runner_options(self) -> dict[str, Any]:
         """The spec's ``options``: the cell's settings that the options type of its backend's

@@ -51,6 +51,8 @@ __all__ = [
 
 #: --threads: a thread pool per instance; no device has more cores than this.
 MAX_THREADS = 1024
+#: Prompt, generated and context tokens of a generative cell.
+MAX_CONTEXT_TOKENS = 1 << 20
 #: --concurrency: one runner thread (and one stream) each.
 MAX_CONCURRENCY = 1024
 #: --instances: one loaded model or stream each, in one runner process.
@@ -150,9 +152,12 @@ def memory_problem(cell: Cell) -> str | None:
         parts.append(f"{loads} x {_bytes(model_bytes)} of model" if loads > 1 else "the model")
     if inputs:
         parts.append(f"{streams} x {_bytes(inputs)} of inputs" if streams > 1 else "the inputs")
+    fix = "use fewer --instances or a smaller shape"
+    if cell.generation is not None:
+        fix = "use a smaller model or weight type (--weights q4_0)"
     return (
         f"needs at least {_bytes(need)} ({' + '.join(parts)}), more than device {device.name}'s "
-        f"memory ({_bytes(total_kb * 1024)} MemTotal); use fewer --instances or a smaller shape"
+        f"memory ({_bytes(total_kb * 1024)} MemTotal); {fix}"
     )
 
 

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import onnx
 
@@ -14,6 +15,9 @@ from edgebench.converters import ConversionError, artifact_format
 from edgebench.converters.artifact_cache import file_sha256
 from edgebench.errors import UserError
 from edgebench.models import BUILTIN_MODELS, TensorSpec, builtin_model_path, summarize_model
+from edgebench.models.llm_cache import builtin_llm_path
+from edgebench.models.llm_facts import read_llm_facts
+from edgebench.models.llm_shapes import DEFAULT_WEIGHT_TYPE, GENERATIVE_MODELS
 from edgebench.planning.limits import tensor_problem
 from edgebench.planning.tflite_origin import TfliteOrigin, make_twin, twin_problem
 from edgebench.runners.backends.io_map import IO_MAP_FILE
@@ -39,6 +43,12 @@ class ModelRef:
     companions: list[Path] = field(default_factory=list)
     #: A model given as a .tflite: the original and its ONNX twin (``path`` is the twin).
     tflite: TfliteOrigin | None = None
+    #: A generative model (format ``gguf``): what its file says (architecture, sizes,
+    #: context, vocabulary), read once when the model is resolved.
+    llm: Any = None
+    #: A generative model's weight type (``f16``, ``q8_0``, ``q4_0``): the precision its
+    #: cells run at.
+    precision: str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +153,33 @@ def _resolve_tflite(source: str, path: Path, cache: Path, from_tflite: str) -> M
     return ref
 
 
+#: A generative model's file format, and the built-in generative models by name.
+GGUF = "gguf"
+GGUF_SUFFIX = ".gguf"
+BUILTIN_LLMS: tuple[str, ...] = tuple(GENERATIVE_MODELS)
+
+
+def gguf_ref(name: str, source: str, path: Path) -> ModelRef:
+    """A generative model from its GGUF file, with what the file says of itself
+    (``ModelRef.llm``); a file that is no usable GGUF keeps its error (the other models are
+    still measured)."""
+    ref = ModelRef(name, source, path, format=GGUF)
+    try:
+        ref.llm = read_llm_facts(path)
+    except UserError as exc:
+        ref.error = str(exc)
+        return ref
+    ref.precision = ref.llm.weight_type
+    ref.sha256 = file_sha256(path)
+    return ref
+
+
+def builtin_llm_ref(name: str, cache: Path, weight_type: str = DEFAULT_WEIGHT_TYPE) -> ModelRef:
+    """Built-in generative model ``name`` at ``weight_type``, written into the cache first
+    when it is not there (edgebench/models/llm_cache.py)."""
+    return gguf_ref(name, name, builtin_llm_path(name, cache / "models", weight_type))
+
+
 def resolve_model(
     source: str, cache: Path, reference: Path | None = None, from_tflite: str = "onnx"
 ) -> ModelRef:
@@ -153,6 +190,8 @@ def resolve_model(
     if source in BUILTIN_MODELS:
         path = builtin_model_path(source, cache / "models")
         name = source
+    elif source in BUILTIN_LLMS:
+        return builtin_llm_ref(source, cache)
     else:
         try:
             path = Path(source).expanduser().absolute()
@@ -161,12 +200,14 @@ def resolve_model(
         name = path.stem if path.suffix == ".onnx" else path.name
         if not path.is_file():
             # A mistake in the invocation, not in a measurement: refused before any run exists.
-            known = ", ".join(BUILTIN_MODELS)
+            known = ", ".join([*BUILTIN_MODELS, *BUILTIN_LLMS])
             reason = "not found" if not path.exists() else "not a file"
             raise UserError(
                 f"model {source!r}: {reason}; give a built-in model ({known}) "
-                "or the path of an .onnx file or a converted model"
+                "or the path of an .onnx, .gguf or converted model file"
             )
+        if path.suffix.lower() == GGUF_SUFFIX:
+            return gguf_ref(path.stem, source, path)
         artifact = artifact_format(path)
         if artifact is not None and artifact[0] == "tflite" and reference is None:
             return _resolve_tflite(source, path, cache, from_tflite)

@@ -208,7 +208,8 @@ def settle_precisions(
     evidence: dict[int, str] = {}
     settled = []
     for cell in cells:
-        found = file_precision(cell) if cell.verdict is None else None
+        # A generative cell's precision is its GGUF's weight type, known when it was planned.
+        found = file_precision(cell) if cell.verdict is None and cell.generation is None else None
         ran = ran_precision(cell.precision, found) if found is not None else cell.precision
         if found is not None and ran != cell.precision:
             cell = replace(

@@ -12,6 +12,8 @@ from edgebench.planning.checks import choices, device_names, entries, names, sha
 from edgebench.planning.setting import setting
 
 PRECISIONS = ("fp32", "fp16", "int8", "int8-weights")
+#: A generative cell's precision is its weight type (GGUF's names).
+LLM_WEIGHT_TYPES = ("f16", "q8_0", "q4_0")
 
 
 @dataclass
@@ -22,7 +24,10 @@ class Sweep:
         ["local"], device_names, "Devices to measure on.", repeat=True, plan="devices"
     )
     models: list[str] = setting(
-        [], names, "Built-in names or .onnx paths [default: all built-in].", repeat=True
+        [],
+        names,
+        "Built-in names, .onnx or .gguf paths [default: the built-in tensor models].",
+        repeat=True,
     )
     frameworks: list[str] = setting(
         [], names, "Frameworks [default: every one with a Python runtime].", repeat=True
@@ -85,5 +90,29 @@ class Sweep:
         choices("fixed", "dynamic"),
         "With --shapes: an artifact converted per shape, and/or one dynamic artifact resized "
         "at run time (where the framework can).",
+        repeat=True,
+    )
+    # Generative models (docs/generative.md): the workload of their cells.
+    prompt_tokens: list[int] = setting(
+        [128, 512],
+        wholes(1, limits.MAX_CONTEXT_TOKENS),
+        "Generative models: prompt lengths, one prefill test each (time to first token).",
+        repeat=True,
+    )
+    gen_tokens: int = setting(
+        128,
+        whole(1, limits.MAX_CONTEXT_TOKENS),
+        "Generative models: tokens the decode test generates (greedy, end of text ignored).",
+    )
+    context_depth: int = setting(
+        0,
+        whole(0, limits.MAX_CONTEXT_TOKENS),
+        "Generative models: prompt tokens in the cache before the decode test starts.",
+    )
+    weights: list[str] = setting(
+        ["f16"],
+        choices(*LLM_WEIGHT_TYPES),
+        "Generative built-in models: weight types to sweep (f16, q8_0, q4_0); a .gguf file "
+        "runs at its own.",
         repeat=True,
     )

@@ -52,6 +52,9 @@ def expand(cells: Sequence[Cell], breakdown: Breakdown, cache: Path) -> list[Cel
     out: list[Cell] = []
     swept: dict[str, Swept] = {}
     for planned in cells:
+        if planned.generation is not None:  # a generative cell has no tensor breakdowns
+            out.append(planned)
+            continue
         base = replace(planned, stages=breakdown.stages, profile_ops=breakdown.profile_ops)
         out.append(base)
         if breakdown.cuda_graphs and captures_cuda_graphs(base.framework, base.backend):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from edgebench.analysis.metrics import get_metric
+from edgebench.analysis.metrics import GENERATIVE_DEFAULT_METRIC, Metric, get_metric
 from edgebench.analysis.ranking import (
     EMULATED_CPU,
     EMULATED_RULE,
@@ -28,7 +28,7 @@ from edgebench.analysis.ranking import (
 )
 from edgebench.analysis.statistics import HIGH_CV
 from edgebench.compute_backends import engine_label, engine_order
-from edgebench.frameworks import display_order
+from edgebench.frameworks import display_order, workload_of
 from edgebench.reporting.tables import fmt_number, format_table, shorten
 from edgebench.results.energy_part import unavailable_flag
 from edgebench.results.quant_parts import Accuracy
@@ -73,6 +73,8 @@ EMULATED_LEGEND = f"(emulated) = on an emulated CPU, {EMULATED_RULE}"
 SOFTWARE_LEGEND = f"(software) = on a software GPU (lavapipe, pocl), {EMULATED_RULE}"
 #: The longest "energy:" note per device; longer ones end with "…" after a whole word.
 ENERGY_NOTE_WIDTH = 240
+#: The metric a run shows when it asks for none.
+DEFAULT_METRIC = "p50"
 
 
 def _fmt(value: float | None) -> str:
@@ -161,11 +163,29 @@ def emulated_mark(r: Record) -> str:
     return r.measurement_kind.mark
 
 
-def format_matrix(records: Sequence[Record], metric_name: str = "p50") -> str:
-    metric = get_metric(metric_name)
-    frameworks = framework_order(records)
+def is_generative(group: Sequence[Record]) -> bool:
+    """Whether a table's records are generative cells (their frameworks' workload)."""
+    return any(workload_of(r.framework) == "generative" for r in group)
+
+
+def group_metric(group: Sequence[Record], metric_name: str) -> Metric:
+    """The metric a table shows: the one asked for, but a generative model's table shows
+    decode speed where the run asked for the default p50 (its p50 is per generated token)."""
+    if is_generative(group) and metric_name == DEFAULT_METRIC:
+        return get_metric(GENERATIVE_DEFAULT_METRIC)
+    return get_metric(metric_name)
+
+
+def format_matrix(records: Sequence[Record], metric_name: str = DEFAULT_METRIC) -> str:
+    # Tensor and generative tables each have the columns of their own frameworks.
+    columns = {
+        kind: framework_order([r for r in records if is_generative([r]) == kind])
+        for kind in (False, True)
+    }
     out: list[str] = []
     for key, group in group_records(records).items():
+        metric = group_metric(group, metric_name)
+        frameworks = columns[is_generative(group)]
         devices = list(dict.fromkeys(r.device for r in group))
         rows = []
         rankings: list[Ranking[str]] = []
@@ -322,6 +342,8 @@ def format_details(records: Sequence[Record]) -> str:
             notes.append(f"  {cell}: {describe_accuracy(r)}")
         if r.sustained:
             notes.append(f"  {cell}: {r.sustained.describe()}")
+        if r.generation is not None and r.status in MEASURED:
+            notes.append(f"  {cell}: {r.generation.describe()} (p50/p90/p99: per token)")
         if r.accelerator is not None and r.status in MEASURED:
             notes.append(f"  {cell}: {describe_accelerator_run(r)}")
         if r.nvidia is not None and r.status in MEASURED:

@@ -17,6 +17,7 @@ from edgebench.compute_backends import CPU, engine_label
 from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.results.breakdown_parts import Instances, OpProfile, ShapeVariant, Stages
 from edgebench.results.energy_part import EnergyResult
+from edgebench.results.generation_part import Generation
 from edgebench.results.json_values import (
     json_kind,
     matches,
@@ -72,6 +73,7 @@ PARTS: dict[str, type] = {
     "output_check": OutputCheck,
     "accelerator": AcceleratorRun,
     "nvidia": NvidiaState,
+    "generation": Generation,
 }
 
 
@@ -178,6 +180,9 @@ class Record:
     #: The precision the run asked for, where the file the cell ran holds another one
     #: (``precision``); None when they agree.
     precision_requested: str | None = None
+    #: Generative cells: time to first token per prompt length and the decode test (their
+    #: per-token decode latencies are ``samples_ns``).
+    generation: Generation | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

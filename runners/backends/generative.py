@@ -38,7 +38,7 @@ class GenerativeBackend:
     def load(self, model_path: str, threads: int, context_tokens: int) -> None:
         """Load the model (a .gguf file, or the runtime's own folder) to run on ``threads``
         threads with room for ``context_tokens`` tokens of context. Raises ``BackendError``
-        (base.py) with kind ``load_failed`` or ``unsupported`` and one line naming why."""
+        (base.py) with kind ``model_load`` or ``unsupported`` and one line naming why."""
         raise NotImplementedError
 
     def weight_type(self) -> str:

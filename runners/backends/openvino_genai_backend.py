@@ -142,7 +142,10 @@ class OpenVinoGenAiBackend(GenerativeBackend):
                     link, "CPU", enable_save_ov_model=True, INFERENCE_NUM_THREADS=self._threads
                 )
                 folder = scratch
-            config = {"INFERENCE_NUM_THREADS": self._threads}
+            # At f32: the graph the pipeline built is checked against the reference's math here
+            # (a CPU with bf16 would otherwise compile this copy at bf16, which the pipeline's
+            # own run does not match); the pipeline's numerics are checked by its greedy tokens.
+            config = {"INFERENCE_NUM_THREADS": self._threads, "INFERENCE_PRECISION_HINT": "f32"}
             model = openvino.Core().compile_model(os.path.join(folder, MODEL_XML), "CPU", config)
             return model.create_infer_request()
         except Exception as exc:  # the check falls back to greedy tokens

@@ -24,6 +24,8 @@ from .generative import WEIGHT_TYPES, GenerativeBackend
 
 FRAMEWORK = "reference-llm"
 REQUIRES = ("numpy",)
+#: numpy is one of edgebench's own dependencies: no extra installs the reference.
+PIP_EXTRA = None
 
 
 class ReferenceLlmBackend(GenerativeBackend):

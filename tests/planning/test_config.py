@@ -29,6 +29,10 @@ PLAN_VALUES = {
     ("sweep", "instance_mode"): '["shared"]',
     ("sweep", "shapes"): '["1x3x32x32"]',
     ("sweep", "shape_mode"): '["dynamic"]',
+    ("sweep", "prompt_tokens"): "[32, 64]",
+    ("sweep", "gen_tokens"): "16",
+    ("sweep", "context_depth"): "8",
+    ("sweep", "weights"): '["q8_0"]',
     ("breakdown", "profile"): '["ops"]',
     ("breakdown", "profile_iterations"): "2",
     ("breakdown", "no_stages"): "true",
@@ -128,6 +132,8 @@ def test_every_plan_key_reaches_the_configuration_and_what_is_built_from_it(tmp_
     assert (sweep.concurrency, sweep.shape, sweep.backends) == (2, ["1,3,40,40"], ["cpu"])
     assert (sweep.instances, sweep.instance_mode) == ([1, 2], ["shared"])
     assert (sweep.shapes, sweep.shape_mode) == (["1x3x32x32"], ["dynamic"])
+    assert (sweep.prompt_tokens, sweep.gen_tokens, sweep.context_depth) == ([32, 64], 16, 8)
+    assert sweep.weights == ["q8_0"]
     b = config.breakdown
     assert (b.profile, b.profile_iterations, b.no_stages) == (["ops"], 2, True)
     assert (timing.rounds, timing.target_ci_pct) == (2, 40.0)

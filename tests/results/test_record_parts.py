@@ -52,6 +52,7 @@ ADDED_SINCE = {
     "nvidia": None,
     "fixed_performance": None,
     "precision_requested": None,
+    "generation": None,
 }
 
 
@@ -254,13 +255,14 @@ def test_merged_parts_takes_each_part_from_its_own_merge() -> None:
     merged = replace(rounds[0], **merged_parts(rounds))
     assert merged.stages.samples_ns == {"compute": [1_000_000, 3_000_000]}
     assert merged.stages.p50_ms == {"compute": 2.0}
-    # The parts that do not pool are the first round's, as the rest of the record is.
-    assert set(PARTS) - {"stages"} == {
+    # The parts that do not pool are the first round's, as the rest of the record is (a
+    # generative cell's generation pools too: tests/generative/test_generation_record.py).
+    assert set(PARTS) - {"stages", "generation"} == {
         *("instances", "shape", "op_profile", "quant", "accuracy", "energy"),
         *("sustained", "artifact", "native", "telemetry", "output_check", "accelerator"),
         "nvidia",
     }
-    for name in set(PARTS) - {"stages"}:
+    for name in set(PARTS) - {"stages", "generation"}:
         assert getattr(merged, name) is getattr(rounds[0], name), name
 
 

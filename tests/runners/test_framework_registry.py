@@ -77,6 +77,8 @@ def test_registry_and_backend_files_agree():
     for framework in FRAMEWORKS:
         if framework.native_only:
             assert framework.pip_extra is None and not framework.modules
+        elif framework.reference:  # numpy's: a dependency of edgebench itself
+            assert framework.pip_extra is None and framework.modules == ("numpy",)
         else:
             assert framework.pip_extra in extras, framework.name
             assert framework.modules, framework.name
@@ -94,7 +96,12 @@ def test_hints_and_defaults():
         "tflite",
         "openvino",
         "tensorrt",
+        "reference-llm",
+        "llama.cpp",
+        "openvino-genai",
     ]
+    # A run that names no frameworks leaves the references out.
+    assert "reference-llm" not in frameworks.default_frameworks()
     assert frameworks.framework_for_format("ncnn").name == "ncnn"
     assert frameworks.framework_for_format("onnx") is None
 

@@ -12,6 +12,7 @@ from edgebench.frameworks import install_hint
 from edgebench.lab.device import Device, RunnerOutcome
 from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.lab.transports.base import TransportError
+from edgebench.measure.generative_check import check_generation
 from edgebench.measure.input_files import InputUnavailable
 from edgebench.measure.methods.base import Visit, model_files
 from edgebench.measure.output_check import compare_with_reference
@@ -142,10 +143,13 @@ class PythonRunner:
     def _check(record: Record, cell: Cell, device: Device, outputs_at: str, visit: Visit) -> Record:
         try:
             ran_at = record.accelerator.precision if record.accelerator is not None else None
-            # A .tflite's twin that LiteRT does not agree with is no reference.
-            check = failed_twin(cell, visit.checks) or compare_with_reference(
-                cell, device.fetch_outputs(outputs_at), visit.checks, ran_at
-            )
+            if cell.generation is not None:
+                check = check_generation(cell, device.fetch_outputs(outputs_at), visit.checks.seed)
+            else:
+                # A .tflite's twin that LiteRT does not agree with is no reference.
+                check = failed_twin(cell, visit.checks) or compare_with_reference(
+                    cell, device.fetch_outputs(outputs_at), visit.checks, ran_at
+                )
         except (ReferenceUnavailable, InputUnavailable, TransportError) as exc:
             return record.with_warnings(NO_OUTPUT_CHECK.make(reason=str(exc)))
         if check is None:

@@ -1,0 +1,12 @@
+"""llama.cpp (ggml): runs a GGUF file as it is, through llama-cpp-python's binding."""
+
+from edgebench.frameworks.rows import Framework
+
+FRAMEWORK = Framework(
+    "llama.cpp",
+    order=200,
+    backend="llama_cpp_backend",
+    artifact_format="gguf",
+    artifact_suffixes=(".gguf", None),
+    workload="generative",
+)

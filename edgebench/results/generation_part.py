@@ -1,0 +1,94 @@
+"""The record's ``generation`` part: what a generative cell measured beside its per-token decode
+latencies (which are the record's own ``samples_ns``, so p50/p90/p99 come from raw samples).
+
+Stored flat, each time with the prompt length of its test beside it, so every round's
+repetitions pool by concatenation.
+"""
+
+from __future__ import annotations
+
+import statistics
+import typing
+from dataclasses import dataclass, field
+
+from edgebench.results.json_values import RecordPart
+
+
+@dataclass
+class Generation(RecordPart):
+    """Time to first token per prompt length, the decode test's walls, and what ran."""
+
+    #: The weight type that ran (``f16``, ``q8_0``, ``q4_0``, or the runtime's own name).
+    weight_type: str
+    #: Every prefill repetition: its prompt length and its time to first token.
+    ttft_prompt_tokens: list[int] = field(default_factory=list)
+    ttft_ms: list[float] = field(default_factory=list)
+    gen_tokens: int = 0
+    context_depth: int = 0
+    #: Every decode repetition: first token to last token.
+    decode_wall_ms: list[float] = field(default_factory=list)
+    kv_cache_bytes: int | None = None
+    #: The greedy tokens the output check compared.
+    check_tokens: list[int] = field(default_factory=list)
+
+    @property
+    def prompt_lengths(self) -> list[int]:
+        """The prefill tests' prompt lengths, shortest first."""
+        return sorted(set(self.ttft_prompt_tokens))
+
+    def ttft_p50_ms(self, prompt_tokens: int | None = None) -> float | None:
+        """The median time to first token at ``prompt_tokens`` (default: the longest)."""
+        lengths = self.prompt_lengths
+        if not lengths:
+            return None
+        wanted = lengths[-1] if prompt_tokens is None else prompt_tokens
+        pairs = zip(self.ttft_prompt_tokens, self.ttft_ms, strict=True)
+        times = [t for n, t in pairs if n == wanted]
+        return statistics.median(times) if times else None
+
+    def prefill_tokens_per_s(self, prompt_tokens: int | None = None) -> float | None:
+        """Prompt tokens over the median time to first token (default: the longest prompt)."""
+        lengths = self.prompt_lengths
+        wanted = (lengths[-1] if lengths else None) if prompt_tokens is None else prompt_tokens
+        ttft = self.ttft_p50_ms(wanted)
+        return wanted * 1000.0 / ttft if wanted and ttft else None
+
+    @property
+    def decode_tokens_per_s(self) -> float | None:
+        """Tokens after the first over the median decode wall: the rate once the prompt is
+        in (the first token's time is the prefill's)."""
+        if self.gen_tokens < 2 or not self.decode_wall_ms:
+            return None
+        wall = statistics.median(self.decode_wall_ms)
+        return (self.gen_tokens - 1) * 1000.0 / wall if wall > 0 else None
+
+    @classmethod
+    def merge(cls, rounds: typing.Sequence[Generation | None]) -> Generation | None:
+        """The rounds' repetitions pooled (the first round's facts kept)."""
+        present = [r for r in rounds if r is not None]
+        if not present:
+            return None
+        first = present[0]
+        return cls(
+            weight_type=first.weight_type,
+            ttft_prompt_tokens=[n for r in present for n in r.ttft_prompt_tokens],
+            ttft_ms=[t for r in present for t in r.ttft_ms],
+            gen_tokens=first.gen_tokens,
+            context_depth=first.context_depth,
+            decode_wall_ms=[w for r in present for w in r.decode_wall_ms],
+            kv_cache_bytes=first.kv_cache_bytes,
+            check_tokens=first.check_tokens,
+        )
+
+    def describe(self) -> str:
+        parts = [self.weight_type]
+        for n in self.prompt_lengths:
+            ttft = self.ttft_p50_ms(n)
+            rate = self.prefill_tokens_per_s(n)
+            if ttft is not None and rate is not None:
+                parts.append(f"pp{n} {rate:.1f} tok/s (TTFT {ttft:.1f} ms)")
+        decode = self.decode_tokens_per_s
+        if decode is not None:
+            depth = f" at depth {self.context_depth}" if self.context_depth else ""
+            parts.append(f"tg{self.gen_tokens}{depth} {decode:.1f} tok/s")
+        return ", ".join(parts)
