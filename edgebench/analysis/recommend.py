@@ -2,8 +2,9 @@
 
 Only cells with status ``ok`` count: a framework that mismatched, failed, was unsupported or
 skipped on a device has no result there and ranks after every framework that covers all devices.
-The choice is by: meets the latency budget on every device, then the worst case across devices
-(max latency / min throughput), then the mean per-device rank.
+The choice is by: meets the budgets on every device (latency ``budget_ms``, peak memory
+``budget_mb``), then the worst case across devices (the worst value by the metric's own
+direction: max latency, min tokens/s), then the mean per-device rank.
 
 Cells measured on an emulated CPU or a software device (``ranking.correctness_only``) never
 count: their latency is for correctness only, and the reasons say which of the two. A listed
@@ -33,6 +34,7 @@ from edgebench.analysis.ranking import (
     tie_rule,
     tiers,
 )
+from edgebench.analysis.recommend_budgets import Budgets
 from edgebench.results.records import Record
 from edgebench.statuses import Status
 
@@ -44,13 +46,15 @@ class DeviceResult:
     device: str
     cell_id: str
     value: float
-    #: Latency used for the budget (p50 or p99 when that is the metric, else p50), ms.
+    #: Latency used for the budget (the metric when it is a latency in ms, else p50), ms.
     budget_latency_ms: float | None
     meets_budget: bool | None
     #: 1 = best on the device; frameworks that tie there (analysis.ranking) share a rank.
     rank: int = 0
     #: How many ok cells (sweep points) there were to choose from.
     candidates: int = 1
+    #: Peak RSS of the chosen cell, MB (what the memory budget is checked on).
+    peak_rss_mb: float | None = None
 
 
 @dataclass
@@ -87,6 +91,12 @@ class Recommendation:
     #: Listed devices left out because all their cells ran on an emulated CPU -> how that was
     #: known ("" when the records do not say). ``devices`` holds the others.
     refused: dict[str, str] = field(default_factory=dict)
+    #: Peak memory budget per device, MB (the chosen cell's peak RSS must not exceed it).
+    budget_mb: float | None = None
+
+    @property
+    def budgeted(self) -> bool:
+        return self.budget_ms is not None or self.budget_mb is not None
 
 
 def cell_suffix(cell_id: str) -> str:
@@ -164,6 +174,7 @@ def recommend(
     metric: str = "p50",
     budget_ms: float | None = None,
     max_accuracy_drop: float | None = None,
+    budget_mb: float | None = None,
 ) -> Recommendation:
     if metric not in RECOMMEND_METRICS:
         raise ValueError(f"unknown metric {metric!r}; one of {RECOMMEND_METRICS}")
@@ -171,7 +182,9 @@ def recommend(
         raise ValueError("recommend needs at least one device")
     ranked_by = get_metric(metric)
     lower = ranked_by.lower_is_better
-    budget_metric = metric if ranked_by.sampled else "p50"
+    # The latency budget is on the ranked metric when that is a latency (p99, ttft), else p50.
+    latency = ranked_by.sampled or ranked_by.unit == "ms"
+    budgets = Budgets(budget_ms, metric if latency else "p50", budget_mb)
     listed = list(dict.fromkeys(devices))
     relevant = [r for r in records if r.model == model and r.device in listed]
     accuracy_refusals: list[str] = []
@@ -189,7 +202,9 @@ def recommend(
             f"every listed device runs on an emulated CPU: nothing to rank {model} on, "
             "no recommendation (measure on the real boards)"
         )
-        return Recommendation(None, [], refusals, metric, [], model, budget_ms, refused=refused)
+        return Recommendation(
+            None, [], refusals, metric, [], model, budget_ms, refused=refused, budget_mb=budget_mb
+        )
 
     scores: dict[str, FrameworkScore] = {}
     chosen: dict[tuple[str, str], Record] = {}
@@ -203,12 +218,18 @@ def recommend(
                 if any(r.status == Status.OK and not correctness_only(r) for r in cells):
                     score.without_value.append(dev)
                 continue
-            value, best_cell = ranked_by.best(ok)
+            value, best_cell = ranked_by.best(budgets.fitting(ok))
             chosen[(fw, dev)] = best_cell
-            lat = metric_value(best_cell, budget_metric)
-            meets = None if budget_ms is None or lat is None else lat <= budget_ms
+            lat = metric_value(best_cell, budgets.latency_metric)
+            rss = get_metric("memory").value(best_cell)
             score.per_device[dev] = DeviceResult(
-                dev, best_cell.cell_id, value, lat, meets, candidates=len(ok)
+                dev,
+                best_cell.cell_id,
+                value,
+                lat,
+                budgets.meets(lat, rss),
+                candidates=len(ok),
+                peak_rss_mb=rss,
             )
         for dev in refused:
             there = [r for r in on_emulated if r.engine == fw and r.device == dev]
@@ -232,7 +253,7 @@ def recommend(
             s.worst_device = pick(s.per_device, key=lambda d: s.per_device[d].value)
             s.worst = s.per_device[s.worst_device].value
             s.mean_rank = sum(r.rank for r in s.per_device.values()) / len(s.per_device)
-        if budget_ms is not None:
+        if budgets.any:
             s.devices_meeting_budget = [d for d, r in s.per_device.items() if r.meets_budget]
             s.meets_budget_all = s.complete and len(s.devices_meeting_budget) == len(wanted)
 
@@ -240,7 +261,7 @@ def recommend(
         worst = s.worst if s.worst is not None else float("inf")
         return (
             not s.complete,
-            budget_ms is not None and not s.meets_budget_all,
+            budgets.any and not s.meets_budget_all,
             worst if lower else -worst,
             s.mean_rank if s.mean_rank is not None else float("inf"),
             s.framework,
@@ -248,7 +269,7 @@ def recommend(
 
     table = sorted(scores.values(), key=key)
     # Worst cases within noise of the front runner's are equal: the mean rank decides.
-    eligible = [s for s in table if s.complete and (budget_ms is None or s.meets_budget_all)]
+    eligible = [s for s in table if s.complete and (not budgets.any or s.meets_budget_all)]
     worst_cases = rank(
         {s.framework: chosen[(s.framework, s.worst_device)] for s in eligible if s.worst_device},
         ranked_by,
@@ -262,12 +283,10 @@ def recommend(
     tied = tied if len(tied) > 1 else []
     for i, s in enumerate(table, 1):
         s.position = 1 if s.framework in tied else i
-        s.reason = _score_reason(s, budget_ms, budget_metric, unit, metric, worst_cases)
+        s.reason = _score_reason(s, budgets, unit, metric, worst_cases)
 
     reasoning: list[str] = list(refusals)
-    what = f"{model} on {', '.join(wanted)} by worst-case {metric}"
-    if budget_ms is not None:
-        what += f" with a {budget_metric} budget of {budget_ms:g} ms"
+    what = f"{model} on {', '.join(wanted)} by worst-case {metric}{budgets.describe()}"
     reasoning.append(
         f"ranking {len(table)} framework(s) for {what}; only ok cells count; differences "
         f"within noise ({tie_rule(ranked_by, [worst_cases])}) are ties"
@@ -278,7 +297,7 @@ def recommend(
         reasoning.append(f"no records for model {model!r} on these devices")
     elif not complete:
         reasoning.append(_incomplete_line(table, ranked_by))
-    elif budget_ms is not None and not any(s.meets_budget_all for s in complete):
+    elif budgets.any and not any(s.meets_budget_all for s in complete):
         closest = complete[0]
         reasoning.append(
             f"no framework meets the budget on every device; closest is {closest.framework} "
@@ -293,7 +312,7 @@ def recommend(
             f"recommend {best}: worst case {top.worst:.4g} {unit} on {top.worst_device}, "
             f"mean rank {top.mean_rank:.2f}"
         )
-        if budget_ms is not None:
+        if budgets.any:
             line += ", meets the budget on every device"
         reasoning.append(line)
         others = [s for s in front if s is not top]
@@ -304,7 +323,8 @@ def recommend(
                 + ", ".join(f"{s.framework} {s.mean_rank:.2f}" for s in others)
                 + ")"
             )
-        by_mean = min(complete, key=lambda s: (s.mean_rank, s.framework))
+        within = [s for s in complete if not budgets.any or s.meets_budget_all]
+        by_mean = min(within, key=lambda s: (s.mean_rank, s.framework))
         if by_mean.framework != best:
             reasoning.append(
                 f"{by_mean.framework} ranks better on average (mean rank "
@@ -327,7 +347,7 @@ def recommend(
     if swept:
         reasoning.append("several ok cells (sweep) for " + ", ".join(swept) + ": the best is used")
     return Recommendation(
-        best, table, reasoning, metric, wanted, model, budget_ms, tied, refused=refused
+        best, table, reasoning, metric, wanted, model, budget_ms, tied, refused, budget_mb
     )
 
 
@@ -365,8 +385,7 @@ def _tie_lines(
 
 def _score_reason(
     s: FrameworkScore,
-    budget_ms: float | None,
-    budget_metric: str,
+    budgets: Budgets,
     unit: str,
     metric: str,
     worst_cases: Ranking[str],
@@ -374,9 +393,8 @@ def _score_reason(
     if s.missing:
         return "ranked last: " + "; ".join(f"{d}: {why}" for d, why in s.missing.items())
     parts = [f"worst {metric} {s.worst:.4g} {unit} on {s.worst_device}"]
-    if budget_ms is not None and not s.meets_budget_all:
-        over = [d for d in s.per_device if d not in s.devices_meeting_budget]
-        parts.append(f"{budget_metric} over {budget_ms:g} ms budget on {', '.join(over)}")
+    if budgets.any and not s.meets_budget_all:
+        parts += budgets.misses(s)
     versus = worst_cases.versus.get(s.framework)
     if versus is not None:
         relation = "behind" if worst_cases.behind(s.framework) else "tied with"

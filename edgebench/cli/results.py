@@ -23,6 +23,7 @@ from edgebench.results.energy_part import unavailable_flag
 from edgebench.results.records import Record
 from edgebench.results.store import RUN_FILE, ResultsStore, RunDir
 from edgebench.statuses import Status
+from edgebench.terminal import printable
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +199,20 @@ def compare(
     check=one_of(RECOMMEND_METRICS, "metric"),
     help="What the frameworks are ranked by.",
 )
-@click.option("--budget-ms", type=float, default=None, help="Latency budget per inference.")
+@click.option(
+    "--budget-ms",
+    type=float,
+    default=None,
+    help="Latency budget in ms per device, on the ranked metric when it is a latency (p99, "
+    "ttft), else on p50 (per inference, or per generated token for a generative model).",
+)
+@click.option(
+    "--budget-mb",
+    type=float,
+    default=None,
+    help="Peak memory budget in MB per device: a framework whose chosen cell's peak RSS "
+    "exceeds it on a device does not meet the budget there.",
+)
 @click.option(
     "--max-accuracy-drop",
     type=float,
@@ -213,6 +227,7 @@ def recommend(
     model: str,
     metric: str,
     budget_ms: float | None,
+    budget_mb: float | None,
     max_accuracy_drop: float | None,
     run_ref: str | None,
     results_dir: Path | None,
@@ -223,6 +238,8 @@ def recommend(
 
     if budget_ms is not None and not 0 < budget_ms < float("inf"):
         raise UserError(f"--budget-ms {budget_ms:g}: must be a positive number of ms, e.g. 16.7")
+    if budget_mb is not None and not 0 < budget_mb < float("inf"):
+        raise UserError(f"--budget-mb {budget_mb:g}: must be a positive number of MB, e.g. 512")
     if max_accuracy_drop is not None and not 0 <= max_accuracy_drop < 1:
         raise UserError(
             f"--max-accuracy-drop {max_accuracy_drop:g}: must be a fraction in [0, 1), e.g. 0.01"
@@ -245,6 +262,7 @@ def recommend(
         metric=metric,
         budget_ms=budget_ms,
         max_accuracy_drop=max_accuracy_drop,
+        budget_mb=budget_mb,
     )
     click.echo(f"from run {run_dir.run_id}")
     click.echo(format_recommendation(result))
@@ -327,12 +345,14 @@ def history_cmd(
     points = history(store, device, model, framework, metric=metric, cells_seen=stored)
     if not points:
         raise UserError(_no_such_cell(store.root, (device, model, framework), stored))
-    click.echo(format_history(points))
+    click.echo(format_history(points, metric))
     for line in _change_point_lines(store, device, model, framework, metric):
         click.echo(line)
     target = plot or Path("reports") / _plot_name(device, model, framework)
+    tracked = get_metric(metric)
+    unit = f"{tracked.label} ({tracked.bare_unit})"
     with _writing("--plot", target):
-        plot_history(points, target)
+        plot_history(points, target, title=printable(f"{device}/{model}/{framework}"), unit=unit)
     click.echo(f"plot: {target}")
 
 

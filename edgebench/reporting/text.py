@@ -11,7 +11,7 @@ from edgebench.analysis.compare import (
     regime_reason,
 )
 from edgebench.analysis.history import HistoryPoint, RunSummary
-from edgebench.analysis.metrics import get_metric
+from edgebench.analysis.metrics import Metric, get_metric
 from edgebench.analysis.ranking import EMULATED_CPU, EMULATED_RULE
 from edgebench.analysis.recommend import Recommendation, cell_suffix
 from edgebench.reporting.tables import fmt_or_dash, format_table
@@ -67,8 +67,10 @@ def format_recommendation(rec: Recommendation) -> str:
     shows only whether the framework ran ok there), then the reasoning lines."""
     unit = get_metric(rec.metric).bare_unit
     headers = ["#", "framework", f"worst {rec.metric}", "mean rank"]
-    if rec.budget_ms is not None:
-        headers.append(f"budget {rec.budget_ms:g}ms")
+    if rec.budgeted:
+        limits = [f"{rec.budget_ms:g}ms"] if rec.budget_ms is not None else []
+        limits += [f"{rec.budget_mb:g}MB"] if rec.budget_mb is not None else []
+        headers.append(f"budget {' '.join(limits)}")
     headers += [*rec.devices, *(f"{d} (emulated)" for d in rec.refused), "note"]
     rows = []
     for s in rec.table:
@@ -79,7 +81,7 @@ def format_recommendation(rec: Recommendation) -> str:
             "-" if s.worst is None else f"{s.worst:.4g} {unit}",
             fmt_or_dash(s.mean_rank, ".2f"),
         ]
-        if rec.budget_ms is not None:
+        if rec.budgeted:
             row.append(f"{len(s.devices_meeting_budget)}/{len(rec.devices)}")
         for dev in rec.devices:
             r = s.per_device.get(dev)
@@ -102,9 +104,10 @@ def format_recommendation(rec: Recommendation) -> str:
     return printable_lines(out)
 
 
-def format_history(points: list[HistoryPoint]) -> str:
-    """One row per run with the metric and its change from the previous ok run of the same
-    series; one table per series (precision, ...), headed by its name when there are several."""
+def format_history(points: list[HistoryPoint], metric: str = "p50") -> str:
+    """One row per run with the metric (headed by its name and unit) and its change from the
+    previous ok run of the same series; one table per series (precision, ...), headed by its
+    name when there are several."""
     if not points:
         return "no runs with this cell"
     series = list(dict.fromkeys(p.series for p in points))
@@ -112,15 +115,15 @@ def format_history(points: list[HistoryPoint]) -> str:
     for name in series:
         if len(series) > 1:
             out += [*([""] if out else []), f"{name}:"]
-        out += _history_table([p for p in points if p.series == name])
+        out += _history_table([p for p in points if p.series == name], get_metric(metric))
     for kind in sorted({p.correctness_only for p in points} - {""}):
         article = "an" if kind == EMULATED_CPU else "a"
         out.append(f"({kind}): measured on {article} {kind}, {EMULATED_RULE}")
     return printable_lines(out)
 
 
-def _history_table(points: list[HistoryPoint]) -> list[str]:
-    headers = ["run", "created", "value", "change", "status", "cell"]
+def _history_table(points: list[HistoryPoint], metric: Metric) -> list[str]:
+    headers = ["run", "created", f"{metric.name} ({metric.bare_unit})", "change", "status", "cell"]
     rows = []
     # The previous value per kind: a change between an emulated (or software) and a real
     # measurement means nothing, so each is compared with the last of its own kind.

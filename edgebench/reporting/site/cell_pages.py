@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from edgebench.analysis.metrics import Metric
+from edgebench.analysis.metrics import Metric, get_metric
 from edgebench.reporting.site.charts import history_svg, is_regression, sparkline_svg, step_colour
 from edgebench.reporting.site.layout import (
     SiteCell,
@@ -26,6 +26,9 @@ from edgebench.reporting.site.layout import (
 from edgebench.reporting.svg import esc
 from edgebench.reporting.tables import fmt_number
 from edgebench.statuses import Status
+
+#: The nights table's band column: the p99 latency (per generated token for a generative cell).
+_P99 = get_metric("p99")
 
 #: How many tiles a row of the overview holds at most (a tile is about 160 px wide).
 TILES_ACROSS = 4
@@ -158,7 +161,8 @@ def _nights_table(cell: SiteCell, metric: Metric) -> str:
         )
     return (
         f"<table><thead><tr><th>night</th><th>run</th><th>{esc(metric.name)} "
-        f"({esc(metric.bare_unit)})</th><th>p99</th><th>spread</th><th>status</th>"
+        f"({esc(metric.bare_unit)})</th><th>p99 ({esc(_P99.bare_unit)})</th><th>spread</th>"
+        "<th>status</th>"
         f"<th>clock regime</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
