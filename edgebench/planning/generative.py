@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from edgebench.errors import UserError
-from edgebench.frameworks import FRAMEWORKS, workload_of
+from edgebench.frameworks import FRAMEWORKS, find_framework, workload_of
 from edgebench.lab.cores import resolve_cores
 from edgebench.lab.device import Device
 from edgebench.lab.device_snapshot import DeviceSnapshot
@@ -95,6 +95,14 @@ def split_frameworks(frameworks: Sequence[str]) -> tuple[list[str], list[str]]:
     return tensor, generative
 
 
+def generative_format(framework: str) -> str | None:
+    """The format ``framework`` runs a GGUF model as, made through the artifact cache
+    (planning/prepare.py); None where it reads the GGUF itself."""
+    entry = find_framework(framework)
+    fmt = entry.artifact_format if entry is not None else None
+    return fmt if fmt != GGUF else None
+
+
 def build_generative_cells(
     devices: Sequence[Device],
     models: Sequence[ModelRef],
@@ -149,6 +157,7 @@ def build_generative_cells(
                                 telemetry=telemetry,
                                 stages=False,
                                 generation=cell_workload,
+                                convert_to=generative_format(framework) if not verdict else None,
                             )
                         )
     return cells

@@ -98,6 +98,7 @@ def test_hints_and_defaults():
         "tensorrt",
         "reference-llm",
         "llama.cpp",
+        "onnxruntime-genai",
         "openvino-genai",
     ]
     # A run that names no frameworks leaves the references out.

@@ -1,0 +1,93 @@
+"""GGUF -> an ONNX Runtime GenAI model folder (``model.onnx``, ``genai_config.json``), written by
+edgebench without torch (ONNX Runtime GenAI's own model builder imports torch and transformers).
+
+The matrices keep the file's weight type: Q8_0 and Q4_0 become ``MatMulNBits`` blocks bit for
+bit; F16 matrices are stored as float16 and cast to float32 in the graph (ONNX Runtime folds the
+casts at load: its CPU provider multiplies in float32); F32 stays float32. Which of these ran is
+written beside the model (``edgebench_weights.json``) for the runner to record. No tokenizer is
+written: the runner feeds token ids.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar
+
+import onnx
+
+from edgebench.converters.base import ConversionError, ConversionOptions, Converter
+from edgebench.runners.gguf_file import GgufError, read_gguf
+from edgebench.runners.llm_math import ModelError, decoder_shape, file_weight_type
+
+from .decoder import decoder_model
+from .genai_config import MODEL_TYPES, genai_config
+
+MODEL_FILE = "model.onnx"
+#: Where the weights go when the graph would pass protobuf's 2 GB (an f32 0.5B model).
+DATA_FILE = "model.onnx.data"
+EXTERNAL_OVER = 1 << 30
+CONFIG_FILE = "genai_config.json"
+#: {"weight_type": what the runner records, "form": how the matrices are held}.
+WEIGHTS_FILE = "edgebench_weights.json"
+#: The GGUF weight type -> (the weight type that runs, its form in the graph).
+WEIGHT_FORMS = {
+    "f32": ("f32", "float32 MatMul"),
+    "f16": ("f16-as-f32", "float16 weights cast to float32 at load, float32 MatMul"),
+    "q8_0": ("q8_0", "MatMulNBits 8-bit, block 32, symmetric, int8 activations"),
+    "q4_0": ("q4_0", "MatMulNBits 4-bit, block 32, symmetric, int8 activations"),
+}
+
+
+class OrtGenAiConverter(Converter):
+    format = "ort-genai"
+    framework = "onnxruntime-genai"
+    precisions = tuple(WEIGHT_FORMS)
+    dynamic_note: ClassVar[str] = "the decoder's sequence dims are always symbolic"
+
+    def version(self) -> str:
+        # Bump whenever the bytes written for the same input change.
+        return "edgebench-ort-genai-1"
+
+    def unavailable_reason(self) -> str | None:
+        return None
+
+    def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
+        """``onnx_path`` is the GGUF file (the generative cells' source model)."""
+        try:
+            gguf = read_gguf(onnx_path)
+            shape = decoder_shape(gguf.metadata)
+            stored = file_weight_type(
+                gguf.metadata, {n: t.ggml_type for n, t in gguf.tensors.items()}
+            )
+        except (GgufError, ModelError) as exc:
+            kind = "unsupported_op" if getattr(exc, "unsupported", False) else "failed"
+            raise ConversionError(kind, f"{Path(onnx_path).name}: {exc}") from None
+        if shape.architecture not in MODEL_TYPES or stored not in WEIGHT_FORMS:
+            raise ConversionError(
+                "unsupported_precision",
+                f"{Path(onnx_path).name} holds {shape.architecture} weights at {stored}; the "
+                f"ONNX Runtime GenAI writer takes {', '.join(MODEL_TYPES)} at "
+                f"{', '.join(WEIGHT_FORMS)}",
+            )
+        if stored != options.precision:
+            raise ConversionError(
+                "failed",
+                f"{Path(onnx_path).name} holds {stored} weights, not the {options.precision} "
+                "asked for (a GGUF converts at the weight type it holds)",
+            )
+        try:
+            model = decoder_model(gguf, shape)
+        except (GgufError, ModelError, KeyError) as exc:
+            raise ConversionError("failed", f"{Path(onnx_path).name}: {exc}") from None
+        out_dir = Path(out_dir)
+        external = sum(len(t.raw_data) for t in model.graph.initializer) > EXTERNAL_OVER
+        onnx.save_model(
+            model, str(out_dir / MODEL_FILE), save_as_external_data=external, location=DATA_FILE
+        )
+        vocab = gguf.tensors["token_embd.weight"].shape[0]
+        config = genai_config(shape, gguf.metadata, vocab, MODEL_FILE)
+        (out_dir / CONFIG_FILE).write_text(json.dumps(config, indent=2))
+        ran, form = WEIGHT_FORMS[stored]
+        (out_dir / WEIGHTS_FILE).write_text(json.dumps({"weight_type": ran, "form": form}))
+        return [MODEL_FILE, CONFIG_FILE, WEIGHTS_FILE] + ([DATA_FILE] if external else [])
