@@ -34,6 +34,8 @@ VERDICTS = ("regressed", "improved", "unchanged", "new", "missing", "not_compara
 DIFFERENT_CALIBRATION = "different calibration sets"
 #: How a not-comparable reason starts when the sides ran in different clock regimes.
 DIFFERENT_CLOCK_REGIMES = "different clock regimes"
+#: How a not-comparable reason starts when two generative cells ran different tests.
+DIFFERENT_GENERATION = "different generation settings"
 
 
 @dataclass
@@ -77,6 +79,16 @@ def _by_cell(records: Iterable[Record]) -> dict[str, Record]:
 def _calibration_sha(record: Record) -> str | None:
     calibration = record.quant.calibration if record.quant is not None else None
     return calibration.sha256 if calibration is not None else None
+
+
+def generation_settings(record: Record) -> str:
+    """What a generative cell's tests were (``pp16,32 tg8``, `` d512`` at a context depth): its
+    time to first token and speeds change with them; "" for a tensor cell."""
+    g = record.generation
+    if g is None:
+        return ""
+    depth = f" d{g.context_depth}" if g.context_depth else ""
+    return f"pp{','.join(str(n) for n in g.prompt_lengths)} tg{g.gen_tokens}{depth}"
 
 
 def regime_reason(changes: list[str]) -> str:
@@ -150,6 +162,14 @@ def _judge_cell(
         verdict.reason = (
             f"{DIFFERENT_CALIBRATION}: base {str(base_set)[:12]}, new {str(new_set)[:12]}; "
             "quantized cells compare only when calibrated on the same set"
+        )
+        return verdict
+    base_tests, new_tests = generation_settings(b), generation_settings(n)
+    if base_tests != new_tests:
+        verdict.reason = (
+            f"{DIFFERENT_GENERATION}: base {base_tests or 'none'}, new {new_tests or 'none'}; "
+            "generative cells compare only at the same prompt lengths, generated tokens and "
+            "context depth"
         )
         return verdict
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from edgebench.analysis.compare import generation_settings
 from edgebench.analysis.metrics import METRICS
 from edgebench.analysis.ranking import correctness_only
 from edgebench.results.clock_regime import ClockRegime, clock_regime
@@ -22,7 +23,7 @@ from edgebench.results.records import Record
 from edgebench.statuses import Status
 
 #: Bump when a field's meaning or computation changes: stored indexes are then rebuilt.
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 
 #: 1.2533 sigma / sqrt(n) is the standard error of a normal sample's median; IQR / 1.349 is
 #: a sigma that a few outliers do not move.
@@ -65,8 +66,9 @@ def _shape_label(record: Record) -> str:
 
 def variant_of(record: Record) -> tuple[str, ...]:
     """What a cell measures beyond device, model and framework. Threads and cores are tuning
-    (the best of them is the run's figure); precision, streams, instances and input shape
-    change what is measured, so each gets a trend of its own."""
+    (the best of them is the run's figure); precision, streams, instances, input shape and a
+    generative cell's tests (prompt lengths, generated tokens, context depth) change what is
+    measured, so each gets a trend of its own."""
     parts = [record.precision]
     instances = record.instances
     if instances is not None and instances.count is not None and instances.count > 1:
@@ -74,6 +76,8 @@ def variant_of(record: Record) -> tuple[str, ...]:
     elif record.concurrency > 1:
         parts.append(f"s{record.concurrency}")
     shape_mode = record.shape.mode if record.shape is not None else None
+    if record.generation is not None:
+        parts.append(generation_settings(record))
     parts.append(_shape_label(record) + (f"-{shape_mode}" if shape_mode else ""))
     return tuple(parts)
 

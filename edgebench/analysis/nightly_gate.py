@@ -88,7 +88,12 @@ def gate_cells(
     verdicts, too_short = [], []
     tracked = get_metric(settings.metric)
     for info, row in tonight:
-        past = [night_of(i, r, settings.metric) for i, r in history.get(row.cell_id, [])]
+        # Another variant of the cell id (a generative cell's other tests) is another series.
+        past = [
+            night_of(i, r, settings.metric)
+            for i, r in history.get(row.cell_id, [])
+            if r.variant == row.variant
+        ]
         now = night_of(info, row, settings.metric)
         verdict = _judge(now, past, settings, tracked.lower_is_better)
         if verdict is None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from edgebench.analysis.metrics import get_metric
 from edgebench.errors import UserError
 from edgebench.results.records import Record
 
@@ -32,6 +33,10 @@ _NESTED = (
     "artifact",
     "native",
 )
+
+#: A generative record's figures (analysis.metrics), each a column named with its unit
+#: (``decode_tok_per_s``, ``ttft_ms``); the whole ``generation`` part stays a JSON column.
+_GENERATIVE = tuple(get_metric(name) for name in ("decode", "prefill", "ttft"))
 
 
 def records_frame(records: Sequence[Record]) -> pd.DataFrame:
@@ -58,6 +63,9 @@ def records_frame(records: Sequence[Record]) -> pd.DataFrame:
         row["artifact_converter_version"] = artifact.get("converter_version")
         row["native_tool"] = (row.get("native") or {}).get("tool")
         row["baseline_power_w"] = (row.get("energy") or {}).get("baseline_power_w")
+        if record.generation is not None:
+            for metric in _GENERATIVE:
+                row[f"{metric.name}_{metric.unit.replace('/', '_per_')}"] = metric.value(record)
         for key in _NESTED:
             if key != "inputs":
                 row.pop(key, None)

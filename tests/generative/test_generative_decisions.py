@@ -10,10 +10,12 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from fakes.records import record_of_samples
 
-from edgebench.analysis.compare import compare_runs
+from edgebench.analysis.compare import DIFFERENT_GENERATION, compare_runs
+from edgebench.analysis.night_summary import variant_of
 from edgebench.analysis.nightly_gate import MIN_NIGHTS
 from edgebench.measure.plan_gate import gate_run
 from edgebench.planning.config import RunConfig
@@ -35,18 +37,19 @@ def generative(
     seed: int = 0,
     run_id: str = "r",
     device: str = "local",
+    gen: int = GEN,
 ) -> Record:
     """A generative cell decoding at ``decode`` tokens/s: its per-token latencies (the raw
     samples, three repetitions) around 1/decode, its prefill of 16 tokens in ``ttft_ms``."""
     per_token_ms = 1000.0 / decode
     rng = np.random.default_rng(seed)
-    samples = (per_token_ms * 1e6 * rng.lognormal(0.0, 0.02, 3 * (GEN - 1))).astype(np.int64)
-    walls = [(GEN - 1) * per_token_ms] * 3  # so the decode speed is exactly ``decode``
+    samples = (per_token_ms * 1e6 * rng.lognormal(0.0, 0.02, 3 * (gen - 1))).astype(np.int64)
+    walls = [(gen - 1) * per_token_ms] * 3  # so the decode speed is exactly ``decode``
     generation = Generation(
         "f16",
         ttft_prompt_tokens=[16, 16, 16],
         ttft_ms=[ttft_ms * f for f in (0.99, 1.0, 1.01)],
-        gen_tokens=GEN,
+        gen_tokens=gen,
         decode_wall_ms=walls,
     )
     return record_of_samples(
@@ -61,11 +64,13 @@ def generative(
     )
 
 
-def store_run(results: Path, cells: list[tuple[str, float, float, float]], **meta) -> RunDir:
+def store_run(
+    results: Path, cells: list[tuple[str, float, float, float]], gen: int = GEN, **meta
+) -> RunDir:
     """A stored run of one generative cell per (framework, decode, ttft, rss) on ``local``."""
     run = ResultsStore(results).create_run({"edgebench_version": "test", **meta})
     for i, (framework, decode, ttft, rss) in enumerate(cells):
-        run.append(generative(framework, decode, ttft, rss, seed=i, run_id=run.run_id))
+        run.append(generative(framework, decode, ttft, rss, seed=i, run_id=run.run_id, gen=gen))
     return run
 
 
@@ -168,18 +173,23 @@ class Messages:
         self.lines.append(text)
 
 
+def nightly_config(folder: Path) -> RunConfig:
+    """The configuration of a plan whose gate follows the decode speed."""
+    plan_file = folder / "nightly.toml"
+    plan_file.write_text(
+        'name = "nightly"\nmodels = ["llm-tiny"]\n[thresholds]\nmetric = "decode"\n'
+        "min_effect = 0.1\n"
+    )
+    return load_plan(plan_file).apply(RunConfig())
+
+
 @pytest.mark.parametrize(
     ("tonight", "verdict", "fails"), [(150.0, "regressed", True), (260.0, "improved", False)]
 )
 def test_the_nightly_gate_fails_a_plan_whose_decode_dropped(
     eb_env, tmp_path, tonight, verdict, fails
 ):
-    plan_file = tmp_path / "nightly.toml"
-    plan_file.write_text(
-        'name = "nightly"\nmodels = ["llm-tiny"]\n[thresholds]\nmetric = "decode"\n'
-        "min_effect = 0.1\n"
-    )
-    config = load_plan(plan_file).apply(RunConfig())
+    config = nightly_config(tmp_path)
     assert config.thresholds.metric == "decode" and config.plan_name == "nightly"
     results = Path(eb_env["EDGEBENCH_RESULTS"])
     store = ResultsStore(results)
@@ -213,3 +223,43 @@ def test_the_dashboard_follows_decode_and_calls_its_drop_a_regression(eb_env, tm
     (cell_page,) = [p for p in out.rglob("*.html") if "llama.cpp" in p.name]
     page = cell_page.read_text()
     assert "decode (tok/s)" in page and "p99 (ms)" in page
+
+
+def test_cells_that_ran_other_generation_tests_are_never_compared():
+    base = [generative("llama.cpp", 200.0, 9.0, 900.0)]
+    longer = [generative("llama.cpp", 150.0, 9.0, 900.0, gen=32)]
+    for metric in ("decode", "ttft", "p50"):
+        (verdict,) = compare_runs(base, longer, metric=metric)
+        assert verdict.verdict == "not_comparable", verdict.reason
+        assert verdict.reason.startswith(f"{DIFFERENT_GENERATION}: base pp16 tg8, new pp16 tg32")
+    # history, the dashboard and the nightly gate keep them apart as two series
+    assert variant_of(base[0]) == ("fp32", "pp16 tg8", "")
+    assert variant_of(longer[0]) == ("fp32", "pp16 tg32", "")
+
+
+def test_the_gate_never_weighs_nights_of_other_generation_tests(eb_env, tmp_path):
+    """Nights that decoded 32 tokens are no history for a night that decodes 8: the cell falls
+    back to the last good run, which ran the other tests too, so it is not comparable."""
+    results = Path(eb_env["EDGEBENCH_RESULTS"])
+    meta = {"plan": "nightly", "status": "complete", "good": True}
+    for _ in range(MIN_NIGHTS + 1):
+        store_run(results, [("llama.cpp", 300.0, 9.0, 900.0)], gen=32, **meta)
+    run = store_run(results, [("llama.cpp", 200.0, 9.0, 900.0)], plan="nightly")
+    output, progress = Verdicts(), Messages()
+    store = ResultsStore(results)
+    assert gate_run(nightly_config(tmp_path), store, run, run.records(), output, progress) is False
+    (judged,) = output.verdicts
+    assert judged.verdict == "not_comparable"
+    assert judged.reason.startswith(f"{DIFFERENT_GENERATION}: base pp16 tg32, new pp16 tg8")
+    assert not any("recent good nights" in line for line in progress.lines)
+
+
+def test_export_gives_the_generative_figures_columns_with_their_units(run_cli, eb_env, tmp_path):
+    run = store_run(Path(eb_env["EDGEBENCH_RESULTS"]), CELLS)
+    out = tmp_path / "run.csv"
+    done = run_cli(["export", run.run_id, "--out", str(out)])
+    assert done.returncode == 0, done.stderr
+    frame = pd.read_csv(out).set_index("framework")
+    assert frame.loc["llama.cpp", "decode_tok_per_s"] == pytest.approx(200.0)
+    assert frame.loc["openvino-genai", "ttft_ms"] == pytest.approx(5.0)
+    assert frame.loc["openvino-genai", "prefill_tok_per_s"] == pytest.approx(16 / 5.0 * 1000)
