@@ -3,8 +3,9 @@
 One job a module: ``targets`` (what a binary runs on), ``compilers`` (which compiler builds
 for a target), ``sources`` (the frameworks' source trees, from the user or the cache),
 ``libraries`` (each framework's static library, built once per version, target and flags),
-``native_runner`` (the runner binary linked against them, and finding a built one) and
-``benchncnn`` (ncnn's own benchmark tool against the same library, for benchmarks/).
+``native_runner`` (the runner binary linked against them, and finding a built one),
+``benchncnn`` (ncnn's own benchmark tool against the same library, for benchmarks/) and
+``llama_bench`` (llama.cpp's llama-bench from llama-cpp-python's sdist, for benchmarks/).
 
 Everything lives under :func:`native_root`, ``$EDGEBENCH_NATIVE_DIR`` or
 ``cache_dir()/native-runner``::
@@ -15,6 +16,7 @@ Everything lives under :func:`native_root`, ``$EDGEBENCH_NATIVE_DIR`` or
     bin/<target>/<key>/edgebench-native           the runner, manifest.json beside it (last)
     bin/<target>/current.json                     the newest key for the target
     tools/<target>/benchncnn-<key>/benchncnn      ncnn's benchmark tool, build.log beside it
+    tools/<target>/llama-bench-<key>/llama-bench  llama.cpp's, its CMake tree (build/) beside it
 
 Nothing here reaches the network: sources are given by the user or found in the cache.
 """
