@@ -112,5 +112,7 @@ def test_frameworks_of_the_other_workload_only_are_one_line():
     ) as said:
         check_pairs([], [model], ["onnxruntime"], [], Sweep(frameworks=["onnxruntime"]))
     # never the reference
-    assert str(said.value).endswith("add llama.cpp or onnxruntime-genai or openvino-genai")
+    assert str(said.value).endswith(
+        "add llama.cpp or onnxruntime-genai or openvino-genai or mnn-llm"
+    )
     check_pairs([], [model], ["onnxruntime"], [], Sweep())  # a default run: no refusal

@@ -100,6 +100,7 @@ def test_hints_and_defaults():
         "llama.cpp",
         "onnxruntime-genai",
         "openvino-genai",
+        "mnn-llm",
     ]
     # A run that names no frameworks leaves the references out.
     assert "reference-llm" not in frameworks.default_frameworks()
