@@ -107,6 +107,13 @@ SMOKE: dict[str, Smoke] = {
         (r"^mobilenetv2\s+ncnn-native\s+{n}\s+{n}|^skip mobilenetv2 ncnn-native: ",),
         fixtures=("native_x86",),
     ),
+    # llm-tiny, two block pairs; skips naming the command when llama-bench is not built (a
+    # build takes minutes) or llama-cpp-python is not installed.
+    "llm_fidelity.py": Smoke(
+        ("--quick",),
+        (r"^llm-tiny q8_0\s+pp\s+{n}\s+{n}\s+{n} \[{n}, {n}\]", r"^\d+ of \d+ rows meet the goal"),
+        fixtures=("llama_bench_built", "llm_tiny_q8_0"),
+    ),
     "nightly_gate.py": Smoke(
         ("--histories", "1"),
         (r"^quiet\s+history\s+{n}", r"^step 10%\s+history\s+{n}\s+{n}%"),
@@ -143,6 +150,22 @@ SMOKE: dict[str, Smoke] = {
         (r"recommend s", r"^\s+2\s+{n}\s+{n}\s+{n}\s+{n}\s+{n}\s+{n}\s+{n}\s+{n}\s+{n}$"),
     ),
 }
+
+
+@pytest.fixture
+def llama_bench_built() -> Path:
+    """llama-bench as edgebench built it for this host, else skip naming the build command."""
+    from edgebench.builds import BuildError
+    from edgebench.builds.llama_bench import BUILD_COMMAND, built_llama_bench
+
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    try:
+        built = built_llama_bench()
+    except BuildError as exc:
+        pytest.skip(str(exc))
+    if built is None:
+        pytest.skip(f"llama-bench is not built: run `{BUILD_COMMAND}` (minutes)")
+    return built
 
 
 def benchmark_scripts() -> list[Path]:
