@@ -26,7 +26,10 @@ def test_reporting_commands_on_stored_runs(run_cli, conv_model, tmp_path):
     assert "onnxruntime" in (out / f"{new}.md").read_text()
 
     junit = tmp_path / "cmp.xml"
-    compare = run_cli(["compare", base, new, "--junit", str(junit), "--min-effect", "0.5"])
+    # A run against itself: unchanged whatever the machine's load (two runs of a 0.03 ms model
+    # on a loaded machine once differed by 64%; compare's verdicts are tested on set samples
+    # in tests/analysis).
+    compare = run_cli(["compare", new, new, "--junit", str(junit)])
     assert compare.returncode == 0, compare.stdout + compare.stderr
     assert "2 unchanged" in compare.stdout and junit.read_text().startswith("<?xml")
 
