@@ -89,7 +89,10 @@ def precision_rows(records: Sequence[Record], metric_name: str = "p50") -> list[
 def precision_table(
     records: Sequence[Record], metric_name: str = "p50"
 ) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of the side-by-side table; no rows when one precision was measured."""
+    """(header, rows) of the side-by-side table; no rows when one precision was measured.
+    Generative records are left out: their weight types are not precisions of one ONNX model
+    checked against fp32 ONNX Runtime (each generative table shows its own)."""
+    records = [r for r in records if r.generation is None]
     rows = precision_rows(records, metric_name)
     precisions = precisions_of(records)
     setting = any(r.setting for r in rows)
