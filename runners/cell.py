@@ -14,14 +14,13 @@ import os
 import shutil
 import tempfile
 import time
-import traceback
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence
 
 from .accelerator_run import DeviceMemory
 from .backend_loader import load_backend
 from .backends import Backend, BackendError, discover
-from .backends.base import InputSpec, Stream
+from .backends.base import InputSpec, Stream, inference_errors
 from .backends.tensors import make_inputs, save_outputs, summarize_outputs
 from .device_watch import cell_watches, reports, window_hooks
 from .evaluation import evaluate
@@ -197,21 +196,17 @@ def _measure(spec: RunSpec, facts: CellFacts, hooks: Hooks) -> None:
 
     extra: List[Backend] = []
     try:
-        facts.started = start_streams(spec, backend, feeds, model_inputs, load_another)
-        streams = facts.started.opened.streams
-        extra = facts.started.opened.extra
-        facts.accelerator = device_memory.complete(backend.accelerator_report())
-        facts.warmup_samples_ns = warm_up(streams, spec.warmup)
-        backend_hooks = [h for b in [backend, *extra] for h in b.window_hooks()]
-        facts.window = time_window(spec, streams, [*hooks, *backend_hooks, *window_hooks(watches)])
-        facts.stages = stages_field(spec, streams, facts.window)
-        facts.ran = finish_streams(streams, facts.window, facts.started.opened.instances)
-    except (BackendError, MemoryError):
-        raise
-    except Exception as exc:
-        raise BackendError(
-            "inference", "inference failed: %s" % exc, traceback.format_exc()
-        ) from exc
+        with inference_errors("inference"):
+            facts.started = start_streams(spec, backend, feeds, model_inputs, load_another)
+            streams = facts.started.opened.streams
+            extra = facts.started.opened.extra
+            facts.accelerator = device_memory.complete(backend.accelerator_report())
+            facts.warmup_samples_ns = warm_up(streams, spec.warmup)
+            backend_hooks = [h for b in [backend, *extra] for h in b.window_hooks()]
+            all_hooks = [*hooks, *backend_hooks, *window_hooks(watches)]
+            facts.window = time_window(spec, streams, all_hooks)
+            facts.stages = stages_field(spec, streams, facts.window)
+            facts.ran = finish_streams(streams, facts.window, facts.started.opened.instances)
     finally:
         for another in extra:
             another.close()

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import os
 import time
-import traceback
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ContextManager, Dict, List, Optional, Sequence
 
 from .backend_loader import load_generative
 from .backends import BackendError, GenerativeBackend
+from .backends.base import inference_errors
 from .generation_spec import GenerationSpec
 from .proc import peak_rss_kb, rss_kb
 from .result_parts import GenerationPart, PrefillRun
@@ -103,18 +103,12 @@ def measure_generation(
     facts.load_ns = time.perf_counter_ns() - t0
     part = GenerationPart(backend.weight_type(), gen.gen_tokens, gen.context_depth)
     facts.generation = part
-    try:
+    with inference_errors("generation"):
         run_tests(backend, gen, part, facts, hooks)
         part.kv_cache_bytes = backend.kv_cache_bytes()
         # Before the check: what the runtime holds to give logits is not the tests' memory.
         facts.peak_rss_kb = peak_rss_kb()
         check_material(backend, gen, part, spec.save_outputs, facts)
-    except (BackendError, MemoryError):
-        raise
-    except Exception as exc:
-        raise BackendError(
-            "inference", "generation failed: %s" % exc, traceback.format_exc()
-        ) from exc
     facts.ok = True
     backend.close()
 

@@ -90,14 +90,18 @@ def _latency_metric(key: str, quantile: float | None, label: str) -> Metric:
 
 
 def _generative_metric(
-    name: str, label: str, unit: str, read: Callable[[Generation], float | None]
+    name: str,
+    label: str,
+    unit: str,
+    lower_is_better: bool,
+    read: Callable[[Generation], float | None],
 ) -> Metric:
-    """A figure of a generative record's ``generation`` part: rates are higher-is-better."""
+    """A figure of a generative record's ``generation`` part (None for other records)."""
     return Metric(
         name,
         label,
         unit,
-        lower_is_better=unit != "tok/s",
+        lower_is_better,
         stored=lambda r: read(r.generation) if r.generation else None,
         how_to_get="measure a generative model (--models llm-tiny or a .gguf file)",
     )
@@ -124,13 +128,17 @@ METRICS: dict[str, Metric] = {
     # Generative cells (records with a ``generation`` part; docs/generative.md). Their
     # latency metrics above are per generated token, from the decode test's raw samples.
     "decode": _generative_metric(
-        "decode", "decode speed", "tok/s", lambda g: g.decode_tokens_per_s
+        "decode", "decode speed", "tok/s", False, lambda g: g.decode_tokens_per_s
     ),
     "prefill": _generative_metric(
-        "prefill", "prefill speed (longest prompt)", "tok/s", lambda g: g.prefill_tokens_per_s()
+        "prefill",
+        "prefill speed (longest prompt)",
+        "tok/s",
+        False,
+        lambda g: g.prefill_tokens_per_s(),
     ),
     "ttft": _generative_metric(
-        "ttft", "time to first token (longest prompt)", "ms", lambda g: g.ttft_p50_ms()
+        "ttft", "time to first token (longest prompt)", "ms", True, lambda g: g.ttft_p50_ms()
     ),
 }
 

@@ -138,9 +138,6 @@ class Framework:
         return install_hint(extra) if extra else (self.native_only or "no pip package")
 
 
-WORKLOADS = ("tensor", "generative")
-
-
 def folder_name(framework: str) -> str:
     """The folder (a Python package name) of framework ``framework``: ``llama.cpp`` lives in
     ``llama_cpp/``, ``openvino-genai`` in ``openvino_genai/``."""

@@ -13,14 +13,13 @@ from edgebench.analysis.sustained import summarize as summarize_sustained
 from edgebench.compute_backends import CPU
 from edgebench.framework_tools import ToolResult
 from edgebench.measure.breakdowns import shape_field, with_breakdowns
-from edgebench.measure.generation_record import generation_fields
+from edgebench.measure.generation_record import generation_of
 from edgebench.planning.cells import Cell
 from edgebench.planning.modelref import ModelRef
 from edgebench.planning.tflite_origin import route_of
 from edgebench.results.breakdown_parts import Instances, Stages
 from edgebench.results.clock_regime import limits_moved
 from edgebench.results.energy_part import unavailable_flag
-from edgebench.results.generation_part import Generation
 from edgebench.results.provenance_parts import Artifact, ToolReport
 from edgebench.results.record_warnings import (
     CLOCK_LIMITS_MOVED,
@@ -179,10 +178,9 @@ def record_from_result(run_id: str, cell: Cell, raw: dict[str, Any]) -> Record:
     if result.nvidia is not None:
         measured["nvidia"] = write_object(result.nvidia)
     if result.generation is not None:
-        measured["generation"] = generation_fields(result.generation)
+        generation = measured["generation"] = generation_of(result.generation)
         # A generative cell's samples are per generated token: its throughput is tokens/s.
-        decode = Generation.from_dict(measured["generation"], "generation").decode_tokens_per_s
-        measured["throughput_ips"] = decode if stats else None
+        measured["throughput_ips"] = generation.decode_tokens_per_s if stats else None
     if status != Status.OK and error is not None and error.detail:
         measured["stderr_tail"] = error.detail[-STDERR_TAIL_CHARS:]
     record = refuse_unreported_accelerator(new_record(run_id, cell, status, **measured))

@@ -44,6 +44,7 @@ from edgebench.planning.modelref import (
 )
 from edgebench.planning.tflite_origin import cell_model
 from edgebench.quantization.calibration import PreparedSets
+from edgebench.runners.generation_spec import GenerationSpec
 from edgebench.runners.spec import RunSpec, TelemetrySpec
 from edgebench.statuses import ErrorKind, Status
 
@@ -227,10 +228,11 @@ class Cell:
             instance_mode=self.instance_mode,
             shape_change_from=self.shape_from,
             options=self.runner_options(),
-        ).to_json() | ({"generation": self.generation_spec(seed)} if self.generation else {})
+            generation=self.generation_spec(seed),
+        ).to_json()
 
-    def generation_spec(self, seed: int) -> dict[str, Any] | None:
-        """A generative cell's ``generation`` object: its workload and the seeded prompt."""
+    def generation_spec(self, seed: int) -> GenerationSpec | None:
+        """A generative cell's ``generation`` part: its workload and the seeded prompt."""
         if self.generation is None:
             return None
         if self.model.llm is None:

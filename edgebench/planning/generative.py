@@ -20,8 +20,7 @@ from edgebench.lab.device_snapshot import DeviceSnapshot
 from edgebench.planning.cells import Availability, Cell, Verdict, correctness_timing
 from edgebench.planning.config import TelemetryConfig, TimingConfig
 from edgebench.planning.generative_workload import CONTEXT_SLACK, GenerativeWorkload
-from edgebench.planning.llm_models import builtin_llm_refs
-from edgebench.planning.modelref import BUILTIN_LLMS, GGUF, ModelRef
+from edgebench.planning.modelref import BUILTIN_LLMS, GGUF, ModelRef, builtin_llm_ref
 from edgebench.planning.sweep_settings import Sweep
 from edgebench.statuses import ErrorKind, Status
 
@@ -58,8 +57,13 @@ def split_models(
     tensor = [m for m in models if m.format != GGUF]
     generative = []
     for model in (m for m in models if m.format == GGUF):
-        builtin = model.source in BUILTIN_LLMS and model.error is None
-        generative += builtin_llm_refs(model, weights, cache) if builtin else [model]
+        if model.source not in BUILTIN_LLMS or model.error is not None:
+            generative.append(model)  # a .gguf file runs at its own weight type
+            continue
+        generative += [
+            model if weight == model.precision else builtin_llm_ref(model.source, cache, weight)
+            for weight in dict.fromkeys(weights)
+        ]
     return tensor, generative
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+
+from edgebench.runners.generation_spec import GenerationSpec
 
 #: Untimed runs of each test before its repetitions, and the repetitions in one visit (the
 #: rounds interleave visits as for tensor cells).
@@ -70,18 +71,16 @@ def prompt_ids(ordinary: Sequence[int], length: int, seed: int) -> list[int]:
     return [int(ordinary[i]) for i in picks]
 
 
-def generation_spec(
-    workload: GenerativeWorkload, prompt: list[int], check: bool = True
-) -> dict[str, Any]:
-    """The spec's ``generation`` object (runners/generation_spec.py documents each key)."""
-    return {
-        "prompt": prompt,
-        "prompt_tokens": list(workload.prompt_tokens),
-        "gen_tokens": workload.gen_tokens,
-        "context_depth": workload.context_depth,
-        "repetitions": workload.repetitions,
-        "warmup": workload.warmup,
-        "check_tokens": CHECK_TOKENS if check else 0,
-        "check_prompt": CHECK_PROMPT_TOKENS,
-        "context_tokens": workload.context_tokens,
-    }
+def generation_spec(workload: GenerativeWorkload, prompt: list[int]) -> GenerationSpec:
+    """The spec's ``generation`` part (runners/generation_spec.py documents each field)."""
+    return GenerationSpec(
+        prompt=prompt,
+        prompt_tokens=list(workload.prompt_tokens),
+        gen_tokens=workload.gen_tokens,
+        context_depth=workload.context_depth,
+        repetitions=workload.repetitions,
+        warmup=workload.warmup,
+        check_tokens=CHECK_TOKENS,
+        check_prompt=CHECK_PROMPT_TOKENS,
+        context_tokens=workload.context_tokens,
+    )

@@ -36,20 +36,21 @@ class Generation(RecordPart):
         """The prefill tests' prompt lengths, shortest first."""
         return sorted(set(self.ttft_prompt_tokens))
 
+    def _length(self, prompt_tokens: int | None) -> int | None:
+        """``prompt_tokens``, or the longest prompt tested; None when none was."""
+        lengths = self.prompt_lengths
+        return prompt_tokens if prompt_tokens is not None or not lengths else lengths[-1]
+
     def ttft_p50_ms(self, prompt_tokens: int | None = None) -> float | None:
         """The median time to first token at ``prompt_tokens`` (default: the longest)."""
-        lengths = self.prompt_lengths
-        if not lengths:
-            return None
-        wanted = lengths[-1] if prompt_tokens is None else prompt_tokens
+        wanted = self._length(prompt_tokens)
         pairs = zip(self.ttft_prompt_tokens, self.ttft_ms, strict=True)
         times = [t for n, t in pairs if n == wanted]
         return statistics.median(times) if times else None
 
     def prefill_tokens_per_s(self, prompt_tokens: int | None = None) -> float | None:
         """Prompt tokens over the median time to first token (default: the longest prompt)."""
-        lengths = self.prompt_lengths
-        wanted = (lengths[-1] if lengths else None) if prompt_tokens is None else prompt_tokens
+        wanted = self._length(prompt_tokens)
         ttft = self.ttft_p50_ms(wanted)
         return wanted * 1000.0 / ttft if wanted and ttft else None
 

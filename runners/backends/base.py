@@ -5,7 +5,20 @@ Runs on the device: Python 3.8+, stdlib + numpy + the framework only.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence, Tuple, Type
+import contextlib
+import traceback
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+)
 
 from ..backend_options import OptionsError, Opts
 
@@ -18,6 +31,20 @@ class BackendError(Exception):
         self.kind = kind
         self.message = message
         self.detail = detail
+
+
+@contextlib.contextmanager
+def inference_errors(what: str) -> Iterator[None]:
+    """Any other exception inside is the cell's ``inference`` error, saying ``what`` failed
+    (a BackendError or MemoryError passes as it is: the runner reports those by their kind)."""
+    try:
+        yield
+    except (BackendError, MemoryError):
+        raise
+    except Exception as exc:
+        raise BackendError(
+            "inference", "%s failed: %s" % (what, exc), traceback.format_exc()
+        ) from exc
 
 
 class InputSpec:

@@ -22,7 +22,7 @@ from edgebench.planning.generative_workload import (
     prompt_ids,
 )
 from edgebench.planning.limits import check_memory
-from edgebench.planning.modelref import gguf_ref
+from edgebench.planning.modelref import ModelRef, gguf_ref
 from edgebench.planning.sweep_settings import Sweep
 from edgebench.runners.spec import RunSpec
 from edgebench.statuses import ErrorKind, Status
@@ -105,8 +105,7 @@ def test_a_truncated_gguf_travels_as_its_model_error(tmp_path, llm_tiny_gguf):  
 def test_frameworks_of_the_other_workload_only_are_one_line():
     tensor, generative = split_frameworks(["onnxruntime", "openvino-genai", "reference-llm"])
     assert tensor == ["onnxruntime"] and generative == ["openvino-genai", "reference-llm"]
-    llm = gguf_ref.__name__  # any generative model: only its name is read
-    model = dataclasses.make_dataclass("M", ["name"])(llm)
+    model = ModelRef("llm-tiny", "llm-tiny", format="gguf")  # only its name is read
     with pytest.raises(
         UserError, match=r"is a generative model, and none of --frameworks "
     ) as said:
