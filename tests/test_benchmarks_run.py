@@ -144,12 +144,24 @@ SMOKE: dict[str, Smoke] = {
             rf"^{framework}\s+{{n}}\s+{{n}}\s+{{n}}\s+copy_in {{n}}"
             for framework in ("onnxruntime", "openvino", "mnn", "ncnn", "tflite")
         ),
+        fixtures=("pnnx_toolchain",),  # its ncnn artifact is converted by pnnx
     ),
     "store_scale.py": Smoke(
         ("--nights", "2", "--cells", "1", "--repeats", "1"),
         (r"recommend s", r"^\s+2\s+{n}\s+{n}\s+{n}\s+{n}\s+{n}\s+{n}\s+{n}\s+{n}\s+{n}$"),
     ),
 }
+
+
+@pytest.fixture
+def pnnx_toolchain() -> None:
+    """ncnn's converter toolchain (pnnx, 110 MB), installed on first use as the converter tests
+    do; skip naming the command when it cannot be (on a fresh cache no earlier test may have
+    installed it)."""
+    from edgebench.converters.toolchains import install_toolchain
+
+    if install_toolchain("ncnn").state != "installed":
+        pytest.skip("pnnx could not be installed (edgebench toolchains install ncnn)")
 
 
 @pytest.fixture
