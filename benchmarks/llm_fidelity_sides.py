@@ -107,7 +107,7 @@ class EdgebenchLlama:
             "framework": "llama.cpp",
             "threads": work.threads,
             "cores": work.cores,
-            "generation": generation_spec(workload, prompt),
+            "generation": generation_spec(workload, prompt).to_json(),
         }
 
     def block(self) -> Block:
