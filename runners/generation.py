@@ -11,8 +11,11 @@ backend's ``generate(prompt, n, on_token)`` and stamps each ``on_token`` call wi
   (``gen_tokens`` - 1 per repetition, pooled in order): the header's ``samples_ns``, so the
   statistics that read a CNN cell's latencies read them. Its CPU time per token
   (``cpu_ns_per_inference``) is the process's CPU time from each repetition's first token to
-  its last, over those gaps, and the telemetry window (energy, temperatures) spans the
-  decode repetitions.
+  its last, over those gaps.
+
+The telemetry window (energy, temperatures) spans the prefill and decode tests; each timed
+repetition's span (prefill: start to first token; decode: first token to last) is kept, so the
+host takes energy per prefill token and per decoded token over those spans alone.
 
 Each test runs ``warmup`` times untimed, then ``repetitions`` times, one test after the other
 (as llama-bench does). Then the output check's material: the first step's logits where the
@@ -90,7 +93,7 @@ def measure_generation(
 ) -> None:
     """Measure the generative cell of ``spec`` (``spec.generation`` set), keeping in ``facts``
     (cell.py's ``CellFacts``) what each phase returns; ``hooks`` (telemetry) are entered
-    around the decode repetitions."""
+    around the prefill and decode tests."""
     gen = spec.generation
     assert gen is not None, "a generative cell has a generation spec"
     backend = load_generative(spec.framework, spec.backend)
@@ -120,27 +123,30 @@ def run_tests(
     facts: CellFacts,
     hooks: Sequence[ContextManager[Any]],
 ) -> None:
-    """The prefill tests, then the decode test, each warmed up first; their figures go into
-    ``part`` and ``facts.window`` as they come."""
-    for length in gen.prompt_tokens:
-        for _ in range(gen.warmup):
-            timed_generate(backend, gen.prompt[:length], 1)
-        prefill = PrefillRun(length)
-        part.prefill.append(prefill)
-        for _ in range(gen.repetitions):
-            prefill.ttft_ns.append(timed_generate(backend, gen.prompt[:length], 1).ttft_ns())
-    decode_prompt = gen.prompt[: gen.decode_prompt()]
-    for _ in range(gen.warmup):
-        timed_generate(backend, decode_prompt, gen.gen_tokens)
+    """The prefill tests, then the decode test, each warmed up first, inside the telemetry
+    ``hooks``; their figures go into ``part`` and ``facts.window`` as they come."""
     samples: List[int] = []
     cpu_ns = 0
     with ExitStack() as stack:
         for hook in hooks:
             stack.enter_context(hook)
+        for length in gen.prompt_tokens:
+            for _ in range(gen.warmup):
+                timed_generate(backend, gen.prompt[:length], 1)
+            prefill = PrefillRun(length)
+            part.prefill.append(prefill)
+            for _ in range(gen.repetitions):
+                run = timed_generate(backend, gen.prompt[:length], 1)
+                prefill.ttft_ns.append(run.ttft_ns())
+                part.prefill_spans_ns.append([run.t0_ns, run.stamps_ns[0]])
+        decode_prompt = gen.prompt[: gen.decode_prompt()]
+        for _ in range(gen.warmup):
+            timed_generate(backend, decode_prompt, gen.gen_tokens)
         for _ in range(gen.repetitions):
             run = timed_generate(backend, decode_prompt, gen.gen_tokens)
             samples.extend(run.gaps_ns())
             part.decode_wall_ns.append(run.stamps_ns[-1] - run.stamps_ns[0])
+            part.decode_spans_ns.append([run.stamps_ns[0], run.stamps_ns[-1]])
             cpu_ns += run.cpu_ns[-1] - run.cpu_ns[0]
     timing = {
         "samples_ns": samples,

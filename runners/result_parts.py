@@ -220,3 +220,8 @@ class GenerationPart:
     kv_cache_bytes: Optional[int] = field(default=None, metadata=ALWAYS)
     #: The output check's greedy tokens.
     check_tokens: List[int] = field(default_factory=list)
+    #: Each timed prefill repetition's [start, first token] and each decode repetition's
+    #: [first token, last token], in the order run, on the telemetry sampler's clock
+    #: (``time.perf_counter_ns``): the spans the host integrates energy over.
+    prefill_spans_ns: List[List[int]] = field(default_factory=list)
+    decode_spans_ns: List[List[int]] = field(default_factory=list)

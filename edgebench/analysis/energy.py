@@ -169,3 +169,22 @@ def analyze(
     if inferences > 0:
         result.energy_mj_per_inf = active_j / inferences * 1000.0
     return result
+
+
+def spans_active_energy_j(
+    trace: dict[str, Any] | None, spans: Sequence[Sequence[int]]
+) -> float | None:
+    """Joules above the idle baseline over ``spans`` ([start, end] on the trace's clock, inside
+    its timed window): ``analyze``'s window arithmetic for parts of the window (a generative
+    cell's prefill and decode repetitions). None without an energy source, readings or spans."""
+    source = (trace or {}).get("source") or {}
+    if not trace or not spans or source.get("kind") in (None, "none"):
+        return None
+    baseline = (trace.get("baseline") or {}).get("power_w") or 0.0
+    total = 0.0
+    for start, end in spans:
+        joules, _ = _window_energy(trace, start, end)
+        if joules is None:
+            return None
+        total += joules - baseline * (end - start) / 1e9
+    return total

@@ -13,7 +13,7 @@ from edgebench.analysis.sustained import summarize as summarize_sustained
 from edgebench.compute_backends import CPU
 from edgebench.framework_tools import ToolResult
 from edgebench.measure.breakdowns import shape_field, with_breakdowns
-from edgebench.measure.generation_record import generation_of
+from edgebench.measure.generation_record import generation_of, with_token_energy
 from edgebench.planning.cells import Cell
 from edgebench.planning.modelref import ModelRef
 from edgebench.planning.tflite_origin import route_of
@@ -177,17 +177,17 @@ def record_from_result(run_id: str, cell: Cell, raw: dict[str, Any]) -> Record:
         measured["accelerator"] = write_object(result.accelerator)  # read by the record
     if result.nvidia is not None:
         measured["nvidia"] = write_object(result.nvidia)
+    trace = None if result.telemetry is None else write_object(result.telemetry)
     if result.generation is not None:
-        generation = measured["generation"] = generation_of(result.generation)
+        generation = measured["generation"] = generation_of(result.generation, trace)
         # A generative cell's samples are per generated token: its throughput is tokens/s.
         measured["throughput_ips"] = generation.decode_tokens_per_s if stats else None
     if status != Status.OK and error is not None and error.detail:
         measured["stderr_tail"] = error.detail[-STDERR_TAIL_CHARS:]
     record = refuse_unreported_accelerator(new_record(run_id, cell, status, **measured))
     record = with_breakdowns(record, cell, result)
-    trace = None if result.telemetry is None else write_object(result.telemetry)
     if trace is not None:
-        record = with_energy(record, cell, trace)
+        record = with_token_energy(with_energy(record, cell, trace))
     if cell.timing.sustained_s and status == Status.OK:
         record = replace(record, sustained=summarize_sustained(record.samples_ns, trace))
     return record

@@ -30,6 +30,10 @@ class Generation(RecordPart):
     kv_cache_bytes: int | None = None
     #: The greedy tokens the output check compared.
     check_tokens: list[int] = field(default_factory=list)
+    #: Energy above the idle baseline per prompt token over the prefill repetitions, and per
+    #: token after the first over the decode repetitions (mJ); None without an energy source.
+    energy_mj_per_prefill_token: float | None = None
+    energy_mj_per_decode_token: float | None = None
 
     @property
     def prompt_lengths(self) -> list[int]:
@@ -79,6 +83,9 @@ class Generation(RecordPart):
             decode_wall_ms=[w for r in present for w in r.decode_wall_ms],
             kv_cache_bytes=first.kv_cache_bytes,
             check_tokens=first.check_tokens,
+            # energy comes from the first round, as the record's own does (measure/scheduler.py)
+            energy_mj_per_prefill_token=first.energy_mj_per_prefill_token,
+            energy_mj_per_decode_token=first.energy_mj_per_decode_token,
         )
 
     def describe(self) -> str:
@@ -92,4 +99,8 @@ class Generation(RecordPart):
         if decode is not None:
             depth = f" at depth {self.context_depth}" if self.context_depth else ""
             parts.append(f"tg{self.gen_tokens}{depth} {decode:.1f} tok/s")
+        if self.energy_mj_per_decode_token is not None:
+            parts.append(f"{self.energy_mj_per_decode_token:.3g} mJ/decoded token")
+        if self.energy_mj_per_prefill_token is not None:
+            parts.append(f"{self.energy_mj_per_prefill_token:.3g} mJ/prompt token")
         return ", ".join(parts)

@@ -66,3 +66,39 @@ def test_the_part_reads_back_as_stored():
     again = Record.from_dict(r.to_dict())
     assert again.generation == r.generation
     assert again.to_dict()["generation"]["kv_cache_bytes"] == 4096
+
+
+def runner_part():
+    from edgebench.runners.result_parts import GenerationPart, PrefillRun
+
+    part = GenerationPart("f16", gen_tokens=5, context_depth=0)
+    part.prefill = [PrefillRun(100, [1_000_000])]
+    part.prefill_spans_ns = [[10_000_000, 11_000_000]]
+    part.decode_wall_ns = [4_000_000, 4_000_000]
+    part.decode_spans_ns = [[20_000_000, 24_000_000], [30_000_000, 34_000_000]]
+    return part
+
+
+def counter_trace(kind="rapl"):
+    """A counter at 3 W over 0..50 ms, sampled each ms, after an idle baseline of 1 W."""
+    times = list(range(0, 50_000_001, 1_000_000))
+    return {
+        "source": {"kind": kind},
+        "t_perf_ns": times,
+        "energy_j": [3.0 * t / 1e9 for t in times],
+        "baseline": {"power_w": 1.0},
+        "marks": {"window_start": 0, "window_end": 50_000_000},
+    }
+
+
+def test_energy_per_token_is_the_active_energy_over_each_tests_spans():
+    from edgebench.measure.generation_record import generation_of
+
+    g = generation_of(runner_part(), counter_trace())
+    # 2 W above idle: 1 ms over 100 prompt tokens; 2 x 4 ms over 2 x 4 decoded tokens
+    assert g.energy_mj_per_prefill_token == pytest.approx(2.0 * 1.0 / 100)
+    assert g.energy_mj_per_decode_token == pytest.approx(2.0 * 8.0 / 8)
+    assert "2 mJ/decoded token" in g.describe()
+    for trace in (None, counter_trace(kind="none")):
+        g = generation_of(runner_part(), trace)
+        assert g.energy_mj_per_prefill_token is None and g.energy_mj_per_decode_token is None

@@ -111,17 +111,27 @@ def logged(log, name):
     log.append(("exit", name))
 
 
-def test_the_runner_times_each_test_and_wraps_telemetry_around_the_decode_repetitions():
+def test_the_runner_times_each_test_inside_the_telemetry_window_and_keeps_their_spans():
     log = []
     gen = GenerationSpec.from_json(generation(warmup=1, context_depth=8))
     part = GenerationPart("f16", gen.gen_tokens, gen.context_depth)
     facts = CellFacts(generation=part)
     run_tests(CountingRuntime(log), gen, part, facts, [logged(log, "telemetry")])
 
-    expected = [("generate", 16, 1)] * 3 + [("generate", 64, 1)] * 3
-    expected += [("generate", 8, 5)]  # the decode test's warm-up, outside the window
-    expected += [("enter", "telemetry")] + [("generate", 8, 5)] * 2 + [("exit", "telemetry")]
+    expected = [("enter", "telemetry")]
+    expected += [("generate", 16, 1)] * 3 + [("generate", 64, 1)] * 3
+    expected += [("generate", 8, 5)] * 3  # the decode test's warm-up and its two repetitions
+    expected += [("exit", "telemetry")]
     assert log == expected
+    # one span per timed repetition, in order: prefill start to first token, decode first
+    # token to last (the host integrates energy over them)
+    prefill_spans, decode_spans = part.prefill_spans_ns, part.decode_spans_ns
+    assert len(prefill_spans) == 4 and len(decode_spans) == 2
+    ttfts = [ns for p in part.prefill for ns in p.ttft_ns]
+    assert [end - start for start, end in prefill_spans] == ttfts
+    assert [end - start for start, end in decode_spans] == part.decode_wall_ns
+    flat = [t for span in prefill_spans + decode_spans for t in span]
+    assert flat == sorted(flat)
     assert [p.prompt_tokens for p in part.prefill] == [16, 64]
     assert all(len(p.ttft_ns) == 2 and min(p.ttft_ns) >= 0 for p in part.prefill)
     timing = facts.window.timing
