@@ -10,7 +10,7 @@ from typing import Any
 
 from edgebench.analysis.ranking import EMULATED_RULE, correctness_only, correctness_only_evidence
 from edgebench.reporting.charts import latency_cdf_svg, telemetry_svgs
-from edgebench.reporting.matrix import group_warnings, status_word
+from edgebench.reporting.matrix import group_warnings, rate_unit, status_word
 from edgebench.reporting.svg import esc
 from edgebench.reporting.tables import fmt_number
 from edgebench.results.quant_parts import Quant
@@ -44,7 +44,7 @@ def cell_details(r: Record, anchor: str, expand: bool = False) -> str:
         stats.append(("cv", f"{lat['cv']:.1%}"))
     stats += [
         ("samples", r.n_samples or len(r.samples_ns) or "-"),
-        ("throughput", fmt_number(r.throughput_ips, "inf/s")),
+        ("throughput", fmt_number(r.throughput_ips, rate_unit(r))),
         ("peak RSS", fmt_number(r.peak_rss_mb if r.status in MEASURED else None, "MB")),
         ("energy / inference", fmt_number(r.energy_mj_per_inf, "mJ")),
         ("average power", fmt_number(r.avg_power_w, "W")),

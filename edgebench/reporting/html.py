@@ -35,6 +35,7 @@ from edgebench.reporting.matrix import (
     framework_order,
     group_records,
     group_title,
+    is_generative,
     quiet_machine_advice,
     status_word,
 )
@@ -49,6 +50,9 @@ from edgebench.statuses import Status
 
 #: Metrics shown as heatmaps, in order (keys of the metrics registry).
 HEATMAP_METRICS = ("p50", "p99", "throughput", "memory", "energy")
+#: A generative model's heatmaps: its speeds and time to first token first, then its per-token
+#: latencies (its throughput is its decode speed, shown once, in tokens).
+GENERATIVE_HEATMAP_METRICS = ("decode", "prefill", "ttft", "p50", "p99", "memory", "energy")
 #: Small runs show every cell's details expanded; larger ones only the cells that went wrong.
 EXPAND_UP_TO = 12
 EMULATED_LEGEND_NOTE = (
@@ -232,10 +236,12 @@ def _matrices(
     if not groups:
         return ""
     frameworks = framework_order(records)
-    metrics = [METRICS[m] for m in HEATMAP_METRICS]
-    # An empty table says nothing: a metric no cell has is named, not drawn (p50 always is: its
-    # table says why each cell has no figure); what no cell of the run has is named once.
-    nowhere = _unmeasured(metrics[1:], records)
+    metrics = {key: heatmap_metrics(group) for key, group in groups.items()}
+    # An empty table says nothing: a metric no cell has is named, not drawn (a group's first
+    # always is: its table says why each cell has no figure); what no cell of the run has is
+    # named once.
+    optional = list(dict.fromkeys(m for shown in metrics.values() for m in shown[1:]))
+    nowhere = _unmeasured(optional, records)
     body = [
         '<section class="matrices"><h2>Matrices</h2>',
         "<p class='muted'>Colour is scaled per table from best (green) to worst (red) over the "
@@ -254,11 +260,13 @@ def _matrices(
         group_fw = [f for f in frameworks if any(r.engine == f for r in group)]
         cells = {(r.device, r.engine): r for r in group}
         body.append(f"<h3>{esc(group_title(key))}</h3>")
-        empty = _unmeasured(metrics[1:], group)
+        empty = _unmeasured(metrics[key][1:], group)
         body.append(
             '<div class="heat">'
             + "".join(
-                _heatmap(m, devices, group_fw, cells, anchors) for m in metrics if m not in empty
+                _heatmap(m, devices, group_fw, cells, anchors)
+                for m in metrics[key]
+                if m not in empty
             )
             + "</div>"
         )
@@ -269,6 +277,12 @@ def _matrices(
     body.append(notes.listing("Notes:"))
     body.append("</section>")
     return "".join(body)
+
+
+def heatmap_metrics(group: Sequence[Record]) -> list[Metric]:
+    """The heatmaps a group of records gets, in order: a generative model's own metrics."""
+    names = GENERATIVE_HEATMAP_METRICS if is_generative(group) else HEATMAP_METRICS
+    return [METRICS[m] for m in names]
 
 
 def _unmeasured(metrics: Sequence[Metric], records: Sequence[Record]) -> list[Metric]:

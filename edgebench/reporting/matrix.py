@@ -168,10 +168,16 @@ def is_generative(group: Sequence[Record]) -> bool:
     return any(workload_of(r.framework) == "generative" for r in group)
 
 
+def rate_unit(record: Record) -> str:
+    """What a record's throughput counts per second: a generative cell's is generated tokens."""
+    return "tok/s" if is_generative([record]) else "inf/s"
+
+
 def group_metric(group: Sequence[Record], metric_name: str) -> Metric:
     """The metric a table shows: the one asked for, but a generative model's table shows
-    decode speed where the run asked for the default p50 (its p50 is per generated token)."""
-    if is_generative(group) and metric_name == DEFAULT_METRIC:
+    decode speed where the run asked for the default p50 (its p50 is per generated token) or
+    throughput (a generative cell's throughput is its decode speed, in tokens)."""
+    if is_generative(group) and metric_name in (DEFAULT_METRIC, "throughput"):
         return get_metric(GENERATIVE_DEFAULT_METRIC)
     return get_metric(metric_name)
 
@@ -301,8 +307,12 @@ def cell_labels(records: Sequence[Record]) -> list[str]:
 def format_details(records: Sequence[Record]) -> str:
     """Every cell with its full statistics, then the reasons for cells that did not run, the
     notes (warnings grouped per cell and kind) and, for a mostly noisy run, one word on noise."""
+    # Throughput per second of inferences, or of tokens for generative cells: named once in
+    # the header when every row counts the same, else beside each figure.
+    units = {rate_unit(r) for r in records if r.status != Status.SKIPPED}
+    rate_head = next(iter(units)) if len(units) == 1 else "rate/s"
     header = [
-        *("cell", "status", "p50", "p90", "p99", "cv", "inf/s", "cpu ms"),
+        *("cell", "status", "p50", "p90", "p99", "cv", rate_head, "cpu ms"),
         *("peak MB", "mJ/inf", "n"),
     ]
     rows = []
@@ -326,7 +336,8 @@ def format_details(records: Sequence[Record]) -> str:
                 _fmt(lat.get("p90")),
                 _fmt(lat.get("p99")),
                 "-" if cv is None else f"{cv:.1%}",
-                _fmt(r.throughput_ips),
+                _fmt(r.throughput_ips)
+                + ("" if len(units) == 1 else " " + rate_unit(r).removesuffix("/s")),
                 _fmt(r.cpu_ms_per_inf),
                 _fmt(r.peak_rss_mb if r.status in MEASURED else None),
                 _fmt(r.energy_mj_per_inf) + ("!" if r.energy_flags and r.energy_mj_per_inf else ""),
