@@ -13,7 +13,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from edgebench.results.record_warnings import FEW_SAMPLES, HIGH_VARIANCE, RecordWarning
+from edgebench.results.record_warnings import (
+    FEW_SAMPLES,
+    FEW_TOKEN_SAMPLES,
+    HIGH_VARIANCE,
+    RecordWarning,
+)
 
 #: Samples as a list of numbers or a numpy array of them.
 Samples = Sequence[float] | np.ndarray
@@ -65,13 +70,15 @@ def latency_stats(samples_ns: Sequence[int]) -> LatencyStats | None:
     )
 
 
-def stats_warnings(stats: LatencyStats | None) -> list[RecordWarning]:
-    """Reasons not to trust a result blindly: too few samples for a tail, too much spread."""
+def stats_warnings(stats: LatencyStats | None, generative: bool = False) -> list[RecordWarning]:
+    """Reasons not to trust a result blindly: too few samples for a tail (``generative``: the
+    samples are per generated token), too much spread."""
     if stats is None:
         return []
     warnings = []
     if stats.n < MIN_SAMPLES_FOR_P99:
-        warnings.append(FEW_SAMPLES.make(samples=stats.n))
+        few = FEW_TOKEN_SAMPLES if generative else FEW_SAMPLES
+        warnings.append(few.make(samples=stats.n))
     if stats.cv > HIGH_CV:
         warnings.append(HIGH_VARIANCE.make(cv=stats.cv))
     return warnings

@@ -147,7 +147,7 @@ def record_from_result(run_id: str, cell: Cell, raw: dict[str, Any]) -> Record:
     stats = latency_stats(samples) if status == Status.OK else None
     wall_ns = result.measure_wall_ns
     effective = result.cores_effective
-    warnings = stats_warnings(stats)
+    warnings = stats_warnings(stats, generative=result.generation is not None)
     if cell.cores and effective is not None and sorted(effective) != sorted(cell.cores):
         warnings.append(CORES_NOT_APPLIED.make(asked=cell.cores, effective=effective))
     measured: dict[str, Any] = dict(

@@ -190,7 +190,10 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
         measure_wall_s=wall_s,
         throughput_ips=throughput,
         peak_rss_mb=max((p.peak_rss_mb or 0.0 for p in parts), default=None) or None,
-        warnings=pool_warnings([p.warnings for p in parts], stats_warnings(stats)),
+        warnings=pool_warnings(
+            [p.warnings for p in parts],
+            stats_warnings(stats, generative=merged.get("generation") is not None),
+        ),
         ended_at=parts[-1].ended_at,
         duration_s=round(sum(p.duration_s or 0.0 for p in parts), 3),
         **merged,

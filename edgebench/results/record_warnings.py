@@ -129,6 +129,18 @@ FEW_SAMPLES = WarningKind(
     highest_is_worst=False,
     pooled=False,
 )
+#: FEW_SAMPLES of a generative cell, whose samples are per generated token and whose count
+#: --gen-tokens and --rounds set (--iterations and --min-time do not apply to it).
+FEW_TOKEN_SAMPLES = WarningKind(
+    "few_token_samples",
+    {"samples": "how many per-token decode samples the statistics came from"},
+    "only {samples} per-token samples",
+    "p99 is not a real tail (raise --gen-tokens or --rounds)",
+    Merge.WORST,
+    worst="samples",
+    highest_is_worst=False,
+    pooled=False,
+)
 HIGH_VARIANCE = WarningKind(
     "high_variance",
     {"cv": "coefficient of variation of the timed samples (std / mean, a ratio)"},
@@ -257,6 +269,7 @@ WARNING_KINDS: dict[str, WarningKind] = {
     kind.name: kind
     for kind in (
         FEW_SAMPLES,
+        FEW_TOKEN_SAMPLES,
         HIGH_VARIANCE,
         CORES_NOT_APPLIED,
         NO_PERCENTILES,

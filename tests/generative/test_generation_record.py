@@ -102,3 +102,18 @@ def test_energy_per_token_is_the_active_energy_over_each_tests_spans():
     for trace in (None, counter_trace(kind="none")):
         g = generation_of(runner_part(), trace)
         assert g.energy_mj_per_prefill_token is None and g.energy_mj_per_decode_token is None
+
+
+def test_too_few_per_token_samples_advise_more_tokens_not_iterations():
+    from edgebench.measure.scheduler import merge_rounds
+
+    # two rounds of 8 per-token samples each: too few for a tail
+    pooled = merge_rounds([record(part()), record(part())])
+    (few,) = [w for w in pooled.warnings if w.kind.startswith("few_")]
+    assert few.kind == "few_token_samples" and few.figures == {"samples": 16}
+    assert few.message == (
+        "only 16 per-token samples: p99 is not a real tail (raise --gen-tokens or --rounds)"
+    )
+    assert "--iterations" not in few.message and "inferences" not in few.message
+    tensor = merge_rounds([record_of_samples("local", "onnxruntime", [1_000_000] * 8)] * 2)
+    assert [w.kind for w in tensor.warnings if w.kind.startswith("few_")] == ["few_samples"]

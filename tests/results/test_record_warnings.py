@@ -33,6 +33,7 @@ from edgebench.results.store import ResultsStore
 #: below, which words each one from them.
 SAMPLE_FIGURES = {
     "few_samples": {"samples": 40},
+    "few_token_samples": {"samples": 21},
     "high_variance": {"cv": 0.125},
     "cores_not_applied": {"asked": [0, 1], "effective": [2, 3]},
     "no_percentiles": {"tool": "benchncnn", "printed": ["min", "max", "avg"]},
