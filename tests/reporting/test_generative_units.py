@@ -1,6 +1,7 @@
 """A generative model's figures in the reports carry its own units and metrics: throughput in
 tokens per second (never inferences), and the HTML report's heatmaps decode speed, prefill
-speed and time to first token, each with its direction."""
+speed and time to first token, each with its direction; runs of other generative workloads
+with the same cell id in one results folder stay apart in history."""
 
 from __future__ import annotations
 
@@ -15,15 +16,17 @@ from edgebench.results.generation_part import Generation
 DECODE = 200.0  # tokens/s
 
 
-def generative(framework: str, decode: float = DECODE, ttft_ms: float = 12.0):
-    """A generative cell of llm-tiny decoding 8 tokens at ``decode`` tokens/s."""
+def generative(
+    framework: str, decode: float = DECODE, ttft_ms: float = 12.0, gen: int = 8, **fields
+):
+    """A generative cell of llm-tiny decoding ``gen`` tokens at ``decode`` tokens/s."""
     per_token_ns = round(1e9 / decode)
     generation = Generation(
         "f16",
         ttft_prompt_tokens=[16, 16, 16],
         ttft_ms=[ttft_ms] * 3,
-        gen_tokens=8,
-        decode_wall_ms=[7 * 1000.0 / decode] * 3,
+        gen_tokens=gen,
+        decode_wall_ms=[(gen - 1) * 1000.0 / decode] * 3,
     )
     return record_of_samples(
         "local",
@@ -32,6 +35,7 @@ def generative(framework: str, decode: float = DECODE, ttft_ms: float = 12.0):
         model="llm-tiny",
         generation=generation,
         throughput_ips=decode,
+        **fields,
     )
 
 
@@ -77,3 +81,21 @@ def test_the_html_report_heatmaps_generative_metrics_with_their_directions():
     ]
     assert "throughput (inf/s) higher is better" in tensor_caps
     assert "decode speed" not in tensor_html
+
+
+def test_runs_of_other_generative_workloads_are_separate_series_of_one_cell_id(tmp_path):
+    from edgebench.analysis.history import history
+    from edgebench.results.store import ResultsStore
+
+    store = ResultsStore(tmp_path / "runs")
+    for gen, decode in ((8, 200.0), (32, 150.0), (8, 190.0)):
+        run = store.create_run({"edgebench_version": "test"})
+        run.append(generative("llama.cpp", decode, gen=gen, run_id=run.run_id))
+    points = history(store, "local", "llm-tiny", "llama.cpp", "decode")
+    assert len({p.cell_id for p in points}) == 1  # the id names no workload ...
+    series = {}
+    for p in points:
+        series.setdefault(p.series, []).append(p.value)
+    # ... and its runs of 8 and of 32 generated tokens are two trends, never one
+    assert sorted(map(sorted, series.values())) == [[150.0], [190.0, 200.0]]
+    assert all("tg8" in label or "tg32" in label for label in series)
