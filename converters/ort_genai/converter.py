@@ -11,14 +11,15 @@ written: the runner feeds token ids.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import ClassVar
 
 import onnx
 
 from edgebench.converters.base import ConversionError, ConversionOptions, Converter
-from edgebench.runners.gguf_file import GgufError, read_gguf
-from edgebench.runners.llm_math import ModelError, decoder_shape, file_weight_type
+from edgebench.runners.gguf_file import GgufError, GgufFile, read_gguf
+from edgebench.runners.llm_math import DecoderShape, ModelError, decoder_shape, file_weight_type
 
 from .decoder import decoder_model
 from .genai_config import MODEL_TYPES, genai_config
@@ -54,28 +55,9 @@ class OrtGenAiConverter(Converter):
 
     def convert(self, onnx_path: Path, out_dir: Path, options: ConversionOptions) -> list[str]:
         """``onnx_path`` is the GGUF file (the generative cells' source model)."""
-        try:
-            gguf = read_gguf(onnx_path)
-            shape = decoder_shape(gguf.metadata)
-            stored = file_weight_type(
-                gguf.metadata, {n: t.ggml_type for n, t in gguf.tensors.items()}
-            )
-        except (GgufError, ModelError) as exc:
-            kind = "unsupported_op" if getattr(exc, "unsupported", False) else "failed"
-            raise ConversionError(kind, f"{Path(onnx_path).name}: {exc}") from None
-        if shape.architecture not in MODEL_TYPES or stored not in WEIGHT_FORMS:
-            raise ConversionError(
-                "unsupported_precision",
-                f"{Path(onnx_path).name} holds {shape.architecture} weights at {stored}; the "
-                f"ONNX Runtime GenAI writer takes {', '.join(MODEL_TYPES)} at "
-                f"{', '.join(WEIGHT_FORMS)}",
-            )
-        if stored != options.precision:
-            raise ConversionError(
-                "failed",
-                f"{Path(onnx_path).name} holds {stored} weights, not the {options.precision} "
-                "asked for (a GGUF converts at the weight type it holds)",
-            )
+        gguf, shape, stored = read_source(
+            Path(onnx_path), "ONNX Runtime GenAI", MODEL_TYPES, WEIGHT_FORMS, options.precision
+        )
         try:
             model = decoder_model(gguf, shape)
         except (GgufError, ModelError, KeyError) as exc:
@@ -91,3 +73,32 @@ class OrtGenAiConverter(Converter):
         ran, form = WEIGHT_FORMS[stored]
         (out_dir / WEIGHTS_FILE).write_text(json.dumps({"weight_type": ran, "form": form}))
         return [MODEL_FILE, CONFIG_FILE, WEIGHTS_FILE] + ([DATA_FILE] if external else [])
+
+
+def read_source(
+    path: Path, writer: str, architectures: Iterable[str], weight_types: Iterable[str], asked: str
+) -> tuple[GgufFile, DecoderShape, str]:
+    """The GGUF at ``path``, its decoder's shape and its weight type, once the ``writer``'s
+    converter takes ``architectures`` at ``weight_types`` and the file holds the ``asked`` one;
+    else ConversionError with one line."""
+    try:
+        gguf = read_gguf(path)
+        shape = decoder_shape(gguf.metadata)
+        stored = file_weight_type(gguf.metadata, {n: t.ggml_type for n, t in gguf.tensors.items()})
+    except (GgufError, ModelError) as exc:
+        kind = "unsupported_op" if getattr(exc, "unsupported", False) else "failed"
+        raise ConversionError(kind, f"{path.name}: {exc}") from None
+    architectures, weight_types = list(architectures), list(weight_types)
+    if shape.architecture not in architectures or stored not in weight_types:
+        raise ConversionError(
+            "unsupported_precision",
+            f"{path.name} holds {shape.architecture} weights at {stored}; the {writer} writer "
+            f"takes {', '.join(architectures)} at {', '.join(weight_types)}",
+        )
+    if stored != asked:
+        raise ConversionError(
+            "failed",
+            f"{path.name} holds {stored} weights, not the {asked} asked for "
+            "(a GGUF converts at the weight type it holds)",
+        )
+    return gguf, shape, stored

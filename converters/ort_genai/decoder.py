@@ -83,14 +83,17 @@ def attention_bias(g: DecoderGraph) -> str:
     return g.op("Where", [allowed, g.scalar(0.0), g.scalar(MASKED)])
 
 
-def rotary_inputs(g: DecoderGraph) -> tuple[str, str]:
-    """cos and sin [B, 1, S, D / 2] of each token's position."""
+def rotary_inputs(
+    g: DecoderGraph, positions: str = "position_ids", head_axis: int = 1
+) -> tuple[str, str]:
+    """cos and sin [B, 1, S, D / 2] of each token's position in ``positions`` [B, S] (with
+    ``head_axis`` 2: [B, S, 1, D / 2], for heads laid out [B, S, heads, D])."""
     factors = g.gguf.tensor("rope_freqs.weight") if "rope_freqs.weight" in g.gguf.tensors else None
     cos_table, sin_table = rotary_tables(g.s, g.s.context_length, factors)
     picked = []
     for name, table in (("rope.cos", cos_table), ("rope.sin", sin_table)):
-        rows = g.op("Gather", [g.const(name, table), "position_ids"], axis=0)
-        picked.append(g.op("Unsqueeze", [rows, g.ints(1)]))
+        rows = g.op("Gather", [g.const(name, table), positions], axis=0)
+        picked.append(g.op("Unsqueeze", [rows, g.ints(head_axis)]))
     return picked[0], picked[1]
 
 

@@ -120,13 +120,14 @@ class OnnxRuntimeGenAiBackend(GenerativeBackend):
         self._model = None
 
 
-def read_weight_type(folder: str) -> str:
-    """The weight type edgebench's converter recorded in ``folder``, else ``OWN_FOLDER``."""
+def read_weight_type(folder: str, own: str = OWN_FOLDER) -> str:
+    """The weight type edgebench's converter recorded in ``folder``, else ``own`` (a folder
+    the runtime's own tools wrote)."""
     try:
         with open(os.path.join(folder, WEIGHTS_FILE)) as handle:
             return str(json.load(handle)["weight_type"])
     except (OSError, ValueError, KeyError, TypeError):
-        return OWN_FOLDER
+        return own
 
 
 BACKEND = OnnxRuntimeGenAiBackend

@@ -1,12 +1,15 @@
-"""MNN-LLM: MNN's LLM engine. Its cells are ``unsupported`` with the reason until edgebench can
-make or run its model folder (runners/backends/mnn_llm_backend.py says why)."""
+"""MNN-LLM: MNN's LLM engine, on a model folder (llm.mnn, config.json, embeddings, tokenizer)
+that edgebench writes from the GGUF itself (converters/mnn_llm), since MNN's own exporter
+(llmexport.py) needs torch."""
 
-from edgebench.frameworks.rows import Framework
+from edgebench.frameworks.rows import ConverterRow, Framework
 
 FRAMEWORK = Framework(
     "mnn-llm",
     order=240,
     backend="mnn_llm_backend",
-    artifact_format="gguf",
+    artifact_format="mnn-llm",
+    converter="mnn-llm",
+    converters=(ConverterRow("mnn-llm", "edgebench.converters.mnn_llm.converter:MnnLlmConverter"),),
     workload="generative",
 )
