@@ -1,14 +1,17 @@
-"""Energy per token of a generative cell, through the CNN cells' energy path: a synthetic x86
-RAPL counter (the runner's real source, under EDGEBENCH_SYSFS_ROOT) that advances at 1 W idle
-and 3 W while the runner's timed window is open (the --sync-marker file exists). llm-tiny on
-llama.cpp must record 2 W x each test's time over its tokens, per prompt token and per decoded
-token; a cell with no energy source says why, as a CNN cell does."""
+"""Energy per token of a generative cell, through the CNN cells' energy path: a synthetic fuel
+gauge (the runner's real android_fuel_gauge source, under EDGEBENCH_SYSFS_ROOT) that draws 1 W
+idle and 3 W while the runner's timed window is open (the --sync-marker file exists). llm-tiny
+on llama.cpp must record 2 W x each test's time over its tokens, per prompt token and per
+decoded token; a cell with no energy source says why, as a CNN cell does.
+
+The gauge reports a level, changed only when the marker comes or goes: on a loaded machine its
+writer may lag, which moves the one change inside the window (its start, before the first
+prefill warm-up) but never a level inside it."""
 
 from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -20,38 +23,43 @@ pytest.importorskip(
 
 pytestmark = pytest.mark.load_sensitive
 
+VOLTS = 4.0
 IDLE_W, EXTRA_W = 1.0, 2.0
 GEN = 48
 
 
-class MarkerDrivenRapl:
-    """A package energy counter (µJ) whose rate is IDLE_W, plus EXTRA_W while ``marker`` exists;
-    a thread keeps ``energy_uj`` current every millisecond (the real counter's update rate)."""
+class MarkerDrivenGauge:
+    """A battery's ``current_now`` (µA at ``voltage_now`` VOLTS) at IDLE_W, plus EXTRA_W while
+    ``marker`` exists; a thread looks for the marker every millisecond."""
 
     def __init__(self, sysroot: Path, marker: Path) -> None:
-        self.folder = sysroot / "sys" / "class" / "powercap" / "intel-rapl:0"
+        supplies = sysroot / "sys" / "class" / "power_supply"
+        self.folder = supplies / "battery"
         self.folder.mkdir(parents=True)
-        (self.folder / "name").write_text("package-0\n")
-        (self.folder / "max_energy_range_uj").write_text("262143328850\n")
-        self.counter = self.folder / "energy_uj"
-        self.counter.write_text("0\n")
+        (self.folder / "voltage_now").write_text(f"{int(VOLTS * 1e6)}\n")
+        (self.folder / "status").write_text("Discharging\n")
+        (supplies / "usb").mkdir()
+        (supplies / "usb" / "online").write_text("0\n")
         self.marker = marker
+        self._level(False)
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread = threading.Thread(target=self._follow_marker, daemon=True)
 
-    def _run(self) -> None:
-        energy_uj, last = 0.0, time.monotonic()
+    def _level(self, active: bool) -> None:
+        watts = IDLE_W + (EXTRA_W if active else 0.0)
+        tmp = self.folder / "current_now.tmp"
+        tmp.write_text(f"{int(watts / VOLTS * 1e6)}\n")
+        tmp.replace(self.folder / "current_now")
+
+    def _follow_marker(self) -> None:
+        active = False
         while not self.stop.is_set():
-            now = time.monotonic()
-            watts = IDLE_W + (EXTRA_W if self.marker.exists() else 0.0)
-            energy_uj += watts * (now - last) * 1e6
-            last = now
-            tmp = self.counter.with_suffix(".tmp")
-            tmp.write_text(f"{int(energy_uj)}\n")
-            tmp.replace(self.counter)
+            if self.marker.exists() != active:
+                active = not active
+                self._level(active)
             self.stop.wait(0.001)
 
-    def __enter__(self) -> MarkerDrivenRapl:
+    def __enter__(self) -> MarkerDrivenGauge:
         self.thread.start()
         return self
 
@@ -67,7 +75,7 @@ def run_llm_tiny(run_cli, *extra: str) -> dict:
             "--models", "llm-tiny",
             "--frameworks", "llama.cpp",
             "--threads", "1",
-            "--prompt-tokens", "64,128",
+            "--prompt-tokens", "256,512",
             "--gen-tokens", str(GEN),
             "--rounds", "1",
             "--format", "jsonl",
@@ -90,10 +98,10 @@ def test_energy_per_prompt_and_decoded_token_match_the_known_extra_power(
     sysroot = tmp_path / "sysfs"
     marker = tmp_path / "window.active"
     eb_env["EDGEBENCH_SYSFS_ROOT"] = str(sysroot)
-    with MarkerDrivenRapl(sysroot, marker):
+    with MarkerDrivenGauge(sysroot, marker):
         record = run_llm_tiny(
             run_cli,
-            "--energy-source", "rapl",
+            "--energy-source", "android_fuel_gauge",
             "--sync-marker", str(marker),
             "--baseline-s", "0.3",
             "--telemetry-period", "0.005",
@@ -115,8 +123,8 @@ def test_energy_per_prompt_and_decoded_token_match_the_known_extra_power(
         f"per prompt token known {known_prefill:.5f} mJ, measured {measured_prefill:.5f} mJ"
     )
     assert record["energy"]["baseline_power_w"] == pytest.approx(IDLE_W, rel=0.05)
-    assert measured_decode == pytest.approx(known_decode, rel=0.1)
-    assert measured_prefill == pytest.approx(known_prefill, rel=0.15)
+    assert measured_decode == pytest.approx(known_decode, rel=0.05)
+    assert measured_prefill == pytest.approx(known_prefill, rel=0.1)
     # the record's energy per inference is per decoded token, as its samples are
     assert record["energy_mj_per_inf"] == measured_decode
     assert record["energy"]["energy_mj_per_inf"] == measured_decode
