@@ -8,7 +8,6 @@ per repetition the prompt test's and the generation test's tokens per second.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import statistics
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edgebench.framework_tools import ToolParseError, parse_llama_bench_json
 from edgebench.lab.device import LocalDevice
 from edgebench.models.llm_facts import LlmFacts
 from edgebench.planning.generative_workload import GenerativeWorkload, generation_spec, prompt_ids
@@ -153,18 +153,22 @@ class LlamaBench:
             self.argv(), capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S, check=False
         )
         try:
-            tests = json.loads(proc.stdout)
-            pp = next(t for t in tests if t["n_prompt"] > 0 and t["n_gen"] == 0)
-            tg = next(t for t in tests if t["n_prompt"] == 0 and t["n_gen"] > 0)
-        except (ValueError, StopIteration, KeyError, TypeError):
+            tests = parse_llama_bench_json(proc.stdout)
+            pp = next(t for t in tests if t.is_prompt)
+            tg = next(t for t in tests if t.is_generation)
+        except (ToolParseError, StopIteration):
             tail = " | ".join((proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:])
             raise BlockFailed(f"{self.label} (rc {proc.returncode}): {tail}") from None
-        self.build = {key: pp.get(key) for key in ("build_commit", "build_number", "backends")}
+        self.build = {
+            "build_commit": pp.build_commit,
+            "build_number": pp.build_number,
+            "backends": pp.backends,
+        }
         return Block(
-            pp=pp["samples_ts"],
-            tg=tg["samples_ts"],
-            pp_fixed=pp["samples_ts"],
-            tg_fixed=tg["samples_ts"],
+            pp=pp.samples_ts,
+            tg=tg.samples_ts,
+            pp_fixed=pp.samples_ts,
+            tg_fixed=tg.samples_ts,
         )
 
 

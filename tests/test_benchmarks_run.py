@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fakes.llm_models import llama_bench_or_skip
 from fakes.models import save_conv_model
 
 from edgebench import process_group
@@ -166,18 +167,10 @@ def pnnx_toolchain() -> None:
 
 @pytest.fixture
 def llama_bench_built() -> Path:
-    """llama-bench as edgebench built it for this host, else skip naming the build command."""
-    from edgebench.builds import BuildError
-    from edgebench.builds.llama_bench import BUILD_COMMAND, built_llama_bench
-
+    """llama-bench as edgebench built it for this host, and llama-cpp-python (the benchmark's
+    other side), else skip naming what is missing."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
-    try:
-        built = built_llama_bench()
-    except BuildError as exc:
-        pytest.skip(str(exc))
-    if built is None:
-        pytest.skip(f"llama-bench is not built: run `{BUILD_COMMAND}` (minutes)")
-    return built
+    return llama_bench_or_skip()
 
 
 def benchmark_scripts() -> list[Path]:

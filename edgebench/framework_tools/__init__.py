@@ -1,5 +1,6 @@
 """The framework tools: adapters for the frameworks' own benchmark binaries (benchmark_model,
-benchncnn, MNN's benchmark.out, TNNTest, benchmark_app, trtexec), the runner kind "framework-tools".
+benchncnn, MNN's benchmark.out, TNNTest, benchmark_app, trtexec, llama-bench), the runner kind
+"framework-tools".
 
 Each adapter builds the shell command a device runs for a :class:`ToolCell` and parses the
 tool's output into a :class:`ToolResult` (see docs/framework-tools.md). They run on the host;
@@ -20,6 +21,7 @@ from .base import (
     parse_number,
 )
 from .benchncnn import BenchncnnAdapter, ncnn_shape
+from .llama_bench import LlamaBenchAdapter, parse_llama_bench_json
 from .mnn_benchmark import MnnBenchmarkAdapter
 from .openvino_benchmark_app import OpenvinoBenchmarkAppAdapter
 from .tflite_benchmark import TfliteBenchmarkAdapter
@@ -46,6 +48,7 @@ ADAPTERS: dict[str, type[ToolAdapter]] = _adapters()
 __all__ = [
     "ADAPTERS",
     "BenchncnnAdapter",
+    "LlamaBenchAdapter",
     "MnnBenchmarkAdapter",
     "OpenvinoBenchmarkAppAdapter",
     "TfliteBenchmarkAdapter",
@@ -58,6 +61,7 @@ __all__ = [
     "clean_line",
     "clean_lines",
     "ncnn_shape",
+    "parse_llama_bench_json",
     "parse_number",
     "parse_tnn_output_file",
 ]

@@ -12,7 +12,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar, Self, cast
 
@@ -20,6 +20,7 @@ from edgebench.compute_backends import BACKEND_NAMES, CPU
 from edgebench.device_shell import RECORD_PID_THEN_EXEC, taskset_mask
 
 from .accelerator import BackendReport
+from .generative import GenerativeWork, ToolGeneration
 from .site import ToolSite
 
 #: The precisions a ToolCell can hold; an adapter runs those of its ``precisions``.
@@ -78,6 +79,7 @@ class ToolCell:
     slows the timed inferences down). ``backend`` is the compute backend
     (edgebench/compute_backends.py): each adapter turns it into its tool's switch.
     ``cuda_graph`` asks a tool that can (trtexec) to replay the inference as a CUDA graph.
+    ``generation`` is a generative cell's workload (its ``precision`` then the weight type).
     """
 
     model_path: str
@@ -93,6 +95,7 @@ class ToolCell:
     backend: str = CPU
     #: The CUDA Graphs variant: the tool captures the inference once and replays it.
     cuda_graph: bool = False
+    generation: GenerativeWork | None = None
 
     def __post_init__(self) -> None:
         for name in ("threads", "warmup", "iterations"):
@@ -105,7 +108,7 @@ class ToolCell:
             raise ValueError(f"ToolCell.warmup must be >= 0, got {self.warmup}")
         if self.iterations < 1:
             raise ValueError(f"ToolCell.iterations must be >= 1, got {self.iterations}")
-        if self.precision not in PRECISIONS:
+        if self.generation is None and self.precision not in PRECISIONS:
             raise ValueError(
                 f"ToolCell.precision must be one of {PRECISIONS}, got {self.precision!r}"
             )
@@ -151,6 +154,8 @@ class ToolResult:
     #: what each covers.
     stage_samples_ms: dict[str, list[float]] | None = None
     stage_boundaries: dict[str, str] | None = None
+    #: A generative cell's figures (prefill and decode tokens/s, what the tool does not give).
+    generation: ToolGeneration | None = None
 
     _STAT_FIELDS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("count", "count"),
@@ -181,6 +186,8 @@ class ToolResult:
             value = getattr(self, f.name)
             if isinstance(value, (list, tuple)):
                 value = list(value)
+            elif isinstance(value, ToolGeneration):
+                value = asdict(value)
             out[f.name] = value
         return out
 
@@ -284,6 +291,8 @@ class ToolAdapter:
     installed_on_device: ClassVar[bool] = False
     #: Why the tool gives no per-operator times (None: the adapter has ``parse_op_profile``).
     no_op_profile: ClassVar[str | None] = None
+    #: How to get the tool where it is missing (None: the generic advice only).
+    how_to_get: ClassVar[str | None] = None
 
     env: Mapping[str, str] | None = None
 

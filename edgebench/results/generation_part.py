@@ -27,6 +27,15 @@ class Generation(RecordPart):
     context_depth: int = 0
     #: Every decode repetition: first token to last token.
     decode_wall_ms: list[float] = field(default_factory=list)
+    #: Tokens each decode wall covers (None: ``gen_tokens - 1``, first token to last; a tool
+    #: that times all ``gen_tokens`` decodes, as llama-bench does, says so here).
+    decode_wall_tokens: int | None = None
+    #: A tool's own prefill times where it gives no time to first token (llama-bench: the
+    #: prompt's batch decoded, no token sampled): per repetition, with its prompt length.
+    prefill_prompt_tokens: list[int] = field(default_factory=list)
+    prefill_ms: list[float] = field(default_factory=list)
+    #: What the measuring tool does not give, and why (``ttft``, ``per_token_latency``).
+    unavailable: dict[str, str] = field(default_factory=dict)
     kv_cache_bytes: int | None = None
     #: The greedy tokens the output check compared.
     check_tokens: list[int] = field(default_factory=list)
@@ -38,7 +47,7 @@ class Generation(RecordPart):
     @property
     def prompt_lengths(self) -> list[int]:
         """The prefill tests' prompt lengths, shortest first."""
-        return sorted(set(self.ttft_prompt_tokens))
+        return sorted(set(self.ttft_prompt_tokens) | set(self.prefill_prompt_tokens))
 
     def _length(self, prompt_tokens: int | None) -> int | None:
         """``prompt_tokens``, or the longest prompt tested; None when none was."""
@@ -56,6 +65,10 @@ class Generation(RecordPart):
         """Prompt tokens over the median time to first token (default: the longest prompt)."""
         wanted = self._length(prompt_tokens)
         ttft = self.ttft_p50_ms(wanted)
+        if ttft is None:  # a tool's prefill time, where it gives no time to first token
+            pairs = zip(self.prefill_prompt_tokens, self.prefill_ms, strict=True)
+            times = [t for n, t in pairs if n == wanted]
+            ttft = statistics.median(times) if times else None
         return wanted * 1000.0 / ttft if wanted and ttft else None
 
     @property
@@ -65,7 +78,8 @@ class Generation(RecordPart):
         if self.gen_tokens < 2 or not self.decode_wall_ms:
             return None
         wall = statistics.median(self.decode_wall_ms)
-        return (self.gen_tokens - 1) * 1000.0 / wall if wall > 0 else None
+        tokens = self.decode_wall_tokens or self.gen_tokens - 1
+        return tokens * 1000.0 / wall if wall > 0 else None
 
     @classmethod
     def merge(cls, rounds: typing.Sequence[Generation | None]) -> Generation | None:
@@ -81,6 +95,10 @@ class Generation(RecordPart):
             gen_tokens=first.gen_tokens,
             context_depth=first.context_depth,
             decode_wall_ms=[w for r in present for w in r.decode_wall_ms],
+            decode_wall_tokens=first.decode_wall_tokens,
+            prefill_prompt_tokens=[n for r in present for n in r.prefill_prompt_tokens],
+            prefill_ms=[t for r in present for t in r.prefill_ms],
+            unavailable=first.unavailable,
             kv_cache_bytes=first.kv_cache_bytes,
             check_tokens=first.check_tokens,
             # energy comes from the first round, as the record's own does (measure/scheduler.py)
@@ -93,8 +111,8 @@ class Generation(RecordPart):
         for n in self.prompt_lengths:
             ttft = self.ttft_p50_ms(n)
             rate = self.prefill_tokens_per_s(n)
-            if ttft is not None and rate is not None:
-                parts.append(f"pp{n} {rate:.1f} tok/s (TTFT {ttft:.1f} ms)")
+            if rate is not None:
+                parts.append(f"pp{n} {rate:.1f} tok/s" + (f" (TTFT {ttft:.1f} ms)" if ttft else ""))
         decode = self.decode_tokens_per_s
         if decode is not None:
             depth = f" at depth {self.context_depth}" if self.context_depth else ""

@@ -442,6 +442,13 @@ NATIVE_SAMPLES = {
     "[ INFO ] Latency:\n[ INFO ]    Median:     6.05 ms\n[ INFO ]    Average:    6.31 ms\n"
     "[ INFO ]    Min:        5.42 ms\n[ INFO ]    Max:        9.02 ms\n"
     "[ INFO ] Throughput:   158.43 FPS\n",
+    # tests/data/llama_bench/llm-tiny-q8_0.json, two of its tests with the fields read
+    "llama.cpp": '[{"build_commit": "0c1e570", "build_number": 1, "model_type": "qwen2 ?B Q8_0",'
+    ' "n_prompt": 16, "n_gen": 0, "n_depth": 0, "avg_ns": 1242918, "samples_ns": [1227891,'
+    ' 1257946], "samples_ts": [13030.5, 12719.1]},\n{"build_commit": "0c1e570",'
+    ' "build_number": 1, "model_type": "qwen2 ?B Q8_0", "n_prompt": 0, "n_gen": 8,'
+    ' "n_depth": 0, "avg_ns": 5708403, "samples_ns": [5915252, 5501555],'
+    ' "samples_ts": [1352.44, 1454.13]}]\n',
     "tensorrt": "&&&& RUNNING TensorRT.trtexec [TensorRT v100900] [b34] # trtexec\n"
     "[04/07/2025-23:59:33] [I] TensorRT version: 10.9.0\n"
     "[04/07/2025-23:59:46] [I] Engine built in 10.7204 sec.\n"

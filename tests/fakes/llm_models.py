@@ -37,6 +37,20 @@ def qwen2_vocab_or_skip() -> Path:
         pytest.skip(str(exc))
 
 
+def llama_bench_or_skip() -> Path:
+    """llama-bench as edgebench built it for this host, else skip naming the build command."""
+    from edgebench.builds import BuildError
+    from edgebench.builds.llama_bench import BUILD_COMMAND, built_llama_bench
+
+    try:
+        built = built_llama_bench()
+    except BuildError as exc:
+        pytest.skip(str(exc))
+    if built is None:
+        pytest.skip(f"llama-bench is not built: run `{BUILD_COMMAND}` (minutes)")
+    return built
+
+
 def llm_tiny_path(models_dir: Path, weight_type: str = "f16") -> Path:
     qwen2_vocab_or_skip()
     return builtin_llm_path("llm-tiny", models_dir, weight_type)

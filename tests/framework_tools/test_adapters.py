@@ -35,6 +35,7 @@ from edgebench.framework_tools import (
     parse_number,
     parse_tnn_output_file,
 )
+from edgebench.frameworks import find_framework
 
 # --------------------------------------------------------------------------- sample outputs
 
@@ -194,7 +195,7 @@ def test_cell_validation():
 
 
 def test_registry():
-    assert set(ADAPTERS) == {"tflite", "ncnn", "mnn", "tnn", "openvino", "tensorrt"}
+    assert set(ADAPTERS) == {"tflite", "ncnn", "mnn", "tnn", "openvino", "tensorrt", "llama.cpp"}
     for framework, cls in ADAPTERS.items():
         adapter = cls()
         assert isinstance(adapter, ToolAdapter)
@@ -680,6 +681,9 @@ def test_openvino_command():
 
 EVIL_MODEL = "a b;rm -rf x.tflite"
 EVIL_DIR = "m d;touch pwned;$(touch pwned2) `touch pwned3`"
+#: The tools of tensor cells (their line-based output below); llama-bench, a generative cell's
+#: tool, has its own tests (test_llama_bench_parse.py).
+TENSOR_TOOLS = sorted(f for f in ADAPTERS if getattr(find_framework(f), "workload", "") == "tensor")
 
 MODEL_FILES = {
     "tflite": EVIL_MODEL,
@@ -699,7 +703,7 @@ FAKE_OUTPUT = {
 }
 
 
-@pytest.mark.parametrize("framework", sorted(ADAPTERS))
+@pytest.mark.parametrize("framework", TENSOR_TOOLS)
 def test_shell_command_quotes_every_word(framework):
     adapter = ADAPTERS[framework](env={"LD_LIBRARY_PATH": "/d/lib dir;x"})
     c = cell(
@@ -735,7 +739,7 @@ def _fake_binary(path: Path, output: str, to_stderr: bool) -> None:
     shutil.which("taskset") is None or not hasattr(os, "sched_getaffinity"),
     reason="needs taskset (util-linux) and Linux CPU affinity",
 )
-@pytest.mark.parametrize("framework", sorted(ADAPTERS))
+@pytest.mark.parametrize("framework", TENSOR_TOOLS)
 def test_shell_command_runs_with_a_fake_binary(framework, tmp_path):
     bindir = tmp_path / "bin dir"
     bindir.mkdir()
@@ -833,7 +837,7 @@ PROPERTY = settings(
 )
 
 
-@pytest.mark.parametrize("framework", sorted(ADAPTERS))
+@pytest.mark.parametrize("framework", TENSOR_TOOLS)
 @PROPERTY
 @given(data=st.data())
 def test_junk_lines_do_not_change_the_result(framework, data):
@@ -886,7 +890,7 @@ LINE_TEMPLATES = {
 }
 
 
-@pytest.mark.parametrize("framework", sorted(ADAPTERS))
+@pytest.mark.parametrize("framework", TENSOR_TOOLS)
 @PROPERTY
 @given(value=_values, fmt=_number_formats)
 def test_numbers_round_trip_in_plain_and_scientific_notation(framework, value, fmt):

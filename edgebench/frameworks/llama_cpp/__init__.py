@@ -1,4 +1,5 @@
-"""llama.cpp (ggml): runs a GGUF file as it is, through llama-cpp-python's binding."""
+"""llama.cpp (ggml): runs a GGUF file as it is, through llama-cpp-python's binding; its own
+tool is llama-bench (the framework-tools runner)."""
 
 from edgebench.frameworks.rows import Framework
 
@@ -9,4 +10,5 @@ FRAMEWORK = Framework(
     artifact_format="gguf",
     artifact_suffixes=(".gguf", None),
     workload="generative",
+    tool="edgebench.framework_tools.llama_bench:LlamaBenchAdapter",
 )

@@ -18,6 +18,7 @@ from typing import Any
 from edgebench.compute_backends import CPU
 from edgebench.framework_tools import ADAPTERS, ToolAdapter, ToolCell, ToolParseError
 from edgebench.framework_tools.accelerator import BackendReport, tool_refusal
+from edgebench.framework_tools.generative import ToolGeneration
 from edgebench.framework_tools.site import ToolNotFound
 from edgebench.lab.device import Device
 from edgebench.lab.remote import RemoteDevice, local_sha256
@@ -41,6 +42,7 @@ from edgebench.measure.records import (
 from edgebench.planning.cells import Cell, Verdict
 from edgebench.quantization import QUANTIZED_PRECISIONS
 from edgebench.results.breakdown_parts import OpProfile
+from edgebench.results.generation_part import Generation
 from edgebench.results.record_warnings import INPUT_NOT_USED, OP_PROFILE_FAILED
 from edgebench.results.records import Record
 from edgebench.statuses import ErrorKind, Status
@@ -69,11 +71,12 @@ class FrameworkTools:
             return None  # looked for on the device when the cell runs
         if folder is None or not (Path(folder) / tool.binary).is_file():
             where = folder or "(no tools_bin in the lab entry)"
+            how = f" ({tool.how_to_get})" if tool.how_to_get else ""
             return (
                 Status.SKIPPED,
                 ErrorKind.NOT_INSTALLED,
                 f"{tool.binary} not found in {where} for {device.name}; copy the {framework} "
-                "benchmark binary built for the device there",
+                f"benchmark binary built for the device there{how}",
             )
         return None
 
@@ -192,6 +195,7 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
         input_shapes={i["name"]: list(i["shape"]) for i in cell.inputs},
         backend=cell.backend,
         cuda_graph=bool(getattr(cell, "cuda_graph", False)),
+        generation=cell.generation,
     )
     adapter = adapter.prepare(site, binary, native_cell, model_files(cell)[0])
     if (clear_logcat := adapter.clear_logcat_command()) is not None:
@@ -233,6 +237,8 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
     if report.fallback is not None:
         return _not_run(run_id, cell, ErrorKind.FALLBACK, _fallback_reason(cell, report))
     record = record_from_native(run_id, cell, result)
+    if result.generation is not None:
+        record = dataclasses.replace(record, generation=generation_of_tool(result.generation))
     if report.run is not None:
         record = record.with_part("accelerator", report.run)
     record = refuse_unreported_accelerator(record)
@@ -245,6 +251,11 @@ def _run(cell: Cell, device: RemoteDevice, model_path: str, run_id: str) -> Reco
     if iterations > 0:
         record = _with_op_profile(record, cell, device, adapter, binary, native_cell, iterations)
     return record
+
+
+def generation_of_tool(figures: ToolGeneration) -> Generation:
+    """A generative cell's record part from what its tool measured (the same names)."""
+    return Generation(**dataclasses.asdict(figures))
 
 
 def _not_run(run_id: str, cell: Cell, kind: ErrorKind, reason: str) -> Record:
