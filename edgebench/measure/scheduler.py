@@ -173,7 +173,8 @@ def merge_rounds(parts: Sequence[Record]) -> Record:
     merged = merged_parts(parts)
     throughput = len(samples) / wall_s if stats and wall_s else first.throughput_ips
     if merged.get("generation") is not None:  # tokens/s: the pooled decode tests' rate
-        throughput = merged["generation"].decode_tokens_per_s if stats else None
+        # (a tool's record has no per-token samples, only the decode tests' walls)
+        throughput = merged["generation"].decode_tokens_per_s if status in MEASURED else None
     return replace(
         first,
         rounds=len(parts),

@@ -11,6 +11,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from fakes.records import record_of_samples
 
 from edgebench.framework_tools import ADAPTERS, ToolCell, ToolParseError
 from edgebench.framework_tools.llama_bench import (
@@ -20,6 +21,7 @@ from edgebench.framework_tools.llama_bench import (
     parse_llama_bench_json,
 )
 from edgebench.measure.methods.framework_tools import generation_of_tool
+from edgebench.measure.scheduler import merge_rounds
 from edgebench.planning.generative_workload import GenerativeWorkload
 from edgebench.results.generation_part import Generation
 
@@ -170,3 +172,18 @@ def test_every_test_is_read_in_the_tools_order() -> None:
         (r["n_prompt"], r["n_gen"], r["n_depth"]) for r in sample_rows()
     ]
     assert tests[0].samples_ts == [float(x) for x in sample_rows()[0]["samples_ts"]]
+
+
+def test_rounds_of_llama_bench_records_keep_the_decode_rate() -> None:
+    # A tool's generative record has no per-token samples: pooled over --rounds, its
+    # throughput is still the pooled decode tests' rate, as for one round.
+    part = generation_of(sample_text())
+    rate = part.decode_tokens_per_s
+    rounds = [
+        record_of_samples("emu-phone", "llama.cpp", [], generation=part, throughput_ips=rate)
+        for _ in range(2)
+    ]
+    merged = merge_rounds(rounds)
+    assert merged.rounds == 2 and merged.samples_ns == []
+    assert merged.generation is not None and len(merged.generation.decode_wall_ms) == 4
+    assert merged.throughput_ips == pytest.approx(rate)
