@@ -202,7 +202,9 @@ def hunt_file(
     """One run of the marked tests of ``path``; each outcome added to ``hunt``."""
     with tempfile.TemporaryDirectory(prefix="flake-hunt-") as scratch:
         report = Path(scratch) / "junit.xml"
-        args = ["-q", "-m", MARKER, f"--junitxml={report}", *(["-k", keyword] if keyword else [])]
+        # One test process beside the hog (-n 0: no xdist workers), as a single test file runs.
+        args = ["-q", "-n", "0", "-m", MARKER, f"--junitxml={report}"]
+        args += ["-k", keyword] if keyword else []
         started = time.monotonic()
         code, out = run_pytest([*args, path], timeout_s)
         took = time.monotonic() - started

@@ -12,4 +12,5 @@ pytest_plugins = [
     "fakes.arm_board",
     "fakes.native_builds",
     "fakes.llm_models",
+    "fakes.alone_scheduling",
 ]

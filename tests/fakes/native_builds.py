@@ -331,7 +331,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if wanted:
         cache = getattr(session.config, "cache", None)
         folder = Path(cache.mkdir("native-prebuild")) if cache else Path(tempfile.mkdtemp())
-        start_prebuild([t for t in FIXTURES.values() if t in wanted], folder / "log")
+        # Each test process (pytest-xdist worker) writes its own log; the builds themselves
+        # are serialised by edgebench's build locks.
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+        log = folder / (f"log-{worker}" if worker else "log")
+        start_prebuild([t for t in FIXTURES.values() if t in wanted], log)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -40,6 +40,9 @@ class SshServer:
                 self.process.wait(timeout=10)
 
 
+SSHD_START_ATTEMPTS = 3
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -81,29 +84,11 @@ def _unsafe_chroot_component(chroot: Path) -> Path | None:
     return None
 
 
-def start_sshd(folder: Path, chroot: Path | None = None) -> SshServer:
-    """sshd on a free port of 127.0.0.1. With ``chroot`` (an emulated board's root) every
-    session runs chrooted there, from a private mount namespace that binds /proc, /sys and /dev
-    into the root: the login shell and everything it starts are the board's programs."""
-    if not os.access(SSHD, os.X_OK):
-        pytest.skip("openssh-server is not installed (.ci/run installs it)")
-    if shutil.which("ssh-keygen") is None:
-        pytest.skip("ssh-keygen is not installed (openssh-client; .ci/run installs it)")
-    unsafe = _unsafe_chroot_component(chroot) if chroot else None
-    if unsafe:
-        pytest.skip(
-            f"sshd refuses ChrootDirectory {chroot}: {unsafe} is writable by others or not "
-            "root's; keep the board under a root-owned folder (EDGEBENCH_BOARDS_DIR)"
-        )
-    folder.mkdir(parents=True, exist_ok=True)
-    Path("/run/sshd").mkdir(parents=True, exist_ok=True)
-    host_key = folder / "host_key"
-    client_key = folder / "client_key"
-    _keygen(host_key)
-    _keygen(client_key)
-    authorized = folder / "authorized_keys"
-    shutil.copy(client_key.with_suffix(".pub"), authorized)
-    port = free_port()
+def _launch_sshd(
+    folder: Path, port: int, host_key: Path, authorized: Path, chroot: Path | None
+) -> subprocess.Popen:
+    """sshd started with its config (``folder/sshd_config``) on ``port``, once it accepts
+    there; RuntimeError if it exits first (the port was taken) or does not listen in time."""
     config = folder / "sshd_config"
     config.write_text(
         "\n".join(
@@ -144,6 +129,41 @@ def start_sshd(folder: Path, chroot: Path | None = None) -> SshServer:
         process.kill()
         process.wait(timeout=10)
         raise
+    return process
+
+
+def start_sshd(folder: Path, chroot: Path | None = None) -> SshServer:
+    """sshd on a free port of 127.0.0.1. With ``chroot`` (an emulated board's root) every
+    session runs chrooted there, from a private mount namespace that binds /proc, /sys and /dev
+    into the root: the login shell and everything it starts are the board's programs."""
+    if not os.access(SSHD, os.X_OK):
+        pytest.skip("openssh-server is not installed (.ci/run installs it)")
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen is not installed (openssh-client; .ci/run installs it)")
+    unsafe = _unsafe_chroot_component(chroot) if chroot else None
+    if unsafe:
+        pytest.skip(
+            f"sshd refuses ChrootDirectory {chroot}: {unsafe} is writable by others or not "
+            "root's; keep the board under a root-owned folder (EDGEBENCH_BOARDS_DIR)"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+    host_key = folder / "host_key"
+    client_key = folder / "client_key"
+    _keygen(host_key)
+    _keygen(client_key)
+    authorized = folder / "authorized_keys"
+    shutil.copy(client_key.with_suffix(".pub"), authorized)
+    # The port is free when picked but not held: another test process may take it before sshd
+    # binds it, and then sshd exits at once. A fresh port is tried then (bounded).
+    for attempt in range(1, SSHD_START_ATTEMPTS + 1):
+        port = free_port()
+        try:
+            process = _launch_sshd(folder, port, host_key, authorized, chroot)
+            break
+        except RuntimeError:
+            if attempt == SSHD_START_ATTEMPTS:
+                raise
     host_public = host_key.with_suffix(".pub").read_text().split()
     known_hosts = folder / "known_hosts"
     known_hosts.write_text(f"[127.0.0.1]:{port} {host_public[0]} {host_public[1]}\n")
@@ -155,7 +175,7 @@ def start_sshd(folder: Path, chroot: Path | None = None) -> SshServer:
         known_hosts=known_hosts,
         host_public_key=" ".join(host_public[:2]),
         process=process,
-        config=config,
+        config=folder / "sshd_config",
     )
 
 

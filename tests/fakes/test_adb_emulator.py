@@ -313,6 +313,7 @@ def test_output_bigger_than_maxdata_arrives_complete(
     assert emulated_phone.adb("exec-out", "echo a; echo b >&2").stdout == "a\nb\n"
 
 
+@pytest.mark.alone
 def test_concurrent_streams(emulated_phone: EmulatedPhone) -> None:
     device = emulated_phone.device()
     results: dict[int, str] = {}
@@ -352,6 +353,7 @@ def test_host_closing_a_stream_hangs_up_the_command(emulated_phone: EmulatedPhon
     assert _wait_until(lambda: not _pid_alive(pid)), "the command outlived its stream"
 
 
+@pytest.mark.alone
 def test_stopping_the_emulator_mid_session_fails_fast(
     adb_server: AdbServer, tmp_path: Path
 ) -> None:

@@ -11,6 +11,7 @@ from edgebench.lab.host_lock import DeviceLock
 pytestmark = pytest.mark.load_sensitive
 
 
+@pytest.mark.alone
 def test_devices_run_in_parallel(run_cli, eb_env, phone_and_board_lab, conv_model):
     lab = phone_and_board_lab
     result = run_cli(

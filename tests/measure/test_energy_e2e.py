@@ -58,6 +58,7 @@ class SyntheticBattery:
         self.thread.join(timeout=5)
 
 
+@pytest.mark.alone
 def test_energy_per_inference_matches_the_known_extra_power(run_cli, sysfs_phone, tmp_path):
     from fakes.models import save_conv_model
 
@@ -141,6 +142,7 @@ def test_local_cell_without_a_source_says_energy_unavailable(run_cli, conv_model
     assert unavailable and "rapl" in unavailable[0]
 
 
+@pytest.mark.alone
 def test_native_tool_gets_energy_from_a_device_shell_loop(run_cli, sysfs_phone, tmp_path):
     import shutil
 

@@ -42,6 +42,7 @@ def run_with(run_cli, conv_model, *extra):
     return record
 
 
+@pytest.mark.alone
 def test_loose_target_stops_when_reached_and_records_why(run_cli, conv_model):
     record = run_with(run_cli, conv_model, "--target-ci", "10", "--max-time", "30")
     assert record["stop_reason"] == "ci_reached"

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from fakes.adb_fixtures import EmulatedPhone, outlived
 from fakes.arm_board import BOARD_PYTHON, board_lab_entry
 from fakes.labs import write_phone_lab
@@ -126,6 +127,7 @@ def test_auto_falls_back_when_a_phone_has_neither_python_nor_a_build(
     assert "edgebench runners build --target x86_64-linux" in record["error"], record
 
 
+@pytest.mark.alone
 def test_auto_picks_the_build_and_the_binary_marks_the_telemetry_window(
     run_cli, eb_env, tmp_path: Path, emulated_phone: EmulatedPhone, native_x86: BuiltRunner
 ) -> None:

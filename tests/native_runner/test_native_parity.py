@@ -198,6 +198,7 @@ PROFILED = 10
 PLAIN_RATIO = (PROFILED**-0.5, PROFILED**0.5)
 
 
+@pytest.mark.alone
 def test_per_operator_profile(binary: Path, mobilenet: Path, framework: str) -> None:
     spec = _spec(mobilenet, framework, profile_ops=PROFILED)
     native = _native(binary, spec)

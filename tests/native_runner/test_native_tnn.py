@@ -250,6 +250,7 @@ def tnn_mobilenet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / files[0]
 
 
+@pytest.mark.alone
 def test_stages_shared_instances_and_layer_profile(
     native_x86_tnn: BuiltRunner, tnn_mobilenet: Path
 ) -> None:

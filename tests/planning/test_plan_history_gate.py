@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from xml.etree import ElementTree
 
+import pytest
 from fakes.models import save_conv_model
 from test_plans import write_plan as write_gate_plan
 
@@ -59,6 +60,7 @@ def add_earlier_nights(
         (folder / "records.jsonl").write_text("\n".join(records) + "\n")
 
 
+@pytest.mark.alone
 def test_the_history_gate_judges_tonight_against_the_recent_nights(run_cli, eb_env, tmp_path):
     model = save_conv_model(tmp_path / "net.onnx", [1, 3, 96, 96], channels=32)
     plan = write_plan(tmp_path, model)

@@ -69,6 +69,7 @@ def write_plan(folder: Path, model: Path) -> Path:
     return plan
 
 
+@pytest.mark.alone
 def test_plan_gate_passes_unchanged_and_fails_an_injected_regression(run_cli, eb_env, tmp_path):
     # Large enough (about 1 ms) that timer noise cannot pass for a 25% change.
     model = save_conv_model(tmp_path / "net.onnx", [1, 3, 96, 96], channels=32)

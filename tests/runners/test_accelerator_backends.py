@@ -243,6 +243,7 @@ def spin(seconds: float) -> None:
         pass
 
 
+@pytest.mark.alone
 def test_cpu_time_per_inference_counts_the_cpu_not_the_wait() -> None:
     limits = WindowLimits(iterations=10, min_time_ns=0, max_iterations=10, max_time_ns=10**10)
     idle = threading.Event()

@@ -28,6 +28,7 @@ P50_MULTIPLE = 2.0
 ROUNDING_MS = 0.01
 
 
+@pytest.mark.alone
 def test_openvino_ops_add_up_to_less_than_the_inference(run_cli, tmp_path):
     model = save_small_classifier(tmp_path / "tiny.onnx")
     args = ["run", "--models", str(model), "--frameworks", "openvino", "--profile", "ops"]

@@ -569,6 +569,7 @@ class RampCounter(EnergySource):
         return Reading(t_ns, None, value, None, wrapped)
 
 
+@pytest.mark.alone
 def test_idle_baseline_from_a_wrapping_counter():
     # 2.5 W wraps a 0.5 J counter every 200 ms: 0.5 s of sampling crosses two or three wraps.
     source = RampCounter(2.5, 0.5)
