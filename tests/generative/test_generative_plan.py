@@ -112,6 +112,6 @@ def test_frameworks_of_the_other_workload_only_are_one_line():
         check_pairs([], [model], ["onnxruntime"], [], Sweep(frameworks=["onnxruntime"]))
     # never the reference
     assert str(said.value).endswith(
-        "add llama.cpp or onnxruntime-genai or openvino-genai or mnn-llm"
+        "add llama.cpp or onnxruntime-genai or openvino-genai or mnn-llm or litert-lm or executorch"
     )
     check_pairs([], [model], ["onnxruntime"], [], Sweep())  # a default run: no refusal

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tomllib
 
+import pytest
 from fakes.dummy_framework import dummy_framework_cell
 from fakes.environment import REPO
 
@@ -17,7 +18,7 @@ from edgebench.lab.device import LocalDevice
 from edgebench.lab.runner_tree import DEVICE_PACKAGE, write_runner_tree
 from edgebench.measure.scheduler import run_cell
 from edgebench.planning.config import TimingConfig
-from edgebench.runners.backends import discover
+from edgebench.runners.backends import BackendError, discover
 
 # A whole framework: y = 2 * x, with numpy as the "framework module".
 DUMMY_BACKEND = '''
@@ -79,6 +80,10 @@ def test_registry_and_backend_files_agree():
             assert framework.pip_extra is None and not framework.modules
         elif framework.reference:  # numpy's: a dependency of edgebench itself
             assert framework.pip_extra is None and framework.modules == ("numpy",)
+        elif framework.pip_extra is None:  # no install makes it run: its device check says why
+            with pytest.raises(BackendError) as refused:
+                framework.declaration.device_check()
+            assert refused.value.kind == "unsupported", framework.name
         else:
             assert framework.pip_extra in extras, framework.name
             assert framework.modules, framework.name
@@ -101,6 +106,8 @@ def test_hints_and_defaults():
         "onnxruntime-genai",
         "openvino-genai",
         "mnn-llm",
+        "litert-lm",
+        "executorch",
     ]
     # A run that names no frameworks leaves the references out.
     assert "reference-llm" not in frameworks.default_frameworks()
