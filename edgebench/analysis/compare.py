@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from edgebench.analysis.metrics import Metric, get_metric
+from edgebench.analysis.metrics import Metric, get_metric, judged_metric
 from edgebench.analysis.ranking import correctness_only
 from edgebench.analysis.statistics import bootstrap_ratio_ci, mann_whitney_u, sample_statistic
 from edgebench.results.clock_regime import clock_regime
@@ -248,12 +248,15 @@ def compare_runs(
     alpha: float = 0.01,
     metric: str = "p50",
 ) -> list[CellVerdict]:
-    """One verdict per cell id present in either run, base order first, then new-only cells."""
-    judged_on = get_metric(metric)
+    """One verdict per cell id present in either run, base order first, then new-only cells.
+    Each cell is judged on ``metric`` as its framework means it (``judged_metric``: a
+    generative cell's throughput is its decode speed), named so in its verdict."""
+    get_metric(metric)  # an unknown metric is refused here, by name
     base_cells, new_cells = _by_cell(base), _by_cell(new)
     out: list[CellVerdict] = []
     for cell_id, b in base_cells.items():
         n = new_cells.get(cell_id)
+        judged_on = judged_metric(metric, [b.framework])
         if n is None:
             out.append(
                 CellVerdict(
@@ -266,7 +269,7 @@ def compare_runs(
                     None,
                     None,
                     "only in base run",
-                    metric=metric,
+                    metric=judged_on.name,
                     base_value=judged_on.value(b),
                     n_base=len(b.samples_ns),
                 )
@@ -275,6 +278,7 @@ def compare_runs(
         out.append(_compare_cell(b, n, min_effect=min_effect, alpha=alpha, metric=judged_on))
     for cell_id, n in new_cells.items():
         if cell_id not in base_cells:
+            judged_on = judged_metric(metric, [n.framework])
             out.append(
                 CellVerdict(
                     cell_id,
@@ -286,7 +290,7 @@ def compare_runs(
                     None,
                     None,
                     "only in new run",
-                    metric=metric,
+                    metric=judged_on.name,
                     new_value=judged_on.value(n),
                     n_new=len(n.samples_ns),
                 )

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from edgebench.analysis.statistics import sample_statistic
+from edgebench.frameworks import workload_of
 from edgebench.results.generation_part import Generation
 from edgebench.results.records import Record
 from edgebench.statuses import Status
@@ -142,6 +143,10 @@ METRICS: dict[str, Metric] = {
     ),
 }
 
+#: A generative record's energy per inference is its energy per decoded token
+#: (docs/generative.md): so its tables, heatmaps and progress line name it.
+ENERGY_PER_TOKEN = replace(METRICS["energy"], label="energy per decoded token", bare_unit="mJ/tok")
+
 #: What a generative model's matrix shows when the run asked for no metric.
 GENERATIVE_DEFAULT_METRIC = "decode"
 
@@ -156,6 +161,22 @@ def get_metric(name: str) -> Metric:
         return METRICS[name]
     except KeyError:
         raise ValueError(f"unknown metric {name!r}; one of {', '.join(METRICS)}") from None
+
+
+def judged_metric(name: str, frameworks: Iterable[str]) -> Metric:
+    """The metric ``name`` means for cells of ``frameworks``: a generative cell's throughput is
+    its decode speed (the same figure, counted in generated tokens), so ``--metric throughput``
+    on generative records is judged, ranked and labelled as ``decode`` (tok/s, higher is
+    better) by compare, recommend, history and the nightly gate alike."""
+    if name == "throughput" and any(workload_of(f) == "generative" for f in frameworks):
+        return METRICS[GENERATIVE_DEFAULT_METRIC]
+    return get_metric(name)
+
+
+def energy_metric(framework: str) -> Metric:
+    """The energy metric as a cell of ``framework`` means it: per decoded token for a
+    generative runtime (``ENERGY_PER_TOKEN``), per inference for the others."""
+    return ENERGY_PER_TOKEN if workload_of(framework) == "generative" else METRICS["energy"]
 
 
 def metric_value(record: Record, name: str) -> float | None:

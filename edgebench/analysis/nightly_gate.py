@@ -26,7 +26,7 @@ import numpy as np
 
 from edgebench.analysis.change_points import MIN_SEGMENT
 from edgebench.analysis.compare import CellVerdict
-from edgebench.analysis.metrics import get_metric
+from edgebench.analysis.metrics import Metric, get_metric, judged_metric
 from edgebench.analysis.night_summary import CellSummary
 from edgebench.analysis.nightly import (
     Night,
@@ -86,16 +86,17 @@ def gate_cells(
     """Verdicts for tonight's cells that have enough history, and the cell ids that have not
     (the caller compares those with the last good run)."""
     verdicts, too_short = [], []
-    tracked = get_metric(settings.metric)
     for info, row in tonight:
+        # A generative cell's engine is its framework (it runs on the CPU only).
+        tracked = judged_metric(settings.metric, [row.engine])
         # Another variant of the cell id (a generative cell's other tests) is another series.
         past = [
-            night_of(i, r, settings.metric)
+            night_of(i, r, tracked.name)
             for i, r in history.get(row.cell_id, [])
             if r.variant == row.variant
         ]
-        now = night_of(info, row, settings.metric)
-        verdict = _judge(now, past, settings, tracked.lower_is_better)
+        now = night_of(info, row, tracked.name)
+        verdict = _judge(now, past, settings, tracked)
         if verdict is None:
             too_short.append(row.cell_id)
         else:
@@ -104,9 +105,9 @@ def gate_cells(
 
 
 def _judge(
-    now: Night, past: list[Night], settings: GateSettings, lower_is_better: bool
+    now: Night, past: list[Night], settings: GateSettings, tracked: Metric
 ) -> CellVerdict | None:
-    metric = settings.metric
+    metric, lower_is_better = tracked.name, tracked.lower_is_better
     points = [n for n in past if n.trend_point]
     last = points[-1] if points else None
     if now.correctness_only:

@@ -23,7 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from edgebench.analysis.metrics import RECOMMEND_METRICS, Metric, get_metric, metric_value
+from edgebench.analysis.metrics import (
+    RECOMMEND_METRICS,
+    Metric,
+    get_metric,
+    judged_metric,
+    metric_value,
+)
 from edgebench.analysis.ranking import (
     EMULATED_RULE,
     Ranking,
@@ -180,7 +186,9 @@ def recommend(
         raise ValueError(f"unknown metric {metric!r}; one of {RECOMMEND_METRICS}")
     if not devices:
         raise ValueError("recommend needs at least one device")
-    ranked_by = get_metric(metric)
+    records = [r for r in records if r.model == model]
+    ranked_by = judged_metric(metric, {r.framework for r in records})
+    metric = ranked_by.name  # a generative model's throughput is ranked as its decode speed
     lower = ranked_by.lower_is_better
     # The latency budget is on the ranked metric when that is a latency (p99, ttft), else p50.
     latency = ranked_by.sampled or ranked_by.unit == "ms"

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from edgebench.analysis.metrics import RECOMMEND_METRICS, get_metric
+from edgebench.analysis.metrics import RECOMMEND_METRICS, get_metric, judged_metric
 from edgebench.analysis.ranking import correctness_only
 from edgebench.cli.app import cli
 from edgebench.cli.options import comma_list, metric_option, results_dir_option, setting_option
@@ -341,6 +341,7 @@ def history_cmd(
         return
     if not (device and model and framework):
         raise UserError("history of one cell needs --device, --model and --framework together")
+    metric = judged_metric(metric, [framework]).name  # a generative throughput: decode speed
     stored: set[tuple[str, str, str]] = set()
     points = history(store, device, model, framework, metric=metric, cells_seen=stored)
     if not points:

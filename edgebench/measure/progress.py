@@ -8,6 +8,7 @@ import sys
 import threading
 from typing import TextIO
 
+from edgebench.analysis.metrics import energy_metric
 from edgebench.planning.cells import Cell
 from edgebench.results.records import Record
 from edgebench.statuses import Status
@@ -35,7 +36,7 @@ def describe_outcome(record: Record) -> str:
         figures = "  ".join(f"{k} {v:.2f} ms" for k, v in shown)
         text = f"ok  {figures}  ({record.n_samples} samples, {record.duration_s:.1f} s)"
         if record.energy_mj_per_inf is not None:
-            text += f"  {record.energy_mj_per_inf:.3g} mJ/inf"
+            text += f"  {record.energy_mj_per_inf:.3g} {energy_metric(record.framework).bare_unit}"
         if record.sustained:
             text += f"  [sustained: p50 {record.sustained.latency_change_pct:+.1f}%]"
         if record.warnings:

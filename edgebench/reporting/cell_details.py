@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
+from edgebench.analysis.metrics import energy_metric
 from edgebench.analysis.ranking import EMULATED_RULE, correctness_only, correctness_only_evidence
 from edgebench.reporting.charts import latency_cdf_svg, telemetry_svgs
 from edgebench.reporting.matrix import group_warnings, rate_unit, status_word
@@ -46,7 +47,7 @@ def cell_details(r: Record, anchor: str, expand: bool = False) -> str:
         ("samples", r.n_samples or len(r.samples_ns) or "-"),
         ("throughput", fmt_number(r.throughput_ips, rate_unit(r))),
         ("peak RSS", fmt_number(r.peak_rss_mb if r.status in MEASURED else None, "MB")),
-        ("energy / inference", fmt_number(r.energy_mj_per_inf, "mJ")),
+        (energy_metric(r.framework).label, fmt_number(r.energy_mj_per_inf, "mJ")),
         ("average power", fmt_number(r.avg_power_w, "W")),
         ("CPU time / inference", fmt_number(r.cpu_ms_per_inf, "ms")),
         ("first inference", fmt_number(r.first_inference_ms, "ms")),

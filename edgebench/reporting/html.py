@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from edgebench import __version__
-from edgebench.analysis.metrics import METRICS, Metric
+from edgebench.analysis.metrics import ENERGY_PER_TOKEN, METRICS, Metric
 from edgebench.analysis.ranking import (
     EMULATED_CPU,
     EMULATED_RULE,
@@ -280,9 +280,13 @@ def _matrices(
 
 
 def heatmap_metrics(group: Sequence[Record]) -> list[Metric]:
-    """The heatmaps a group of records gets, in order: a generative model's own metrics."""
-    names = GENERATIVE_HEATMAP_METRICS if is_generative(group) else HEATMAP_METRICS
-    return [METRICS[m] for m in names]
+    """The heatmaps a group of records gets, in order: a generative model's own metrics, its
+    energy per decoded token."""
+    if is_generative(group):
+        return [
+            ENERGY_PER_TOKEN if m == "energy" else METRICS[m] for m in GENERATIVE_HEATMAP_METRICS
+        ]
+    return [METRICS[m] for m in HEATMAP_METRICS]
 
 
 def _unmeasured(metrics: Sequence[Metric], records: Sequence[Record]) -> list[Metric]:

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from edgebench.analysis.metrics import GENERATIVE_DEFAULT_METRIC, Metric, get_metric
+from edgebench.analysis.metrics import (
+    GENERATIVE_DEFAULT_METRIC,
+    Metric,
+    energy_metric,
+    get_metric,
+    judged_metric,
+)
 from edgebench.analysis.ranking import (
     EMULATED_CPU,
     EMULATED_RULE,
@@ -173,13 +179,21 @@ def rate_unit(record: Record) -> str:
     return "tok/s" if is_generative([record]) else "inf/s"
 
 
+def energy_unit(record: Record) -> str:
+    """What a record's energy is per: ``mJ/tok`` (decoded token) for a generative cell."""
+    return energy_metric(record.framework).bare_unit
+
+
 def group_metric(group: Sequence[Record], metric_name: str) -> Metric:
-    """The metric a table shows: the one asked for, but a generative model's table shows
-    decode speed where the run asked for the default p50 (its p50 is per generated token) or
-    throughput (a generative cell's throughput is its decode speed, in tokens)."""
-    if is_generative(group) and metric_name in (DEFAULT_METRIC, "throughput"):
+    """The metric a table shows: the one asked for, as its frameworks mean it
+    (``judged_metric``: a generative cell's throughput is its decode speed; its energy is per
+    decoded token), but a generative model's table shows decode speed where the run asked for
+    the default p50 (its p50 is per generated token)."""
+    if is_generative(group) and metric_name == DEFAULT_METRIC:
         return get_metric(GENERATIVE_DEFAULT_METRIC)
-    return get_metric(metric_name)
+    if metric_name == "energy" and group:
+        return energy_metric(group[0].framework)
+    return judged_metric(metric_name, {r.framework for r in group})
 
 
 def format_matrix(records: Sequence[Record], metric_name: str = DEFAULT_METRIC) -> str:
@@ -311,9 +325,12 @@ def format_details(records: Sequence[Record]) -> str:
     # the header when every row counts the same, else beside each figure.
     units = {rate_unit(r) for r in records if r.status != Status.SKIPPED}
     rate_head = next(iter(units)) if len(units) == 1 else "rate/s"
+    # Energy per inference, or per decoded token for generative cells: likewise.
+    energy_units = {energy_unit(r) for r in records if r.status != Status.SKIPPED}
+    energy_head = next(iter(energy_units)) if len(energy_units) == 1 else "mJ"
     header = [
         *("cell", "status", "p50", "p90", "p99", "cv", rate_head, "cpu ms"),
-        *("peak MB", "mJ/inf", "n"),
+        *("peak MB", energy_head, "n"),
     ]
     rows = []
     notes = []
@@ -340,7 +357,9 @@ def format_details(records: Sequence[Record]) -> str:
                 + ("" if len(units) == 1 else " " + rate_unit(r).removesuffix("/s")),
                 _fmt(r.cpu_ms_per_inf),
                 _fmt(r.peak_rss_mb if r.status in MEASURED else None),
-                _fmt(r.energy_mj_per_inf) + ("!" if r.energy_flags and r.energy_mj_per_inf else ""),
+                _fmt(r.energy_mj_per_inf)
+                + ("!" if r.energy_flags and r.energy_mj_per_inf else "")
+                + ("" if len(energy_units) == 1 else energy_unit(r).removeprefix("mJ")),
                 str(r.n_samples or "-"),
             ]
         )

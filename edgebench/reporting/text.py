@@ -20,20 +20,25 @@ from edgebench.terminal import printable_lines
 
 def format_comparison(verdicts: Sequence[CellVerdict]) -> str:
     """A plain-text table, one row per cell, and a one-line summary. The base and new columns
-    hold the compared metric, named with its unit in their headings."""
-    metric = get_metric(verdicts[0].metric if verdicts else "p50")
-    value_format = ".3f" if metric.sampled else ".4g"
-    heads = [f"{side} {metric.name} {metric.bare_unit}" for side in ("base", "new")]
+    hold the compared metric, named with its unit in their headings; where cells were judged
+    on different metrics (a generative cell's throughput is its decode speed), each value
+    carries its own unit instead."""
+    metrics = [get_metric(name) for name in dict.fromkeys(v.metric for v in verdicts) or ["p50"]]
+    one = metrics[0] if len(metrics) == 1 else None
+    heads = [f"{side} {one.name} {one.bare_unit}" if one else side for side in ("base", "new")]
     headers = ["cell", "verdict", *heads, "ratio", "95% CI", "p", "reason"]
     rows = []
     for v in verdicts:
+        metric = get_metric(v.metric)
+        value_format = ".3f" if metric.sampled else ".4g"
+        unit = "" if one else f" {metric.bare_unit}"
         ci = "-" if v.ci_low is None else f"{v.ci_low:.3f}..{v.ci_high:.3f}"
         rows.append(
             [
                 v.cell_id,
                 v.verdict,
-                fmt_or_dash(v.base_value, value_format),
-                fmt_or_dash(v.new_value, value_format),
+                "-" if v.base_value is None else f"{v.base_value:{value_format}}{unit}",
+                "-" if v.new_value is None else f"{v.new_value:{value_format}}{unit}",
                 fmt_or_dash(v.ratio, ".3f"),
                 ci,
                 fmt_or_dash(v.p_value, ".2g"),
