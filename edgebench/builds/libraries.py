@@ -76,7 +76,7 @@ class Library:
         ``EB_<FW>_<API>`` for each GPU API it has (``EB_<FW>_ANY_GPU_DEVICE`` where they take
         any device type)."""
         recipe = library_recipes()[self.framework]
-        name = self.framework.upper()
+        name = re.sub(r"\W", "_", self.framework.upper())  # llama.cpp: LLAMA_CPP
         defines = [f"-D{define}" for define in recipe.runner_defines]
         defines += [f"-DEB_{name}_{api.upper()}" for api in self.gpu_apis]
         if self.gpu_apis and self.gpu_devices == "any":

@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -92,10 +93,11 @@ def runner_sources(frameworks: Iterable[str], folder: Path | None = None) -> lis
         raise BuildError(f"the native runner's sources are missing: no .cpp file in {folder}")
     backends = []
     for framework in frameworks:
-        backend = folder / "backends" / f"{framework}.cpp"
+        stem = re.sub(r"\W", "_", framework)  # llama.cpp: backends/llama_cpp.cpp
+        backend = folder / "backends" / f"{stem}.cpp"
         if not backend.is_file():
             raise BuildError(f"the native runner has no {framework} backend: {backend} is missing")
-        backends += [backend, *sorted(backend.parent.glob(f"{framework}_*.cpp"))]
+        backends += [backend, *sorted(backend.parent.glob(f"{stem}_*.cpp"))]
     return common + backends
 
 

@@ -51,6 +51,12 @@ class LibraryRecipe:
     #: The line a missing source gets when the usual one is not enough (ncnn: the command that
     #: fetches its sdist); called when needed.
     missing_source: Callable[[], str] | None = None
+    #: Where its source archive is when it is not named ``<framework>-<version>`` (llama.cpp's
+    #: comes in llama-cpp-python's sdist): the file, or None when it is not there.
+    find_archive: Callable[[], Path | None] | None = None
+    #: The folder under the archive's top holding the framework's own top CMakeLists.txt
+    #: (llama.cpp: ``vendor/llama.cpp``), used where it is there.
+    source_subfolder: str = ""
 
 
 @functools.cache

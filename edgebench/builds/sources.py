@@ -286,6 +286,9 @@ def _version_key(text: str) -> tuple[int, ...]:
 
 
 def _newest_archive(framework: str) -> Path | None:
+    find_archive = library_recipes()[framework].find_archive
+    if find_archive is not None:
+        return find_archive()
     folder = sources_dir()
     if not folder.is_dir():
         return None
@@ -407,9 +410,13 @@ def _source_root(folder: Path, framework: str) -> Path:
         if len(subs) != 1:
             raise BuildError(f"no CMakeLists.txt in {folder}: not a {framework} source tree")
         root = subs[0]
+    inner = library_recipes()[framework].source_subfolder
+    if inner and (root / inner / "CMakeLists.txt").is_file():
+        root = root / inner
     project = FRAMEWORKS[framework]
     text = (root / "CMakeLists.txt").read_text(errors="replace")
-    if not re.search(rf"^\s*project\s*\(\s*{project}\b", text, re.IGNORECASE | re.MULTILINE):
+    declared = rf'^\s*project\s*\(\s*"?{re.escape(project)}\b'
+    if not re.search(declared, text, re.IGNORECASE | re.MULTILINE):
         raise BuildError(
             f"{root} is not the {framework} source: its CMakeLists.txt has no project({project})"
         )

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "generative.h"
 #include "json.h"
 
 namespace eb {
@@ -111,6 +112,9 @@ struct BackendEntry {
     std::function<std::unique_ptr<Backend>()> make;
     // The accelerators this build selects besides the CPU ("vulkan", "opencl").
     std::vector<std::string> accelerators = {};
+    // A generative runtime (its cells carry a generation spec): makes its backend; `make` is
+    // then unused.
+    std::function<std::unique_ptr<GenerativeBackend>()> make_generative = {};
 };
 
 // The result's "accelerator" object with every AcceleratorRun key, those not given as null.

@@ -167,6 +167,10 @@ void run_streams(const Spec& spec, Backend& backend, const std::vector<Tensor>& 
 void measure_cell(const Spec& spec, Json& result) {
     const BackendEntry& entry = find_backend(spec.framework);
     result.set("framework_version", entry.version);
+    if (!spec.generation.is_null()) return measure_generation(spec, entry, result);
+    if (!entry.make)
+        throw BackendError("bad_spec", spec.framework + " runs generative models only: its cells need a "
+                                                        "generative model (.gguf) and a generation spec");
     // Before the model: its own footprint is peak - this.
     result.set("rss_before_load_kb", rss_kb());
     check_loadable(spec, entry);

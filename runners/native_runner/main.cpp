@@ -111,6 +111,7 @@ Json probe() {
         std::vector<std::string> backends = {"cpu"};
         backends.insert(backends.end(), entry.accelerators.begin(), entry.accelerators.end());
         info.set("backends", Json::array_of(backends));
+        info.set("generative", static_cast<bool>(entry.make_generative));  // runs generative models only
         frameworks.set(entry.framework, info);
     }
     const auto emulation = detect_emulation();

@@ -90,6 +90,7 @@ Spec normalize_spec(const Json& raw) {
         spec.instance_mode = v->as_string();
     if (const Json* v = raw.find("save_outputs"); v && v->is_string()) spec.save_outputs = v->as_string();
     if (const Json* v = raw.find("input_file"); v && v->is_string()) spec.input_file = v->as_string();
+    if (const Json* v = raw.find("generation"); v && !v->is_null()) spec.generation = *v;
     if (const Json* t = raw.find("telemetry"); t && t->is_object()) {
         if (const Json* v = t->find("marks_file"); v && v->is_string()) spec.marks_file = v->as_string();
         if (const Json* v = t->find("sync_marker"); v && v->is_string()) spec.sync_marker = v->as_string();

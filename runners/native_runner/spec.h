@@ -32,6 +32,8 @@ struct Spec {
     // The timed window, for the host's shell sampler beside the binary: "window_start NS" and
     // "window_end NS" lines (CLOCK_REALTIME, as `date +%s%N`), and a file that exists meanwhile.
     std::string marks_file, sync_marker;
+    // A generative cell's workload (runners/generation_spec.py); null for a tensor cell.
+    Json generation;
 };
 
 // Throws BackendError("bad_spec", ...) with runners/spec.py's messages.

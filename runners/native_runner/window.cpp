@@ -11,8 +11,6 @@
 
 namespace eb {
 
-namespace {
-
 // User + system CPU time of the whole process (every thread) so far, as runners/timing.py's
 // process_cpu_ns.
 int64_t process_cpu_ns() {
@@ -28,7 +26,6 @@ int64_t realtime_ns() {
     return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
-// Marks the timed window for the shell sampler; failures to write are not the cell's problem.
 void mark_window(const Spec& spec, const char* what) {
     const bool start = std::strcmp(what, "window_start") == 0;
     if (!spec.sync_marker.empty()) {
@@ -44,6 +41,8 @@ void mark_window(const Spec& spec, const char* what) {
         marks << what << " " << realtime_ns() << "\n";
     }
 }
+
+namespace {
 
 Json stages_field(const Spec& spec, const Timing& timing, size_t streams, const Json& boundaries) {
     Json stages = Json::object();

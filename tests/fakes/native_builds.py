@@ -2,7 +2,8 @@
 user cache by `edgebench runners build` (like the converter toolchains and the arm64 board).
 
 Each binary links every framework whose source is in the sources folder (ncnn always; MNN and
-TNN where their archives are there: `.ci/run` puts them there from ../shared/sources). A build
+TNN where their archives are there: `.ci/run` puts them there from ../shared/sources; llama.cpp
+where llama-cpp-python's sdist is, which `.ci/run` fetches). A build
 takes minutes on two cores, so when a session collects a test that needs one and it is not built
 yet, a thread starts the builds as collection ends (``start_prebuild``), x86_64 first, at a lower
 priority than the tests, and they overlap the tests before them; each fixture waits for its own

@@ -11,4 +11,5 @@ FRAMEWORK = Framework(
     artifact_suffixes=(".gguf", None),
     workload="generative",
     tool="edgebench.framework_tools.llama_bench:LlamaBenchAdapter",
+    build="edgebench.frameworks.llama_cpp.build:BUILD",
 )
