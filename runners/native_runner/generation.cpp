@@ -15,6 +15,7 @@
 #include "instances.h"
 #include "measure.h"
 #include "npz.h"
+#include "outputs.h"
 #include "process.h"
 #include "spec.h"
 #include "window.h"
@@ -146,6 +147,7 @@ void save_check(const std::string& path, const std::vector<int32_t>& tokens, con
                                              {bytes, bytes + logits.size() * sizeof(float)}}});
     }
     try {
+        make_parent_folders(path);
         write_npz(path, arrays);
     } catch (const std::exception& exc) {
         throw BackendError("internal", std::string("could not save the check's outputs: ") + exc.what());

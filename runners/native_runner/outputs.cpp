@@ -75,13 +75,17 @@ Json summarize_outputs(const std::vector<Tensor>& outputs, size_t sample_size) {
     return summary;
 }
 
-void save_outputs(const std::string& path, const std::vector<Tensor>& outputs) {
+void make_parent_folders(const std::string& path) {
     size_t slash = path.rfind('/');
     if (slash != std::string::npos && slash > 0) {
         // mkdir -p of the folder
         for (size_t at = 1; at <= slash; ++at)
             if (at == slash || path[at] == '/') mkdir(path.substr(0, at).c_str(), 0755);
     }
+}
+
+void save_outputs(const std::string& path, const std::vector<Tensor>& outputs) {
+    make_parent_folders(path);
     std::vector<std::string> names;
     std::vector<std::pair<std::string, NpyArray>> arrays;
     for (const auto& tensor : outputs) names.push_back(tensor.name);

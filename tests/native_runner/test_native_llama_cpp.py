@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fakes.adb_fixtures import EmulatedPhone
 from fakes.arm_board import BOARD_PYTHON, board_lab_entry
+from fakes.generative_cells import tiny_generative_spec
 from fakes.llm_models import llm_tiny_gguf  # noqa: F401  # the fixture
 from fakes.native_builds import host_native_lab, run_native, with_framework
 
@@ -141,11 +143,11 @@ def run_records(run_cli, eb_env, args: list[str]) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
-def assert_checked_like_python(native: dict, python: dict) -> None:
+def assert_checked_like_python(native: dict, python: dict, prompts: tuple[int, ...]) -> None:
     assert native["status"] == "ok", native.get("error")
     assert native["output_check"]["passed"], native["output_check"]
     generation = native["generation"]
-    assert sorted(set(generation["ttft_prompt_tokens"])) == list(PROMPTS)
+    assert sorted(set(generation["ttft_prompt_tokens"])) == list(prompts)
     assert native["n_samples"] == len(generation["decode_wall_ms"]) * (GEN - 1)
     assert generation["weight_type"] == python["generation"]["weight_type"] == "f16"
     assert python["status"] == "ok", python.get("error")
@@ -169,7 +171,28 @@ def test_llm_tiny_on_the_host_through_edgebench_native_agrees_with_the_python_ru
     assert native["framework_version"] == native_x86_llama.frameworks["llama.cpp"]
     (python,) = run_records(run_cli, eb_env, SETTINGS)
     assert python["device_info"]["runner"] != native["device_info"]["runner"]
-    assert_checked_like_python(native, python)
+    assert_checked_like_python(native, python, PROMPTS)
+
+
+def test_the_binary_saves_the_check_material_into_a_new_folder(
+    native_x86_llama: BuiltRunner,
+    tmp_path: Path,
+    llm_tiny_gguf,  # noqa: F811
+) -> None:
+    saved = tmp_path / "not" / "yet" / "there.npz"
+    spec = tiny_generative_spec(llm_tiny_gguf, "llama.cpp", saved)
+    result = run_native(native_x86_llama.path, spec)
+    assert result["status"] == "ok", result["error"]
+    generation = result["generation"]
+    assert [run["prompt_tokens"] for run in generation["prefill"]] == [8, 32]
+    assert all(len(run["ttft_ns"]) == 2 for run in generation["prefill"])
+    assert len(result["samples_ns"]) == 2 * (6 - 1) and result["cpu_ns_per_inference"] > 0
+    assert result["outputs_file"] == str(saved)
+    with np.load(saved) as check:
+        assert check["tokens"].dtype == np.int64 and check["logits"].dtype == np.float32
+        assert check["tokens"].tolist() == generation["check_tokens"]
+        assert len(check["tokens"]) == 4 and check["logits"].ndim == 1
+        assert int(np.argmax(check["logits"])) == generation["check_tokens"][0]
 
 
 def test_a_bad_generation_spec_is_one_line_from_the_binary(
@@ -216,4 +239,5 @@ def test_llm_tiny_on_the_emulated_phone_without_python_agrees_with_the_python_ru
     (native,) = run_records(run_cli, eb_env, ["--lab", str(lab), "--devices", "phone", *SETTINGS])
     assert native["device_info"]["runner"] == "edgebench-native (aarch64-linux)"
     (python,) = run_records(run_cli, eb_env, SETTINGS)
-    assert_checked_like_python(native, python)
+    # An emulated device times one prefill test only, the longest (its timings are never ranked).
+    assert_checked_like_python(native, python, PROMPTS[-1:])
