@@ -7,6 +7,7 @@ llama.cpp cell on the same model."""
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from edgebench.builds.libraries import framework_flags, read_library
 from edgebench.builds.native_runner import BuiltRunner, runner_sources
 from edgebench.builds.sources import LLAMA_CPP_SDIST, find_source
 from edgebench.builds.targets import parse_target
+from edgebench.runners.result_parts import GenerationPart
 
 pytest.importorskip(
     "llama_cpp", reason="needs llama-cpp-python (pip install 'edgebench[llama-cpp]')"
@@ -184,6 +186,8 @@ def test_the_binary_saves_the_check_material_into_a_new_folder(
     result = run_native(native_x86_llama.path, spec)
     assert result["status"] == "ok", result["error"]
     generation = result["generation"]
+    # The Python runner's keys, in its order: the host cannot tell which runner wrote it.
+    assert list(generation) == [f.name for f in fields(GenerationPart)]
     assert [run["prompt_tokens"] for run in generation["prefill"]] == [8, 32]
     assert all(len(run["ttft_ns"]) == 2 for run in generation["prefill"])
     assert len(result["samples_ns"]) == 2 * (6 - 1) and result["cpu_ns_per_inference"] > 0
