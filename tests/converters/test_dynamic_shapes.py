@@ -27,6 +27,7 @@ from fakes.dynamic_models import (
     dynamic_classifier,
     reshape_head,
 )
+from fakes.toolchains import converter_or_skip
 
 from edgebench.converters import ConversionError, ConversionOptions, Converter, get_converter
 from edgebench.models.dynamic import relax_inputs
@@ -73,10 +74,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _converter(fmt: str) -> Converter:
-    converter = get_converter(fmt)
-    reason = converter.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+    converter = converter_or_skip(fmt)
     pytest.importorskip(RESIZABLE[fmt])
     return converter
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes.tflite_runs import run_onnx
+from fakes.toolchains import converter_or_skip
 
 pytest.importorskip(
     "ai_edge_litert", reason="the .tflite schema is missing: pip install 'edgebench[tflite]'"
@@ -70,10 +71,7 @@ def test_tnn_writer_on_the_twin(twins, tmp_path: Path, model: str) -> None:
 def test_twin_converts_and_passes_the_check(
     twins, tmp_path: Path, framework: str, model: str
 ) -> None:
-    converter = get_converter(framework)
-    reason = converter.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+    converter = converter_or_skip(framework)
     twin, _report, feeds, reference = twins[model]
     files = converter.convert(twin, tmp_path, ConversionOptions())
     backend_name = find_framework(framework).backend  # type: ignore[union-attr]

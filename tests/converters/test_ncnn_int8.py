@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from fakes.toolchains import converter_or_skip
 from onnx import TensorProto, helper, numpy_helper
 
 from edgebench.converters.base import ConversionError, ConversionOptions
@@ -43,10 +44,8 @@ MOBILENET_SQNR_DB = 28.0
 
 @pytest.fixture(scope="module")
 def converter() -> NcnnConverter:
-    converter = NcnnConverter()
-    reason = converter.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+    converter = converter_or_skip("ncnn")
+    assert isinstance(converter, NcnnConverter)
     return converter
 
 

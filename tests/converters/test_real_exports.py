@@ -19,6 +19,7 @@ import pytest
 from fakes.paddleocr import CASES, DATA, IDS, MODELS, page
 from fakes.tnn_checking.reader import read_model
 from fakes.tnn_checking.reference import run_model
+from fakes.toolchains import converter_or_skip
 
 from edgebench.converters import ConversionOptions, get_converter
 from edgebench.converters.tflite.convert import convert_model as convert_tflite
@@ -88,10 +89,7 @@ def test_tnn_writer_converts_and_its_file_computes_the_reference(
 def test_converted_artifact_runs_in_its_framework_and_passes_the_check(
     references, tmp_path: Path, framework: str, model: str, shape: list[int]
 ) -> None:
-    converter = get_converter(framework)
-    reason = converter.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+    converter = converter_or_skip(framework)
     backend_module = importlib.import_module(f"edgebench.runners.backends.{BACKENDS[framework]}")
     options = ConversionOptions(input_shapes={"x": shape})
     files = converter.convert(DATA / MODELS[model], tmp_path, options)

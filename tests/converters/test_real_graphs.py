@@ -15,9 +15,10 @@ import pytest
 from fakes.ocr_models import CASES, NAMES, SECOND_SHAPES, TEST_SHAPES, build
 from fakes.tnn_checking.reader import TnnModel, parse_model, read_model
 from fakes.tnn_checking.reference import run_model
+from fakes.toolchains import converter_or_skip
 from onnx import TensorProto, helper, numpy_helper
 
-from edgebench.converters import ConversionError, ConversionOptions, get_converter
+from edgebench.converters import ConversionError, ConversionOptions
 from edgebench.converters.tnn.writer import convert_model
 from edgebench.converters.tnn_converter import TnnConverter
 
@@ -402,10 +403,7 @@ def test_other_converters_run_and_match_onnxruntime(
     name: str,
     shapes: dict[str, list[int]],
 ) -> None:
-    converter = get_converter(framework)
-    reason = converter.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+    converter = converter_or_skip(framework)
     module = importlib.import_module(f"edgebench.runners.backends.{BACKEND_MODULES[framework]}")
     pytest.importorskip(module.REQUIRES[0])
     files = converter.convert(onnx_files[name], tmp_path, ConversionOptions(input_shapes=shapes))

@@ -7,9 +7,30 @@ from __future__ import annotations
 
 import pytest
 
-from edgebench.converters.toolchains import ToolchainStatus, toolchain_status, toolchain_unavailable
+from edgebench.converters import Converter, get_converter
+from edgebench.converters.toolchains import (
+    ToolchainStatus,
+    install_toolchain,
+    toolchain_status,
+    toolchain_unavailable,
+)
 
 ONNX2TF = "tflite"  # the toolchain's name: `edgebench toolchains install tflite`
+PNNX = "ncnn"  # ncnn's: `edgebench toolchains install ncnn`
+
+
+def converter_or_skip(fmt: str) -> Converter:
+    """edgebench's converter for ``fmt``, ready to convert; else skip with its own reason.
+
+    ncnn's toolchain (pnnx) is installed here on first use (under the toolchains' lock): with
+    two test processes, whichever test needs it first may run in either, so each asks."""
+    if fmt == PNNX and toolchain_unavailable(PNNX) is not None:
+        install_toolchain(PNNX)
+    converter = get_converter(fmt)
+    reason = converter.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    return converter
 
 
 def onnx2tf_or_skip() -> ToolchainStatus:

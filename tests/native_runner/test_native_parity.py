@@ -17,9 +17,10 @@ from fakes.native_builds import convert_builtin, run_native
 from fakes.records import stored_records
 from fakes.result_contract import assert_fits_protocol
 from fakes.runner_process import run_runner
+from fakes.toolchains import converter_or_skip
 
 from edgebench.builds.native_runner import BuiltRunner
-from edgebench.converters import ConversionOptions, get_converter
+from edgebench.converters import ConversionOptions
 from edgebench.runners import protocol
 
 FRAMEWORKS = ("ncnn", "mnn")
@@ -50,10 +51,7 @@ def mobilenet(
 @pytest.fixture(scope="module")
 def dynamic_artifact(framework: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The small classifier with free height and width, converted once for every shape."""
-    converter = get_converter(framework)
-    reason = converter.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+    converter = converter_or_skip(framework)
     folder = tmp_path_factory.mktemp(f"dynamic-{framework}")
     onnx.save(dynamic_classifier(), str(folder / "classifier.onnx"))
     out = folder / "artifact"

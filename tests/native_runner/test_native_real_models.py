@@ -17,6 +17,7 @@ import onnxruntime as ort
 import pytest
 from fakes.native_builds import run_once, with_framework
 from fakes.paddleocr import DATA, MODELS, page
+from fakes.toolchains import converter_or_skip
 
 from edgebench.builds.native_runner import BuiltRunner
 from edgebench.converters import ConversionOptions, get_converter
@@ -77,10 +78,7 @@ def test_real_model_matches_onnxruntime(
 ) -> None:
     runner = with_framework(native_x86, framework)
     model = real_models[model_id]
-    converter = get_converter(framework)
-    reason = converter.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+    converter = converter_or_skip(framework)
     converter.convert(model.onnx, tmp_path, ConversionOptions(input_shapes=model.shapes))
     result, outputs = run_once(
         runner.path, tmp_path / MODEL_FILE[framework], framework, model.feeds, tmp_path / "run"

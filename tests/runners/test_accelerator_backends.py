@@ -20,9 +20,10 @@ from fakes.dynamic_models import INPUT, LARGE_SHAPE, SMALL_SHAPE, dynamic_classi
 from fakes.gpu_tools import driver_manifest
 from fakes.quant_models import small_classifier
 from fakes.runner_process import run_runner
+from fakes.toolchains import converter_or_skip
 
 from edgebench.compute_backends import ACCELERATORS as REGISTRY
-from edgebench.converters import ConversionOptions, get_converter
+from edgebench.converters import ConversionOptions
 from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.runners import protocol
 from edgebench.runners.backends import discover
@@ -51,10 +52,7 @@ def dynamic(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def converted(onnx_path: Path, fmt: str, options: ConversionOptions | None = None) -> Path:
     """``onnx_path`` converted by edgebench's converter for ``fmt`` (next to it)."""
-    converter = get_converter(fmt)
-    reason = converter.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
+    converter = converter_or_skip(fmt)
     out = onnx_path.parent / fmt
     if not out.is_dir():
         out.mkdir()
