@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from fakes.llm_models import llama_bench_or_skip
 from fakes.models import save_conv_model
+from fakes.toolchains import pnnx_or_skip
 
 from edgebench import process_group
 
@@ -159,10 +160,7 @@ def pnnx_toolchain() -> None:
     """ncnn's converter toolchain (pnnx, 110 MB), installed on first use as the converter tests
     do; skip naming the command when it cannot be (on a fresh cache no earlier test may have
     installed it)."""
-    from edgebench.converters.toolchains import install_toolchain
-
-    if install_toolchain("ncnn").state != "installed":
-        pytest.skip("pnnx could not be installed (edgebench toolchains install ncnn)")
+    pnnx_or_skip()
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import onnx
 import pytest
+from fakes.toolchains import pnnx_or_skip
 from onnx import TensorProto, helper
 
 from edgebench.converters import ConversionError, ConversionOptions, get_converter
-from edgebench.converters.toolchains import install_toolchain
 
 
 def _int8_io_model(path: Path) -> Path:
@@ -30,8 +30,7 @@ def _int8_io_model(path: Path) -> Path:
 
 
 def test_int8_io_is_one_line_naming_the_tensors(tmp_path: Path) -> None:
-    if install_toolchain("ncnn").state != "installed":
-        pytest.skip("pnnx could not be installed (edgebench toolchains install ncnn)")
+    pnnx_or_skip()
     model = _int8_io_model(tmp_path / "int8io.onnx")
     with pytest.raises(ConversionError) as caught:
         get_converter("ncnn").convert(model, tmp_path / "out", ConversionOptions())

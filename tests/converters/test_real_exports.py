@@ -19,7 +19,7 @@ import pytest
 from fakes.paddleocr import CASES, DATA, IDS, MODELS, page
 from fakes.tnn_checking.reader import read_model
 from fakes.tnn_checking.reference import run_model
-from fakes.toolchains import converter_or_skip
+from fakes.toolchains import converter_or_skip, pnnx_or_skip
 
 from edgebench.converters import ConversionOptions, get_converter
 from edgebench.converters.tflite.convert import convert_model as convert_tflite
@@ -159,10 +159,7 @@ def test_an_ignored_resize_roi_is_emptied_and_the_outputs_stay_the_same() -> Non
 def test_pnnx_lowers_the_detectors_nearest_resize_to_ncnn_interp(references, tmp_path) -> None:
     """pnnx refused the detector's six FPN Resizes ("todo Resize": paddle2onnx fills their
     unused roi with ones); with the roi emptied they become ncnn Interp layers."""
-    from edgebench.converters.toolchains import install_toolchain
-
-    if install_toolchain("ncnn").state != "installed":
-        pytest.skip("pnnx could not be installed (edgebench toolchains install ncnn)")
+    pnnx_or_skip()
     from edgebench.runners.backends.ncnn_backend import NcnnBackend
 
     shape = [1, 3, 256, 320]

@@ -19,13 +19,21 @@ ONNX2TF = "tflite"  # the toolchain's name: `edgebench toolchains install tflite
 PNNX = "ncnn"  # ncnn's: `edgebench toolchains install ncnn`
 
 
-def converter_or_skip(fmt: str) -> Converter:
-    """edgebench's converter for ``fmt``, ready to convert; else skip with its own reason.
+def pnnx_or_skip() -> None:
+    """ncnn's converter toolchain (pnnx, 110 MB), installed on first use under the toolchains'
+    lock (a no-op once there); skip naming the command when it cannot be. With two test
+    processes, whichever test needs it first may run in either, so each test asks."""
+    if toolchain_unavailable(PNNX) is None:
+        return
+    if install_toolchain(PNNX).state != "installed":
+        pytest.skip("pnnx could not be installed (edgebench toolchains install ncnn)")
 
-    ncnn's toolchain (pnnx) is installed here on first use (under the toolchains' lock): with
-    two test processes, whichever test needs it first may run in either, so each asks."""
-    if fmt == PNNX and toolchain_unavailable(PNNX) is not None:
-        install_toolchain(PNNX)
+
+def converter_or_skip(fmt: str) -> Converter:
+    """edgebench's converter for ``fmt``, ready to convert (pnnx installed first for ncnn);
+    else skip with the converter's own reason."""
+    if fmt == PNNX:
+        pnnx_or_skip()
     converter = get_converter(fmt)
     reason = converter.unavailable_reason()
     if reason:

@@ -10,6 +10,7 @@ import onnx
 import pytest
 from fakes.cli_checks import FAST, assert_no_traceback, assert_one_error_line, cli, records_of
 from fakes.models import save_conv_model
+from fakes.toolchains import pnnx_or_skip
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "paddleocr"
 #: PaddleOCR's direction classifier as paddle2onnx exported it: opset 9, every size dynamic.
@@ -65,10 +66,7 @@ def int8_ncnn(mod_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory)
     """A tiny model and its int8 ncnn files, made by `edgebench convert --precision int8` and
     copied out of the cache as a user would take them: {"onnx", "param"}."""
     pytest.importorskip("ncnn")
-    from edgebench.converters.toolchains import install_toolchain
-
-    if install_toolchain("ncnn").state != "installed":
-        pytest.skip("pnnx could not be installed (edgebench toolchains install ncnn)")
+    pnnx_or_skip()
     folder = tmp_path_factory.mktemp("int8-ncnn")
     model = save_conv_model(folder / "tiny.onnx", [1, 3, 32, 32])
     made = cli(["convert", str(model), "--to", "ncnn", "--precision", "int8"], mod_env)
