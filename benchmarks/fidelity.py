@@ -82,7 +82,13 @@ from fidelity_sides import (
     tnntest_side,
 )
 
-from edgebench.analysis.block_ratio import ESTIMATORS, RatioInterval, bootstrap_ratio
+from edgebench.analysis.block_ratio import (
+    ESTIMATORS,
+    RatioInterval,
+    block_spread,
+    bootstrap_ratio,
+    pairs_needed,
+)
 
 PAIRS = ("openvino", "tflite", "ncnn", "ncnn-native", "mnn", "mnn-native", "tnn-native")
 BENCHNCNN_WARMUP = 8  # fixed in benchncnn
@@ -108,6 +114,7 @@ class Pair:
     error: str = ""
     caveat: str = ""
     notes: list[str] | None = None  # set when read back from saved blocks
+    seconds_per_pair: float = 0.0  # wall time of one A block and one B block, measured
 
 
 def convert(model: str, framework: str) -> Path:
@@ -180,6 +187,7 @@ def measure(pair: Pair, args: argparse.Namespace) -> None:
         ms = statistics.median(probe)
         iterations = max(10, round(args.block_s * 1000.0 / ms))
     pair_s = 0.0
+    measuring = time.monotonic()
     while len(pair.a_blocks) < args.min_pairs or (
         time.monotonic() - started + pair_s <= args.budget_s and len(pair.a_blocks) < 500
     ):
@@ -188,6 +196,7 @@ def measure(pair: Pair, args: argparse.Namespace) -> None:
         pair.b_blocks.append(pair.b.block(iterations))
         pair_s = time.monotonic() - begun
     pair.a.iterations = pair.b.iterations = iterations
+    pair.seconds_per_pair = (time.monotonic() - measuring) / len(pair.a_blocks)
 
 
 def row(pair: Pair, interval: RatioInterval, args: argparse.Namespace) -> str:
@@ -241,6 +250,22 @@ def interval_of(pair: Pair, args: argparse.Namespace) -> RatioInterval:
     )
 
 
+def spread_note(pair: Pair, interval: RatioInterval, args: argparse.Namespace) -> str:
+    """Which side's blocks disagree, and the pairs the half-width goal would take at that."""
+    said = (
+        f"block spread (robust CV of the block figures): A {block_spread(pair.a_blocks):.1%}, "
+        f"B {block_spread(pair.b_blocks):.1%}"
+    )
+    if interval.half_width <= args.max_half_width:
+        return said
+    need = pairs_needed(interval, args.max_half_width)
+    said += f"; half-width <= {args.max_half_width:.0%} would take about {need} pairs"
+    each = pair.seconds_per_pair
+    if each:
+        said += f" ({need * each / 60:.0f} min at {each:.1f} s a pair)"
+    return said
+
+
 def pair_notes(pair: Pair) -> list[str]:
     if pair.notes is not None:  # read back from saved blocks
         return pair.notes
@@ -256,6 +281,7 @@ def save_blocks(path: Path, pairs: list[Pair]) -> None:
             "a_label": pair.a.label,
             "b_label": pair.b.label,
             "notes": [note for note in pair_notes(pair) if note],
+            "seconds_per_pair": pair.seconds_per_pair,
             "a_blocks": pair.a_blocks,
             "b_blocks": pair.b_blocks,
         }
@@ -280,6 +306,7 @@ def saved_pairs(path: Path) -> dict[tuple[str, str], Pair]:
                 a_blocks=row["a_blocks"],
                 b_blocks=row["b_blocks"],
                 notes=row["notes"],
+                seconds_per_pair=float(row.get("seconds_per_pair") or 0.0),
             )
             for row in rows
         }
@@ -352,7 +379,7 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
             continue
         met += interval.meets(args.tolerance, args.max_half_width)
         print(row(pair, interval, args))
-        for note in pair_notes(pair):
+        for note in [*pair_notes(pair), spread_note(pair, interval, args)]:
             if note:
                 print(f"    {note}")
     print()

@@ -131,3 +131,27 @@ def test_the_goal_needs_the_interval_inside_and_narrow():
 def test_bad_input_is_refused(a, b, kwargs):
     with pytest.raises(ValueError):
         bootstrap_ratio(a, b, **kwargs)
+
+
+def test_block_spread_is_the_robust_spread_of_the_block_figures():
+    from edgebench.analysis.block_ratio import block_spread
+
+    # Block medians 10, 11, 9, 10, 30: the one slow block moves the robust spread little.
+    blocks = [[10.0], [11.0, 11.0], [9.0], [10.0], [30.0]]
+    assert block_spread(blocks) == pytest.approx(1.4826 * 1.0 / 10.0)
+    assert block_spread([[5.0]] * 4) == 0.0
+
+
+def test_pairs_needed_grows_with_the_square_of_the_half_width():
+    from edgebench.analysis.block_ratio import pairs_needed
+
+    wide = RatioInterval(ratio=1.0, low=0.97, high=1.03, blocks=25, confidence=0.95)
+    assert pairs_needed(wide, 0.01) == 225  # 3x too wide: 9x the pairs
+    assert pairs_needed(wide, 0.05) == 25  # already narrow enough: the pairs it has
+    # And the forecast holds: at 9x the pairs of the same machine, the half-width is a third.
+    rng = np.random.default_rng(3)
+    few = bootstrap_ratio(*lognormal_blocks(rng, 25, 10, drift=0.05), seed=2)
+    many = bootstrap_ratio(
+        *lognormal_blocks(rng, pairs_needed(few, few.half_width / 3), 10, drift=0.05), seed=2
+    )
+    assert 0.22 < many.half_width / few.half_width < 0.45
