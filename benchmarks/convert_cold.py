@@ -103,7 +103,7 @@ class Timed:
     def __init__(self, artifact_dir: Path, feed: np.ndarray) -> None:
         from ai_edge_litert.interpreter import Interpreter
 
-        from edgebench.runners.backends.io_map import IoMap
+        from edgebench.runners.protocol.io_map import IoMap
 
         model = artifact_dir / "model.tflite"
         self.interpreter = Interpreter(model_path=str(model), num_threads=1)

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 from edgebench.models import builtin_model_path  # noqa: E402
 from edgebench.paths import cache_dir  # noqa: E402
 from edgebench.runners.backend_loader import load_backend  # noqa: E402
-from edgebench.runners.backends.tensors import make_inputs  # noqa: E402
+from edgebench.runners.protocol.tensors import make_inputs  # noqa: E402
 from edgebench.runners.timing import measure_sequential  # noqa: E402
 
 

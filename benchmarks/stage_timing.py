@@ -25,7 +25,7 @@ from edgebench.converters import ConversionOptions, get_converter  # noqa: E402
 from edgebench.frameworks import find_framework  # noqa: E402
 from edgebench.models.registry import BUILTIN_MODELS, build_model  # noqa: E402
 from edgebench.runners.backend_loader import load_backend  # noqa: E402
-from edgebench.runners.backends.tensors import make_inputs  # noqa: E402
+from edgebench.runners.protocol.tensors import make_inputs  # noqa: E402
 from edgebench.runners.timing import measure_sequential  # noqa: E402
 
 

@@ -226,7 +226,7 @@ def _openvino(path: Path) -> FilePrecision:
 
 
 def _ncnn(path: Path) -> FilePrecision:
-    from edgebench.runners.backends.ncnn_param import int8_layers
+    from edgebench.runners.protocol.ncnn_param import int8_layers
 
     layers = int8_layers(str(path))
     if not layers:

@@ -184,7 +184,7 @@ IO_SCHEMA = "edgebench.io/1"
 
 
 def write_io_json(path: Path, fmt: str, inputs: list[dict], outputs: list[dict], **extra) -> None:
-    """The artifact's io.json in the format ``runners/backends/io_map.py`` reads."""
+    """The artifact's io.json in the format ``runners/protocol/io_map.py`` reads."""
     payload = {"schema": IO_SCHEMA, "format": fmt, **extra, "inputs": inputs, "outputs": outputs}
     path.write_text(json.dumps(payload, indent=1) + "\n")
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from edgebench.frameworks import FRAMEWORKS, all_accelerators
 from edgebench.frameworks.rows import CPU, ComputeBackend
-from edgebench.runners.backend_options import BackendOptions
+from edgebench.runners.protocol.backend_options import BackendOptions
 
 #: The usual backends' display order; a backend only a framework folder names comes after them.
 _USUAL_ORDER = ("cpu", "vulkan", "opencl", "gpu", "cuda", "tensorrt", "nnapi", "qnn", "npu")

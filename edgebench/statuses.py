@@ -18,8 +18,8 @@ class Status(StrEnum):
 
 
 class ErrorKind(StrEnum):
-    # Reported by the runner on the device (runners/protocol.py ERROR_KINDS; a test keeps the
-    # two in step).
+    # Reported by the runner on the device (runners/protocol/__init__.py ERROR_KINDS; a test keeps
+    # the two in step).
     BAD_SPEC = "bad_spec"
     NOT_INSTALLED = "not_installed"
     MODEL_LOAD = "model_load"

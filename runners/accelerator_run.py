@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from . import vulkan_info
-from .accelerators import software_kind
+from .protocol.devices import software_kind
 
 MIB = 1024 * 1024
 

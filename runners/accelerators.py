@@ -39,26 +39,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from . import nvidia_info, opencl_info, vulkan_info
 from .jetson import TegraGpu, read_release
 from .nvidia_info import NvidiaUnavailable
+from .protocol.devices import software_kind
 
 APIS = ("Vulkan", "OpenCL", "OpenVINO", "CUDA")
 #: Bound on the child probe: lavapipe and pocl answer in well under a second.
 PROBE_TIMEOUT_S = 20.0
 OPENVINO_TYPES = {"CPU": "cpu", "GPU": "gpu", "NPU": "npu"}
-
-
-def software_kind(api: str, name: str, device_type: str, driver: str = "") -> Optional[str]:
-    """Which software implementation serves a device (``lavapipe``, ``SwiftShader``, ``pocl``,
-    ...), "a CPU device" for any other device of type CPU, None for hardware."""
-    text = " ".join((name, driver)).lower()
-    if "llvmpipe" in text or "lavapipe" in text:
-        return "lavapipe" if api == "Vulkan" else "llvmpipe"
-    if "swiftshader" in text:
-        return "SwiftShader"
-    if "portable computing language" in text or "pocl" in text:
-        return "pocl"
-    if device_type == "cpu":
-        return "the CPU plugin" if api == "OpenVINO" else "a CPU device"
-    return None
 
 
 def _vulkan() -> List[Dict[str, Any]]:

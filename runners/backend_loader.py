@@ -9,9 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any, Dict
 
-from .backends import Backend, BackendError, Declaration, GenerativeBackend, discover
+from .backends import Backend, Declaration, GenerativeBackend, discover
 from .backends.accelerator import CPU, refusal
 from .protocol import install_hint
+from .protocol.errors import BackendError
 
 
 def load_backend(framework: str, compute_backend: str = CPU) -> Backend:

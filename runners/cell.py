@@ -19,9 +19,8 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional, Sequence
 
 from .accelerator_run import DeviceMemory
 from .backend_loader import load_backend
-from .backends import Backend, BackendError, discover
-from .backends.base import InputSpec, Stream, inference_errors
-from .backends.tensors import make_inputs, save_outputs, summarize_outputs
+from .backends import Backend, discover
+from .backends.base import Stream, inference_errors
 from .device_watch import cell_watches, reports, window_hooks
 from .evaluation import evaluate
 from .feeds import Feeds, prepare_feeds, resolve_inputs
@@ -29,8 +28,11 @@ from .generation import measure_generation
 from .instances import OpenedStreams, open_streams
 from .op_profile import profile_ops
 from .proc import PinningError, apply_affinity, effective_cores, peak_rss_kb, rss_kb
-from .result_parts import GenerationPart
-from .spec import RunSpec
+from .protocol.errors import BackendError
+from .protocol.input_spec import InputSpec
+from .protocol.result_parts import GenerationPart
+from .protocol.spec import RunSpec
+from .protocol.tensors import make_inputs, save_outputs, summarize_outputs
 from .telemetry import CellTelemetry
 from .timing import TimedWindow, WindowLimits, run_window
 

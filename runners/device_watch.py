@@ -28,7 +28,7 @@ import importlib
 from dataclasses import fields
 from typing import Any, ContextManager, Dict, List, Optional, Sequence, Type
 
-from .run_result import RunResult
+from .protocol.run_result import RunResult
 
 #: Runner modules whose ``WATCH`` (a DeviceWatch subclass) watches every cell on the device.
 DEVICE_WATCHES = ("nvidia_cell",)

@@ -62,11 +62,3 @@ def detect(
             % (machine, described, cpu)
         )
     return False, None
-
-
-def boot_id() -> Optional[str]:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as fh:
-            return fh.read().strip() or None
-    except OSError:
-        return None

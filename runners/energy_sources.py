@@ -1,16 +1,5 @@
-"""The energy-source vocabulary (``SOURCE_KINDS``) and ``make_source``, which opens one.
-
-The one definition of the names: the host's settings and device profiles take their choices
-from ``SOURCE_KINDS``.
-
-- ``android_fuel_gauge``: battery ``current_now`` x ``voltage_now`` (instantaneous power).
-- ``android_odpm``: Pixel on-device power monitor, accumulated energy per rail (a counter).
-- ``ina3221``: Jetson power monitor, instantaneous power of the input rail (or the sum of rails).
-- ``rapl``: x86 package energy counter, which wraps at ``max_energy_range_uj``.
-- ``tegrastats``: a Jetson's ``tegrastats`` child process, the input rail's power (or the sum).
-- ``nvml``: an NVIDIA GPU's board energy counter (or power draw), the GPU only.
-- ``none``: no energy; frequencies and temperatures are still sampled.
-- ``auto``: the first of ``AUTO_ORDER`` that gives a valid reading, else none.
+"""``make_source``, which opens an energy source of one of the kinds protocol/telemetry.py
+names and describes (``SOURCE_KINDS``).
 
 Runs on the device: Python 3.8+, standard library only, imports nothing from the host package.
 """
@@ -24,6 +13,7 @@ from .fuel_gauge import AndroidFuelGauge
 from .ina3221 import Ina3221
 from .nvml_power import NvmlPower
 from .odpm import AndroidOdpm
+from .protocol.telemetry import AUTO_ORDER, SOURCE_KINDS
 from .rapl import Rapl
 from .sysfs import one_line
 from .tegrastats import Tegrastats
@@ -39,12 +29,6 @@ _OPENERS: Dict[str, Callable[..., EnergySource]] = {
     "tegrastats": lambda _root, _r, _i, _v: Tegrastats(),
     "nvml": lambda _root, _r, _i, _v: NvmlPower(),
 }
-#: What ``auto`` tries, in order: the most direct measurement first (on a Jetson the INA3221's
-#: sysfs before tegrastats, which reads the same monitors through a child process; the whole
-#: machine's RAPL before NVML's GPU board alone).
-AUTO_ORDER = ("android_odpm", "android_fuel_gauge", "ina3221", "tegrastats", "rapl", "nvml")
-#: Every energy source a spec, a setting or a device profile may name.
-SOURCE_KINDS = ("auto", *AUTO_ORDER, "none")
 
 
 def make_source(

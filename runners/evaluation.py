@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from .backends import Backend, BackendError
-from .backends.base import InputSpec
-from .backends.tensors import fit_sample, save_outputs
+from .backends import Backend
+from .protocol.errors import BackendError
+from .protocol.input_spec import InputSpec
+from .protocol.tensors import fit_sample, save_outputs
 
 
 def evaluate(backend: Backend, inputs: List[InputSpec], eval_file: str, target: str) -> int:

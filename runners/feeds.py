@@ -10,9 +10,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from .backends import BackendError
-from .backends.base import InputSpec
-from .backends.tensors import load_inputs, make_inputs
+from .protocol.errors import BackendError
+from .protocol.input_spec import InputSpec
+from .protocol.tensors import load_inputs, make_inputs
 
 
 @dataclass

@@ -11,22 +11,15 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from .energy_source import EnergySource, Reading, TelemetryUnavailable
+from .protocol.telemetry import (
+    CURRENT_MA_BELOW,
+    UNIT_SCALE,
+    VOLTAGE_MV_BELOW,
+    VOLTAGE_V_BELOW,
+    detect_current_unit,
+    detect_voltage_unit,
+)
 from .sysfs import read_int, sysfs_path, try_int, try_text
-
-# Unit detection, by magnitude of the raw integer (the kernel ABI says µV/µA; some vendor
-# drivers report mV/mA). A phone battery sits at 3-5 V (9 V for two cells) and draws
-# 1 mA-10 A.
-#: |voltage_now| below this is in V (no known driver does it, but then it cannot be mV or µV).
-VOLTAGE_V_BELOW = 100
-#: |voltage_now| below this is in mV (3850 = 3.85 V); at or above, µV (3850000 = 3.85 V).
-VOLTAGE_MV_BELOW = 100000
-#: |current_now| below this is in mA (up to 10 A); at or above, µA (10 mA or more). A µA reading
-#: under 10 mA (deep idle, screen off) would be misread as mA: the unit is therefore decided on
-#: the first non-zero reading of the source (a benchmark keeps the device awake) and kept; pass
-#: ``current_unit`` to override it.
-CURRENT_MA_BELOW = 10000
-
-UNIT_SCALE = {"V": 1.0, "mV": 1e-3, "uV": 1e-6, "A": 1.0, "mA": 1e-3, "uA": 1e-6}
 
 POWER_SUPPLY = "/sys/class/power_supply"
 CHARGER_SUPPLIES = ("usb", "ac", "wireless")
@@ -85,19 +78,6 @@ class AndroidFuelGauge(EnergySource):
         #: Indicators that said "charging" on at least one reading, in the order first seen.
         self.charging_via: List[str] = []
 
-    @staticmethod
-    def detect_voltage_unit(raw: int) -> str:
-        value = abs(raw)
-        if value < VOLTAGE_V_BELOW:
-            return "V"
-        if value < VOLTAGE_MV_BELOW:
-            return "mV"
-        return "uV"
-
-    @staticmethod
-    def detect_current_unit(raw: int) -> str:
-        return "mA" if abs(raw) < CURRENT_MA_BELOW else "uA"
-
     def charging_state(self) -> Tuple[Optional[bool], Optional[str]]:
         """(charging, which indicator said so); (None, None) when there is no indicator."""
         known = False
@@ -136,10 +116,10 @@ class AndroidFuelGauge(EnergySource):
                 "charging_via": via,
             }
         if self._v_scale is None and v_raw != 0:
-            self.voltage_unit = self.detect_voltage_unit(v_raw)
+            self.voltage_unit = detect_voltage_unit(v_raw)
             self._v_scale = UNIT_SCALE[self.voltage_unit]
         if self._i_scale is None and i_raw != 0:
-            self.current_unit = self.detect_current_unit(i_raw)
+            self.current_unit = detect_current_unit(i_raw)
             self._i_scale = UNIT_SCALE[self.current_unit]
         if i_raw == 0:
             power: Optional[float] = 0.0

@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ContextManager, Dict, List, Optional, Sequence
 
 from .backend_loader import load_generative
-from .backends import BackendError, GenerativeBackend
+from .backends import GenerativeBackend
 from .backends.base import inference_errors
-from .generation_spec import GenerationSpec
 from .proc import peak_rss_kb, rss_kb
-from .result_parts import GenerationPart, PrefillRun
-from .spec import RunSpec
+from .protocol.errors import BackendError
+from .protocol.generation_spec import GenerationSpec
+from .protocol.result_parts import GenerationPart, PrefillRun
+from .protocol.spec import RunSpec
 from .timing import TimedWindow, process_cpu_ns
 
 if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
-from .backends import Backend, BackendError
+from .backends import Backend
+from .protocol.errors import BackendError
 
 MODES = ("separate", "shared")
 MIB = 1024 * 1024

@@ -4,14 +4,8 @@ Runs on the device: Python 3.8+, stdlib + numpy + the framework only. Each profi
 instance of the model, so profiled inferences never reach the timed samples. One untimed
 inference comes first; then ``iterations`` profiled ones, each timed around the call.
 
-The result (docs/profiling.md)::
-
-    {"iterations": N, "source": "...", "total_ms": sum of the ops' time_ms,
-     "inference_ms": mean wall time of one profiled inference,
-     "ops": [{"name", "type", "impl", "time_ms": mean per iteration, "count": calls per
-              iteration}, ... slowest first]}
-
-or ``{"unavailable": "<why>"}``; it never raises.
+The result has protocol/op_profile.py's shape (docs/profiling.md), or is
+``{"unavailable": "<why>"}``; it never raises.
 """
 
 from __future__ import annotations
@@ -24,6 +18,8 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, List, Tuple
 
+from .protocol.op_profile import Event, profile_result, summarize
+
 #: Frameworks whose Python API has no per-operator timer.
 UNAVAILABLE = {
     "ncnn": "ncnn's Python wheel has no per-layer timer (needs a source build with NCNN_BENCHMARK)",
@@ -32,9 +28,6 @@ UNAVAILABLE = {
     "tnn": "TNN has no Python runtime; its TNNTest prints no per-layer times "
     "(needs a build with TNN_PROFILER_ENABLE)",
 }
-
-#: (node name, op type, implementation, nanoseconds) of one call of one node.
-Event = Tuple[str, str, Any, int]
 
 
 def profile_ops(
@@ -58,44 +51,6 @@ def profile_ops(
         )
     except Exception as exc:  # a framework's own exception types; the cell must go on
         return {"unavailable": "%s profiling failed: %s" % (framework, _reason(framework, exc))}
-
-
-def summarize(
-    source: str, iterations: int, events: List[Event], wall_ns: List[int]
-) -> Dict[str, Any]:
-    """The profile of ``events`` (every call of every node over all profiled iterations)."""
-    totals: Dict[Tuple[str, str, Any], List[int]] = {}
-    for name, op_type, impl, ns in events:
-        entry = totals.setdefault((name, op_type, impl), [0, 0])
-        entry[0] += ns
-        entry[1] += 1
-    ops = [
-        {
-            "name": name,
-            "type": op_type,
-            "impl": impl,
-            "time_ms": ns / iterations / 1e6,
-            "count": max(1, round(calls / iterations)),
-        }
-        for (name, op_type, impl), (ns, calls) in totals.items()
-    ]
-    return profile_result(source, iterations, ops, sum(wall_ns) / len(wall_ns) / 1e6)
-
-
-def profile_result(
-    source: str, iterations: int, ops: List[Dict[str, Any]], inference_ms: float
-) -> Dict[str, Any]:
-    """The result from op rows (``time_ms``: mean per iteration); the native tools' parsers
-    use it too. Rows without a measurable time are left out."""
-    kept = [dict(op, time_ms=round(op["time_ms"], 6)) for op in ops if op["time_ms"] > 0]
-    kept.sort(key=lambda op: op["time_ms"], reverse=True)
-    return {
-        "iterations": iterations,
-        "source": source,
-        "ops": kept,
-        "total_ms": round(sum(op["time_ms"] for op in kept), 6),
-        "inference_ms": round(inference_ms, 6),
-    }
 
 
 def _timed(run: Callable[[], Any], iterations: int, collect: Callable[[], None]) -> List[int]:

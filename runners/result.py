@@ -15,9 +15,9 @@ import platform
 import traceback
 from typing import Any, Dict, Optional
 
-from .backends.tensors import INPUT_GENERATOR
 from .protocol import RESULT_PREFIX, RESULT_SCHEMA
-from .run_result import RunResult
+from .protocol.run_result import RunResult
+from .protocol.tensors import INPUT_GENERATOR
 
 #: How much of a traceback an error carries.
 DETAIL_CHARS = 4000

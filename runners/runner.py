@@ -8,12 +8,12 @@ Usage, on a device (the runner folder as edgebench pushes it: this package as
 and on the host, ``python -m edgebench.runners ARG``.
 
 Self-contained on purpose: Python 3.8+, the standard library, numpy and the framework under test.
-It imports nothing from the host package: this package (the runner's modules, protocol.py, what
+It imports nothing from the host package: this package (the runner's modules, protocol/, what
 host and runner share, and backends/) is copied to a phone or a board and run there. The spec
-is ``spec.RunSpec``; one cell is measured by ``cell.measure_cell``. The result, written through
-``run_result.RunResult``, is the last line on stdout, prefixed with ``RESULT_PREFIX``; anything
-the framework prints goes to stderr (stdout is redirected during the run so native logging
-cannot corrupt the result).
+is ``protocol.spec.RunSpec``; one cell is measured by ``cell.measure_cell``. The result, written
+through ``protocol.run_result.RunResult``, is the last line on stdout, prefixed with
+``RESULT_PREFIX``; anything the framework prints goes to stderr (stdout is redirected during the
+run so native logging cannot corrupt the result).
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ from typing import Any, Dict, List, Optional
 
 from .accelerators import finish_probe, start_probe
 from .backend_loader import instantiate
-from .backends import MODULE_SUFFIX, BackendError, discover
+from .backends import MODULE_SUFFIX, discover, options_type
 from .cell import CellFacts, measure_cell
-from .emulation import boot_id
 from .emulation import detect as detect_emulation
 from .proc import effective_cores, peak_rss_kb
 from .protocol import PROBE_SCHEMA, status_of
+from .protocol.devices import boot_id
+from .protocol.errors import BackendError
+from .protocol.spec import RunSpec, SpecError
 from .result import (
     checked,
     error_fields,
@@ -41,7 +43,6 @@ from .result import (
     out_of_memory,
     result_line,
 )
-from .spec import RunSpec, SpecError
 
 
 def execute(raw_spec: Any) -> Dict[str, Any]:
@@ -49,7 +50,7 @@ def execute(raw_spec: Any) -> Dict[str, Any]:
     result = new_result(raw_spec)
     facts = CellFacts()
     try:
-        spec = RunSpec.from_json(raw_spec)
+        spec = RunSpec.from_json(raw_spec, options_type)
         result.update(new_result(spec.to_json()))
         measure_cell(spec, facts)
     except SpecError as exc:

@@ -15,9 +15,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .device_state import cpufreq_path, find_zones, list_cpus
 from .energy_source import EnergySource, NoneSource
+from .protocol.telemetry import TRACE_SCHEMA
 from .sysfs import one_line, read_int
 
-TRACE_SCHEMA = "edgebench.telemetry/1"
 DEFAULT_PERIOD_S = 0.02
 #: Sampling faster than this costs more than it tells: sysfs sources update every 10 ms or slower.
 MIN_PERIOD_S = 0.005

@@ -22,8 +22,8 @@ from .conditions import Governor, cool_down, sync_marker
 from .device_state import list_cpus, read_state
 from .energy_source import NoneSource, TelemetryUnavailable
 from .energy_sources import make_source
+from .protocol.spec import TelemetrySpec
 from .sampler import Sampler, idle_baseline
-from .spec import TelemetrySpec
 
 
 class CellTelemetry:

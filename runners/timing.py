@@ -25,7 +25,7 @@ except ImportError:  # not on Windows
 
 @dataclass
 class WindowLimits:
-    """When the timed window ends (``runners/spec.py`` documents each)."""
+    """When the timed window ends (``runners/protocol/spec.py`` documents each)."""
 
     iterations: int
     min_time_ns: int

@@ -31,8 +31,8 @@ from typing import ClassVar
 import onnx
 
 from edgebench.converters.base import ConversionError, ConversionOptions, Converter
-from edgebench.runners.gguf_file import GgufError
-from edgebench.runners.llm_math import ModelError
+from edgebench.runners.protocol.gguf import GgufError
+from edgebench.runners.protocol.llm_shape import ModelError
 
 from ..isolation import convert_in_python_subprocess
 from ..ort_genai.converter import read_source

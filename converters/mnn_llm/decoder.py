@@ -30,8 +30,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from edgebench.runners.gguf_file import GgufFile
-from edgebench.runners.llm_math import DecoderShape
+from edgebench.runners.protocol.gguf import GgufFile
+from edgebench.runners.protocol.llm_shape import DecoderShape
 
 from ..ort_genai.decoder import rotary_inputs
 from ..ort_genai.graph import OPSET, DecoderGraph

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from edgebench.runners.gguf_file import GgufFile
-from edgebench.runners.llm_math import DecoderShape
+from edgebench.runners.protocol.gguf import GgufFile
+from edgebench.runners.protocol.llm_shape import DecoderShape
 
 from ..ort_genai.weights import stored_half
 

@@ -18,8 +18,13 @@ from typing import ClassVar
 import onnx
 
 from edgebench.converters.base import ConversionError, ConversionOptions, Converter
-from edgebench.runners.gguf_file import GgufError, GgufFile, read_gguf
-from edgebench.runners.llm_math import DecoderShape, ModelError, decoder_shape, file_weight_type
+from edgebench.runners.protocol.gguf import GgufError, GgufFile, read_gguf
+from edgebench.runners.protocol.llm_shape import (
+    DecoderShape,
+    ModelError,
+    decoder_shape,
+    file_weight_type,
+)
 
 from .decoder import decoder_model
 from .genai_config import MODEL_TYPES, genai_config

@@ -6,8 +6,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from edgebench.runners.gguf_file import GgufFile
-from edgebench.runners.llm_math import DecoderShape, rotary_tables
+from edgebench.runners.protocol.gguf import GgufFile
+from edgebench.runners.protocol.llm_shape import DecoderShape, rotary_tables
 
 from .graph import MASKED, OPSET, DecoderGraph
 from .weights import BLOCK_TYPES, matmul_blocks

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgebench.runners.llm_math import DecoderShape
+from edgebench.runners.protocol.llm_shape import DecoderShape
 
 from .decoder import PAST_KEY, PAST_VALUE, PRESENT_KEY, PRESENT_VALUE
 

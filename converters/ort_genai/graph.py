@@ -22,8 +22,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from edgebench.runners.gguf_file import GgufFile
-from edgebench.runners.llm_math import DecoderShape
+from edgebench.runners.protocol.gguf import GgufFile
+from edgebench.runners.protocol.llm_shape import DecoderShape
 
 from .weights import BLOCK, BLOCK_TYPES, Blocks, matmul_blocks, stored_half
 

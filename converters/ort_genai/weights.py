@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgebench.runners.gguf_file import GgufError, GgufFile
+from edgebench.runners.protocol.gguf import GgufError, GgufFile
 
 #: GGML types read as their MatMulNBits blocks: name -> (bits, bytes per block of 32).
 BLOCK_TYPES = {"Q8_0": (8, 34), "Q4_0": (4, 18)}

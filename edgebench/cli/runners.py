@@ -21,7 +21,7 @@ from edgebench.builds.sources import (
 )
 from edgebench.builds.targets import TARGETS, host_target, parse_target
 from edgebench.cli.app import cli
-from edgebench.runners.run_result import json_schema
+from edgebench.runners.protocol.run_result import json_schema
 
 BUILD_COMMAND = "edgebench runners build"
 

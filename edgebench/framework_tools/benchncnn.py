@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from edgebench.runners.accelerators import software_kind
+from edgebench.runners.protocol.devices import software_kind
 
 from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import NUMBER, SummaryLineAdapter, ToolCell, shape_arg

@@ -51,7 +51,8 @@ a slow first inference lifts the rows' sum above it, the record's op-profile war
 Names longer than the column are cut to ``<prefix>...``, so each row stays one op. Rows that
 did not run (``NOT_RUN``, ``OPTIMIZED_OUT``: fused into a neighbour) are left out; ``impl`` is
 the ``execType``.
-:meth:`OpenvinoBenchmarkAppAdapter.parse_op_profile` returns runners/op_profile.py's result.
+:meth:`OpenvinoBenchmarkAppAdapter.parse_op_profile` returns runners/protocol/op_profile.py's
+result.
 
 Accelerators: ``-d`` is the registry's device for an accelerator cell (``GPU``, ``NPU``) instead
 of ``device``. The device that ran is the "Execution Devices" line (``Execution
@@ -69,7 +70,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from edgebench.runners.op_profile import profile_result
+from edgebench.runners.protocol.op_profile import profile_result
 
 from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import (

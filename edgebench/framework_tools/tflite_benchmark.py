@@ -45,7 +45,7 @@ per node of the timed runs (warm-up excluded)::
 mean of one call and ``times called`` the calls per run (TensorFlow's StatsCalculator), so a
 node's time per run is their product. Delegated nodes (XNNPACK's own operators, named
 ``Delegate/<operator>:<index>`` since TF 2.9.1) get ``impl`` "delegate", the others "builtin".
-:meth:`TfliteBenchmarkAdapter.parse_op_profile` returns runners/op_profile.py's result.
+:meth:`TfliteBenchmarkAdapter.parse_op_profile` returns runners/protocol/op_profile.py's result.
 
 Accelerators: ``gpu`` adds ``--use_gpu=true --gpu_precision_loss_allowed=<fp16 cell>`` (the tool
 allows fp16 on the GPU unless told not to), ``nnapi`` adds ``--use_nnapi=true`` (and
@@ -70,7 +70,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from edgebench.runners.op_profile import profile_result
+from edgebench.runners.protocol.op_profile import profile_result
 
 from .accelerator import BackendReport, accelerator_run, quote, tool_argument
 from .base import (

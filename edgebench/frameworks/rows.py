@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from edgebench.runners.backend_options import BackendOptions
     from edgebench.runners.backends import Declaration
+    from edgebench.runners.protocol.backend_options import BackendOptions
 
 CPU = "cpu"
 
@@ -47,8 +47,8 @@ class ComputeBackend:
     #: with fp16 weights and casts, since TensorRT 11 takes precision only from the graph);
     #: None: the framework computes fp16 from the fp32 artifact, or not at all.
     fp16_format: str | None = None
-    #: The options its cells send the runner (runners/backend_options.py; the backend module
-    #: declares the same type as its ``OPTIONS``); None: it takes none. A type with
+    #: The options its cells send the runner (runners/protocol/backend_options.py; the backend
+    #: module declares the same type as its ``OPTIONS``); None: it takes none. A type with
     #: ``cuda_graph`` gives its cells a CUDA Graphs variant (``--cuda-graphs``).
     options: type[BackendOptions] | None = None
 

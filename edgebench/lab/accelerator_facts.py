@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from edgebench.frameworks.rows import OPENCL_PACKAGES, VULKAN_PACKAGES
-from edgebench.runners.accelerators import software_kind
+from edgebench.runners.protocol.devices import software_kind
 
 if TYPE_CHECKING:
     from edgebench.lab.facts import DeviceFacts

@@ -23,7 +23,7 @@ from edgebench.lab.accelerator_facts import (
 from edgebench.lab.cores import detect_clusters, parse_cpu_list
 from edgebench.lab.runner_choice import Probe, RunnerChoice
 from edgebench.lab.transports import Transport
-from edgebench.runners.emulation import boot_id as host_boot_id
+from edgebench.runners.protocol.devices import boot_id as host_boot_id
 
 #: Files read in the first round trip; the per-cpu cpufreq files follow once the cpus are known.
 SYSTEM_FILES = (

@@ -26,7 +26,7 @@ from edgebench.lab.toml_input import (
     unknown_key_fix,
 )
 from edgebench.lab.transports import TRANSPORT_MODULES, transport_kinds
-from edgebench.runners.energy_sources import SOURCE_KINDS
+from edgebench.runners.protocol.telemetry import SOURCE_KINDS
 
 SCHEMA = "edgebench.profile/1"
 

@@ -19,15 +19,19 @@ ENTRY_SCRIPT = "runner.py"
 LAUNCHER = RUNNER_PACKAGE / "launcher.py"
 #: The host's way to run the runner from the installed package.
 HOST_MODULE = runners.__name__
+#: The package's subpackages a device needs (the shared protocol, the framework backends);
+#: native_runner/ holds C++ sources, built on the host.
+SUBPACKAGES = ("protocol", "backends")
 
 
 def runner_tree() -> list[tuple[Path, str]]:
     """(host file, its path under the device's runner folder) for every file the Python runner
-    needs there: the entry script, then the package (its modules and backends)."""
+    needs there: the entry script, then the package (its modules, protocol and backends)."""
     files = sorted(
         p for p in RUNNER_PACKAGE.glob("*.py") if p.name not in (LAUNCHER.name, "__main__.py")
     )
-    files += sorted((RUNNER_PACKAGE / "backends").glob("*.py"))
+    for sub in SUBPACKAGES:
+        files += sorted((RUNNER_PACKAGE / sub).glob("*.py"))
     package = [(f, f"{DEVICE_PACKAGE}/{f.relative_to(RUNNER_PACKAGE).as_posix()}") for f in files]
     return [(LAUNCHER, ENTRY_SCRIPT), *package]
 

@@ -21,9 +21,9 @@ from edgebench.results.breakdown_parts import (
 )
 from edgebench.results.record_warnings import INSTANCES_APART, INSTANCES_CUT_SHORT, RecordWarning
 from edgebench.results.records import Record
-from edgebench.runners.result_parts import InstancesPart, ShapeChangePart, StagesPart
-from edgebench.runners.run_result import RunResult
-from edgebench.runners.typed_json import write_object
+from edgebench.runners.protocol.result_parts import InstancesPart, ShapeChangePart, StagesPart
+from edgebench.runners.protocol.run_result import RunResult
+from edgebench.runners.protocol.typed_json import write_object
 
 
 def _mb(kb: Any) -> float | None:

@@ -11,7 +11,7 @@ from typing import Any
 from edgebench.analysis.energy import spans_active_energy_j
 from edgebench.results.generation_part import Generation
 from edgebench.results.records import Record
-from edgebench.runners.result_parts import GenerationPart
+from edgebench.runners.protocol.result_parts import GenerationPart
 
 
 def generation_of(part: GenerationPart, trace: dict[str, Any] | None = None) -> Generation:

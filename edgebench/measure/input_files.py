@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from edgebench.paths import cache_dir
-from edgebench.runners.backends.base import InputSpec
-from edgebench.runners.backends.tensors import read_input_file
+from edgebench.runners.protocol.input_spec import InputSpec
+from edgebench.runners.protocol.tensors import read_input_file
 
 
 class InputUnavailable(Exception):

@@ -22,8 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgebench.lab.transports.base import Transport, quote_argv
-from edgebench.runners.fuel_gauge import UNIT_SCALE, AndroidFuelGauge
-from edgebench.runners.sampler import TRACE_SCHEMA
+from edgebench.runners.protocol.telemetry import (
+    TRACE_SCHEMA,
+    UNIT_SCALE,
+    detect_current_unit,
+    detect_voltage_unit,
+)
 
 SUPPORTED = ("android_fuel_gauge", "rapl", "none")
 # Every sysfs path is read under $EDGEBENCH_SYSFS_ROOT when the device's environment sets it
@@ -298,8 +302,8 @@ def _fuel_gauge(trace: dict[str, Any], rows: list[tuple[int, dict[str, str]]]) -
         trace["source"]["kind"] = "none"
         trace["source"]["reason"] = "the fuel gauge gave no readings during the run"
         return
-    i_scale = UNIT_SCALE[AndroidFuelGauge.detect_current_unit(int(first_i))]
-    v_scale = UNIT_SCALE[AndroidFuelGauge.detect_voltage_unit(int(first_v))]
+    i_scale = UNIT_SCALE[detect_current_unit(int(first_i))]
+    v_scale = UNIT_SCALE[detect_voltage_unit(int(first_v))]
     trace["power_w"] = [
         None if i is None or v is None else abs(i) * i_scale * abs(v) * v_scale
         for i, v in zip(currents, voltages, strict=True)

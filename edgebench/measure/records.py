@@ -30,8 +30,8 @@ from edgebench.results.record_warnings import (
     NO_PERCENTILES,
 )
 from edgebench.results.records import Record
-from edgebench.runners.run_result import RunResult
-from edgebench.runners.typed_json import write_object
+from edgebench.runners.protocol.run_result import RunResult
+from edgebench.runners.protocol.typed_json import write_object
 from edgebench.statuses import ErrorKind, Status
 
 #: How much of a failed runner's stderr a record keeps.

@@ -12,7 +12,7 @@ import numpy as np
 
 from edgebench.planning.cells import Cell, correctness_timing
 from edgebench.planning.config import TimingConfig
-from edgebench.runners.run_result import RunResult
+from edgebench.runners.protocol.run_result import RunResult
 from edgebench.statuses import Status
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from edgebench.models.llm_shapes import DEFAULT_WEIGHT_TYPE, check_weight_type, 
 from edgebench.models.llm_vocab import qwen2_vocab_path
 from edgebench.models.llm_writer import WRITER_VERSION, write_qwen2_gguf
 from edgebench.paths import exclusive_lock
-from edgebench.runners.gguf_file import read_gguf
+from edgebench.runners.protocol.gguf import read_gguf
 
 log = logging.getLogger(__name__)
 

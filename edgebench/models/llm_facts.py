@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from edgebench.errors import UserError
-from edgebench.runners.gguf_file import GgufError, GgufFile, read_gguf
+from edgebench.runners.protocol.gguf import GgufError, GgufFile, read_gguf
 
 #: The architectures edgebench's generative cells run (their GGUF key prefix).
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2")

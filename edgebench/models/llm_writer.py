@@ -134,7 +134,7 @@ def write_qwen2_gguf(
     tensors: Mapping[str, np.ndarray] | None = None,
 ) -> None:
     """Write ``shape`` at ``weight_type`` to ``path``. ``tokenizer``: the ``tokenizer.*``
-    metadata (keys and values as :func:`runners.gguf_file.read_gguf` gives them). ``tensors``:
+    metadata (keys and values as :func:`runners.protocol.gguf.read_gguf` gives them). ``tensors``:
     float32 values to write instead of random ones, by name."""
     check_weight_type(weight_type)
     arch = shape.architecture

@@ -44,8 +44,8 @@ from edgebench.planning.modelref import (
 )
 from edgebench.planning.tflite_origin import cell_model
 from edgebench.quantization.calibration import PreparedSets
-from edgebench.runners.generation_spec import GenerationSpec
-from edgebench.runners.spec import RunSpec, TelemetrySpec
+from edgebench.runners.protocol.generation_spec import GenerationSpec
+from edgebench.runners.protocol.spec import RunSpec, TelemetrySpec
 from edgebench.statuses import ErrorKind, Status
 
 log = logging.getLogger(__name__)
@@ -243,7 +243,8 @@ class Cell:
 
     def runner_options(self) -> dict[str, Any]:
         """The spec's ``options``: the cell's settings that the options type of its backend's
-        row takes (runners/backend_options.py), as JSON; none for a backend that takes none."""
+        row takes (runners/protocol/backend_options.py), as JSON; none for a backend that takes
+        none."""
         kind = options_type(self.framework, self.backend)
         if kind is None:
             return {}

@@ -163,7 +163,7 @@ def folder(value: Any) -> Path:
 
 def input_file(value: Any) -> Path:
     """An existing .npy, .npz or image file (``--input``)."""
-    from edgebench.runners.backends.tensors import IMAGE_SUFFIXES
+    from edgebench.runners.protocol.tensors import IMAGE_SUFFIXES
 
     checked = path(value)
     suffix = checked.suffix.lower()
@@ -179,7 +179,7 @@ def input_file(value: Any) -> Path:
 def _check_arrays(source: Path) -> None:
     """An --input array file must be numpy's and hold finite numbers: a NaN input makes every
     output and every comparison NaN, so it is refused before any run rather than in each cell."""
-    from edgebench.runners.backends.tensors import (
+    from edgebench.runners.protocol.tensors import (
         load_array_file,
         nonfinite_array,
         nonfinite_message,
@@ -196,7 +196,7 @@ def _check_arrays(source: Path) -> None:
 
 def calibration_source(value: Any) -> Path:
     """An existing folder of samples, or one .npy, .npz or image file (``--calibration``)."""
-    from edgebench.runners.backends.tensors import IMAGE_SUFFIXES
+    from edgebench.runners.protocol.tensors import IMAGE_SUFFIXES
 
     checked = path(value)
     if checked.is_dir():
@@ -212,7 +212,7 @@ def calibration_source(value: Any) -> Path:
 
 def preprocessing(value: Any) -> str:
     """``--preprocess``: key=value items (mean, std, layout, size, scale, color), checked now."""
-    from edgebench.runners.backends.tensors import parse_preprocess
+    from edgebench.runners.protocol.tensors import parse_preprocess
 
     checked = text(value)
     parse_preprocess(checked)  # ValueError names the bad item

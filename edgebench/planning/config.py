@@ -40,8 +40,8 @@ from edgebench.planning.setting import setting
 from edgebench.planning.sweep_settings import PRECISIONS, Sweep
 from edgebench.planning.tolerances import DEFAULT_TOLERANCE, TOLERANCES, Tolerance
 from edgebench.quantization.accuracy import AccuracyRule
-from edgebench.runners.energy_sources import SOURCE_KINDS
-from edgebench.runners.spec import RunSpec, TelemetrySpec
+from edgebench.runners.protocol.spec import RunSpec, TelemetrySpec
+from edgebench.runners.protocol.telemetry import SOURCE_KINDS
 
 __all__ = [
     "DEFAULT_TOLERANCE",

@@ -1,6 +1,6 @@
 """The workload of a generative cell (prompt tokens, generated tokens, context depth), the
 prompt every runtime is given, and the spec's ``generation`` object the runner reads
-(runners/generation_spec.py). See docs/generative.md."""
+(runners/protocol/generation_spec.py). See docs/generative.md."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgebench.runners.generation_spec import GenerationSpec
+from edgebench.runners.protocol.generation_spec import GenerationSpec
 
 #: Untimed runs of each test before its repetitions, and the repetitions in one visit (the
 #: rounds interleave visits as for tensor cells).
@@ -72,7 +72,7 @@ def prompt_ids(ordinary: Sequence[int], length: int, seed: int) -> list[int]:
 
 
 def generation_spec(workload: GenerativeWorkload, prompt: list[int]) -> GenerationSpec:
-    """The spec's ``generation`` part (runners/generation_spec.py documents each field)."""
+    """The spec's ``generation`` part (runners/protocol/generation_spec.py documents each field)."""
     return GenerationSpec(
         prompt=prompt,
         prompt_tokens=list(workload.prompt_tokens),

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from edgebench.errors import UserError
 from edgebench.planning.config import RunConfig
-from edgebench.runners.backends.tensors import IMAGE_SUFFIXES, load_array_file
 from edgebench.runners.protocol import parse_cpu_list
+from edgebench.runners.protocol.tensors import IMAGE_SUFFIXES, load_array_file
 
 ARRAY_SUFFIXES = (".npy", ".npz")
 

@@ -1,5 +1,5 @@
 """Pre-converted models whose file fixes the precision they run at: an int8 ncnn ``.param``
-(its quantized layers carry int8 weights; ``runners/backends/ncnn_param.py``), which ncnn can
+(its quantized layers carry int8 weights; ``runners/protocol/ncnn_param.py``), which ncnn can
 run only with int8 inference on. Such a model is measured at the precision its file holds,
 whatever precision the run sweeps by default; asking for another one explicitly is refused in
 one line. Every other file is recorded at the precision it holds once its cells are planned

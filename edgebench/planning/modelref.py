@@ -20,7 +20,7 @@ from edgebench.models.llm_facts import read_llm_facts
 from edgebench.models.llm_shapes import DEFAULT_WEIGHT_TYPE, GENERATIVE_MODELS
 from edgebench.planning.limits import tensor_problem
 from edgebench.planning.tflite_origin import TfliteOrigin, make_twin, twin_problem
-from edgebench.runners.backends.io_map import IO_MAP_FILE
+from edgebench.runners.protocol.io_map import IO_MAP_FILE
 
 log = logging.getLogger(__name__)
 

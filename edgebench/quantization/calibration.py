@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from edgebench.paths import cache_dir
-from edgebench.runners.backends.base import InputSpec
-from edgebench.runners.backends.tensors import (
+from edgebench.runners.protocol.input_spec import InputSpec
+from edgebench.runners.protocol.tensors import (
     IMAGE_SUFFIXES,
     fit_sample,
     load_array_file,

@@ -17,7 +17,7 @@ framework, so adding a framework is adding one file (plus its entry in the host'
     DEVICE_CHECK = require_gpu  # optional: a callable run before the framework is imported,
                              # raising BackendError when the device lacks what it runs on (so
                              # a machine without the hardware is told that, not to install it)
-    OPTIONS = TensorRTOptions  # optional: the options type (runners/backend_options.py) it
+    OPTIONS = TensorRTOptions  # optional: the options type (runners/protocol/backend_options.py) it
                              # reads, or {compute backend: type}; default BackendOptions
                              # (``streams`` only)
     WATCHES = (QueueWatch,)  # optional: device watches (device_watch.py: a window hook and a
@@ -39,9 +39,10 @@ import importlib
 import os
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple, Type
 
-from ..backend_options import BackendOptions
 from ..device_watch import DeviceWatch, checked_watch
-from .base import Backend, BackendError
+from ..protocol.backend_options import BackendOptions
+from ..protocol.errors import BackendError
+from .base import Backend
 from .generative import GenerativeBackend
 
 MODULE_SUFFIX = "_backend"

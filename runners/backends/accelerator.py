@@ -15,7 +15,7 @@ import sys
 import tempfile
 from typing import Any, Dict, Iterator, List, Sequence
 
-from .base import BackendError
+from ..protocol.errors import BackendError
 
 CPU = "cpu"
 

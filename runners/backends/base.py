@@ -15,22 +15,13 @@ from typing import (
     Iterator,
     List,
     Optional,
-    Sequence,
     Tuple,
     Type,
 )
 
-from ..backend_options import OptionsError, Opts
-
-
-class BackendError(Exception):
-    """A failure with a machine-readable kind (one of protocol.ERROR_KINDS)."""
-
-    def __init__(self, kind: str, message: str, detail: str = "") -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.detail = detail
+from ..protocol.backend_options import OptionsError, Opts
+from ..protocol.errors import BackendError
+from ..protocol.input_spec import InputSpec
 
 
 @contextlib.contextmanager
@@ -45,18 +36,6 @@ def inference_errors(what: str) -> Iterator[None]:
         raise BackendError(
             "inference", "%s failed: %s" % (what, exc), traceback.format_exc()
         ) from exc
-
-
-class InputSpec:
-    """One model input as the runner feeds it."""
-
-    def __init__(self, name: str, shape: Sequence[int], dtype: str) -> None:
-        self.name = name
-        self.shape = [int(d) for d in shape]
-        self.dtype = dtype
-
-    def as_dict(self) -> Dict[str, Any]:
-        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
 
 
 #: The stages of one inference, in order; docs/profiling.md says what each covers per framework.

@@ -28,7 +28,7 @@ import ctypes
 import re
 from typing import Any, Callable, Deque, List, Optional
 
-from .base import BackendError
+from ..protocol.errors import BackendError
 from .generative import GenerativeBackend
 
 FRAMEWORK = "llama.cpp"

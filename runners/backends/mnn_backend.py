@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Dict, List, Optional
 
+from ..protocol.errors import BackendError
+from ..protocol.input_spec import InputSpec
 from .accelerator import CPU, accelerator_report, fallback, native_output
-from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
+from .base import Backend, Stream, check_precision, first_line
 
 FRAMEWORK = "mnn"
 REQUIRES = ("MNN",)

@@ -22,7 +22,7 @@ import json
 import os
 from typing import Any, Callable, List, Optional
 
-from .base import BackendError
+from ..protocol.errors import BackendError
 from .generative import GenerativeBackend
 from .onnxruntime_genai_backend import read_weight_type
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional
 
+from ..protocol.errors import BackendError
+from ..protocol.input_spec import InputSpec
+from ..protocol.io_map import IoMap, TensorMap
+from ..protocol.ncnn_param import int8_layers
 from . import ncnn_vulkan
 from .accelerator import native_output
-from .base import Backend, BackendError, InputSpec, Stream, check_precision
-from .io_map import IoMap, TensorMap
-from .ncnn_param import int8_layers
+from .base import Backend, Stream, check_precision
 
 FRAMEWORK = "ncnn"
 REQUIRES = ("ncnn",)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from ..protocol.errors import BackendError
 from ..vulkan_env import driver_env_problem
 from .accelerator import accelerator_report, fallback
-from .base import BackendError
 
 API = "Vulkan"
 NO_DEVICE = (

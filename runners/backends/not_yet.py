@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .base import BackendError
+from ..protocol.errors import BackendError
 from .generative import GenerativeBackend
 
 

@@ -9,10 +9,12 @@ import tempfile
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..backend_options import OrtGpuOptions
+from ..protocol.backend_options import OrtGpuOptions
+from ..protocol.errors import BackendError
+from ..protocol.input_spec import InputSpec
 from . import ort_gpu, ort_gpu_streams
 from .accelerator import CPU, accelerator_report, fallback
-from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
+from .base import Backend, Stream, check_precision, first_line
 from .trt_engine_cache import model_cache_folder
 
 FRAMEWORK = "onnxruntime"

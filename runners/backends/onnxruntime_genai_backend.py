@@ -21,7 +21,7 @@ import json
 import os
 from typing import Any, Callable, List, Optional
 
-from .base import BackendError
+from ..protocol.errors import BackendError
 from .generative import GenerativeBackend
 
 FRAMEWORK = "onnxruntime-genai"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
-from ..backend_options import BackendOptions
+from ..protocol.backend_options import BackendOptions
+from ..protocol.errors import BackendError
+from ..protocol.input_spec import InputSpec
 from .accelerator import CPU, accelerator_report
-from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
+from .base import Backend, Stream, check_precision, first_line
 
 FRAMEWORK = "openvino"
 REQUIRES = ("openvino",)

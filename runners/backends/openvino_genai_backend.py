@@ -23,8 +23,8 @@ import tempfile
 from collections import Counter
 from typing import Any, Callable, Dict, List, Optional
 
-from ..gguf_file import GgufError, GgufFile, read_gguf
-from .base import BackendError
+from ..protocol.errors import BackendError
+from ..protocol.gguf import GgufError, GgufFile, read_gguf
 from .generative import GenerativeBackend
 from .openvino_backend import reason_line
 

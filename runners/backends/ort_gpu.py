@@ -12,9 +12,9 @@ import json
 import os
 from typing import Any, Dict, List, Tuple
 
-from ..backend_options import OrtGpuOptions
+from ..protocol.backend_options import OrtGpuOptions
+from ..protocol.errors import BackendError
 from .accelerator import fallback
-from .base import BackendError
 from .trt_engine_cache import cache_root
 
 FRAMEWORK = "onnxruntime"

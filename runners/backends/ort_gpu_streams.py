@@ -18,7 +18,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .base import BackendError, Stream, first_line
+from ..protocol.errors import BackendError
+from .base import Stream, first_line
 
 GPU_BOUNDARIES = {
     "copy_in": "OrtValue.update_inplace per input (H2D) into device buffers bound once",

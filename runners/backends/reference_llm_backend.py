@@ -2,7 +2,7 @@
 tokens every other generative runtime is checked against (as ONNX Runtime on the CPU is for
 tensor models). Never ranked; slow by design.
 
-It reads a llama or qwen2 GGUF file (runners/gguf_file.py) and computes it in float32
+It reads a llama or qwen2 GGUF file (runners/protocol/gguf.py) and computes it in float32
 (runners/llm_math.py). The reference's rule for quantized files: every weight is dequantized
 to float32 at load, so a q8_0 or q4_0 file is computed as exactly the values it stores, with
 float32 activations and a float32 key/value cache; a runtime that keeps its activations in 8
@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, List, Optional
 
-from ..llm_math import Decoder, ModelError, decoder_shape, file_weight_type, load_weights
-from .base import BackendError
+from ..llm_math import Decoder, load_weights
+from ..protocol.errors import BackendError
+from ..protocol.llm_shape import ModelError, decoder_shape, file_weight_type
 from .generative import WEIGHT_TYPES, GenerativeBackend
 
 FRAMEWORK = "reference-llm"
@@ -42,7 +43,7 @@ class ReferenceLlmBackend(GenerativeBackend):
         return "numpy-%s" % numpy.__version__
 
     def load(self, model_path: str, threads: int, context_tokens: int) -> None:
-        from ..gguf_file import GgufError, read_gguf
+        from ..protocol.gguf import GgufError, read_gguf
 
         label = os.path.basename(model_path)
         try:

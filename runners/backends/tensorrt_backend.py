@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..backend_options import TensorRTOptions
 from ..cuda_runtime import CudaError, CudaUnavailable, open_cuda, version_text
+from ..protocol.backend_options import TensorRTOptions
+from ..protocol.errors import BackendError
+from ..protocol.input_spec import InputSpec
 from .accelerator import accelerator_report
-from .base import Backend, BackendError, InputSpec, Stream, check_precision
+from .base import Backend, Stream, check_precision
 from .trt_engine import (
     MIN_MAJOR,
     BuildRequest,

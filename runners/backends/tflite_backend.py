@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from .base import Backend, BackendError, InputSpec, Stream, check_precision, first_line
-from .io_map import IoMap, TensorMap
+from ..protocol.errors import BackendError
+from ..protocol.input_spec import InputSpec
+from ..protocol.io_map import IoMap, TensorMap
+from .base import Backend, Stream, check_precision, first_line
 from .tflite_gpu import GpuModel
 
 FRAMEWORK = "tflite"

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+from ..protocol.errors import BackendError
+from ..protocol.io_map import IoMap, TensorMap
 from .accelerator import NativeOutput, accelerator_report, native_output
-from .base import BackendError, Stream, first_line
-from .io_map import IoMap, TensorMap
+from .base import Stream, first_line
 
 API = "LiteRT GPU"
 BOUNDARIES = {

@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .base import BackendError, first_line
+from ..protocol.errors import BackendError
+from .base import first_line
 from .trt_engine_cache import HIT, MISS, OFF, EngineCache, EngineKey
 from .trt_profile import Profile
 

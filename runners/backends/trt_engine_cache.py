@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ..backend_options import NvidiaOptions, TensorRTOptions
+from ..protocol.backend_options import NvidiaOptions, TensorRTOptions
 
 ENV_FOLDER = "EDGEBENCH_TRT_CACHE"
 DEFAULT_FOLDER = Path("~/.cache/edgebench/tensorrt")

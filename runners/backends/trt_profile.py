@@ -1,7 +1,7 @@
 """The optimization profile a TensorRT engine is built for: every input's min, opt and max shape.
 
 A fixed-shape engine (min = opt = max) from the model's own static shapes or the cell's input
-shapes, unless the options' ``shape_profile`` (runners/backend_options.py) gives
+shapes, unless the options' ``shape_profile`` (runners/protocol/backend_options.py) gives
 ``{input: {"min", "opt", "max"}}`` (a dynamic-shape cell); and which profile each execution
 context uses. Nothing here needs TensorRT.
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .base import BackendError
+from ..protocol.errors import BackendError
 
 Profile = Dict[str, Dict[str, List[int]]]
 #: (name, shape with -1 for a dynamic dimension)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .base import BackendError
+from ..protocol.errors import BackendError
 
 Cuda = Any  # cuda_runtime.CudaRuntime (imported by the backend: the runner's import roots vary)
 

@@ -1,8 +1,14 @@
-"""What the host and the on-device runner share: the schema names, the result line, the error
-kinds and statuses a runner result carries, the install hint, and the Linux CPU-list syntax.
+"""What the host and the on-device runner share, and the only part of the runner the host
+imports. This module: the schema names, the result line, the
+error kinds and statuses a runner result carries, the install hint, and the Linux CPU-list
+syntax. Its submodules: the spec (spec.py), the result and its parts (run_result.py,
+result_parts.py, typed_json.py), backend options, the seeded inputs and input files
+(tensors.py), the file formats both sides read (io_map.py, ncnn_param.py, gguf.py,
+llm_shape.py), the telemetry vocabulary, the operator profile's shape and device naming.
 
-Standard library only, Python 3.8. The runner imports it on the device as
-``edgebench_runner.protocol``; the host imports it as ``edgebench.runners.protocol``.
+Definitions only, no device behaviour; Python 3.8, relative imports, stdlib (+ numpy where a
+format needs it). The runner imports it on the device as ``edgebench_runner.protocol``; the
+host imports it as ``edgebench.runners.protocol``.
 """
 
 from typing import List, Set

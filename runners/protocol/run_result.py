@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .protocol import ERROR_KINDS, RESULT_SCHEMA, STATUSES
+from . import ERROR_KINDS, RESULT_SCHEMA, STATUSES
 from .result_parts import (
     AcceleratorPart,
     GenerationPart,

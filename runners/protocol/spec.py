@@ -1,7 +1,8 @@
 """The runner's input: one JSON object, read into a ``RunSpec``.
 
 This is the protocol's one definition of the spec. The runner reads it with
-``RunSpec.from_json``; the host (``edgebench.runners.spec``) builds one and sends ``to_json()``.
+``RunSpec.from_json``; the host (``edgebench.runners.protocol.spec``) builds one and sends
+``to_json()``.
 Field names are the JSON keys and carry their units (``min_time_s``); a key left out of the JSON
 takes the default below. Keys the runner does not know are ignored, but in ``options``, which
 the backend's options type reads strictly (backend_options.py).
@@ -12,12 +13,15 @@ Standard library only, Python 3.8, imports nothing from the host package.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Type
 
-from .backend_options import OptionsError
-from .backends import options_type
+from . import SPEC_SCHEMA
+from .backend_options import BackendOptions, OptionsError
 from .generation_spec import GenerationSpec, GenerationSpecError
-from .protocol import SPEC_SCHEMA
+
+#: (framework, compute backend) -> the options type its backend reads there, None for a framework
+#: no backend module declares: the runner passes its backends' ``options_type``.
+OptionsLookup = Callable[[str, str], Optional[Type[BackendOptions]]]
 
 
 class SpecError(ValueError):
@@ -29,7 +33,7 @@ class TelemetrySpec:
     """Energy, frequency and temperature sampling beside the timed window, and the conditions
     set up before it (cool-down, governor)."""
 
-    #: ``auto``, a kind of ``energy_sources.SOURCE_KINDS``, or ``none``.
+    #: ``auto``, a kind of ``telemetry.SOURCE_KINDS``, or ``none``.
     energy_source: str = "auto"
     period_s: float = 0.05
     #: Idle power measured before the model loads, for this long (0: no baseline).
@@ -150,8 +154,10 @@ class RunSpec:
     generation: Optional[GenerationSpec] = None
 
     @classmethod
-    def from_json(cls, raw: Any) -> RunSpec:
-        """The spec in ``raw`` (a decoded JSON object), checked; SpecError when malformed."""
+    def from_json(cls, raw: Any, options_type: Optional[OptionsLookup] = None) -> RunSpec:
+        """The spec in ``raw`` (a decoded JSON object), checked; SpecError when malformed.
+        With ``options_type``, ``options`` is read strictly with the type it gives for the
+        cell's framework and backend (the runner passes its backend modules' declarations)."""
         if not isinstance(raw, dict):
             raise SpecError("the spec must be a JSON object")
         if raw.get("schema") != SPEC_SCHEMA:
@@ -178,7 +184,8 @@ class RunSpec:
             spec.options = {}
         elif not isinstance(spec.options, dict):
             raise SpecError("spec field 'options' must be an object")
-        _check_options(spec)
+        if options_type is not None:
+            _check_options(spec, options_type)
         spec.telemetry = TelemetrySpec.from_json(spec.telemetry) if spec.telemetry else None
         if spec.generation is not None:
             try:
@@ -198,7 +205,7 @@ class RunSpec:
         return out
 
 
-def _check_options(spec: RunSpec) -> None:
+def _check_options(spec: RunSpec, options_type: OptionsLookup) -> None:
     """Read the options with the type the framework's backend module declares for the cell's
     backend; a framework no module declares is the backend loader's to refuse."""
     kind = options_type(spec.framework, spec.backend)

@@ -1,14 +1,12 @@
-"""Seeded inputs and output summaries: identical on every device and on the host.
-
-The host imports this module (as ``edgebench.runners.backends.tensors``) to build the very same
-input tensors for its ONNX Runtime reference, so the output check compares like with like.
-"""
+"""Seeded inputs, input files and output summaries: identical on every device and on the host,
+which builds the very same input tensors for its ONNX Runtime reference (like with like)."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from .base import BackendError, InputSpec
+from .errors import BackendError
+from .input_spec import InputSpec
 
 # --- inputs and outputs ----------------------------------------------------------------------
 

@@ -32,9 +32,9 @@ from fakes.toolchains import converter_or_skip
 from edgebench.converters import ConversionError, ConversionOptions, Converter, get_converter
 from edgebench.models.dynamic import relax_inputs
 from edgebench.runners.backend_loader import load_backend
-from edgebench.runners.backends.base import InputSpec
-from edgebench.runners.backends.io_map import TensorMap
-from edgebench.runners.backends.tensors import make_inputs
+from edgebench.runners.protocol.input_spec import InputSpec
+from edgebench.runners.protocol.io_map import TensorMap
+from edgebench.runners.protocol.tensors import make_inputs
 
 ort = pytest.importorskip("onnxruntime")
 

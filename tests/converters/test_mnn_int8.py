@@ -15,8 +15,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
 from edgebench.converters.artifact_cache import file_sha256
-from edgebench.runners.backends.base import InputSpec
-from edgebench.runners.backends.tensors import make_inputs
+from edgebench.runners.protocol.input_spec import InputSpec
+from edgebench.runners.protocol.tensors import make_inputs
 
 MNN = pytest.importorskip("MNN")
 ort = pytest.importorskip("onnxruntime")

@@ -14,9 +14,10 @@ from fakes.llm_models import write_tiny_qwen2
 
 from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
 from edgebench.runners import llm_math
-from edgebench.runners.backends.base import BackendError
 from edgebench.runners.backends.mnn_llm_backend import MnnLlmBackend
-from edgebench.runners.gguf_file import read_gguf
+from edgebench.runners.protocol import llm_shape
+from edgebench.runners.protocol.errors import BackendError
+from edgebench.runners.protocol.gguf import read_gguf
 
 mllm = pytest.importorskip("MNN.llm", reason="needs the mnn package (pip install 'edgebench[mnn]')")
 
@@ -41,7 +42,7 @@ def convert(tmp_path: Path, weight_type: str, asked: str | None = None) -> tuple
 
 def reference_decoder(gguf: Path, room: int) -> llm_math.Decoder:
     file = read_gguf(gguf)
-    shape = llm_math.decoder_shape(file.metadata)
+    shape = llm_shape.decoder_shape(file.metadata)
     return llm_math.Decoder(
         shape, llm_math.load_weights(shape, list(file.tensors), file.tensor), room
     )

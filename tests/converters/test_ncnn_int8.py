@@ -21,9 +21,9 @@ from edgebench.converters.base import ConversionError, ConversionOptions
 from edgebench.converters.ncnn_converter import NcnnConverter
 from edgebench.converters.ncnn_model_file import FP32_TAG, INT8_TAG, read_model
 from edgebench.models import build_model
-from edgebench.runners.backends.base import BackendError
 from edgebench.runners.backends.ncnn_backend import NcnnBackend
-from edgebench.runners.backends.ncnn_param import int8_layers
+from edgebench.runners.protocol.errors import BackendError
+from edgebench.runners.protocol.ncnn_param import int8_layers
 
 ncnn = pytest.importorskip("ncnn")
 ort = pytest.importorskip("onnxruntime")

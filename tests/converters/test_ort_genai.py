@@ -13,7 +13,8 @@ from fakes.llm_models import write_tiny_qwen2
 
 from edgebench.converters import ArtifactCache, ConversionError, ConversionOptions, get_converter
 from edgebench.runners import llm_math
-from edgebench.runners.gguf_file import read_gguf
+from edgebench.runners.protocol import llm_shape
+from edgebench.runners.protocol.gguf import read_gguf
 
 og = pytest.importorskip(
     "onnxruntime_genai",
@@ -57,7 +58,7 @@ def last_logits(gen) -> np.ndarray:
 
 def reference(gguf: Path, prompt: list[int], new_tokens: int) -> tuple[np.ndarray, list[int]]:
     file = read_gguf(gguf)
-    shape = llm_math.decoder_shape(file.metadata)
+    shape = llm_shape.decoder_shape(file.metadata)
     weights = llm_math.load_weights(shape, list(file.tensors), file.tensor)
     decoder = llm_math.Decoder(shape, weights, len(prompt) + new_tokens)
     first = logits = decoder.forward(prompt)

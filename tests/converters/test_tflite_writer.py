@@ -20,7 +20,7 @@ from edgebench.converters.artifact_cache import file_sha256
 from edgebench.converters.tflite.convert import Converted, convert_model
 from edgebench.converters.tflite_converter import TfliteConverter
 from edgebench.models import build_model
-from edgebench.runners.backends.io_map import IoMap
+from edgebench.runners.protocol.io_map import IoMap
 
 BUILTINS = ("mobilenetv2", "resnet50", "vit-tiny", "detector")
 

@@ -38,7 +38,7 @@ from edgebench.converters.toolchains import (
     toolchain_status,
 )
 from edgebench.models import build_model
-from edgebench.runners.backends.io_map import IoMap
+from edgebench.runners.protocol.io_map import IoMap
 
 pytestmark = pytest.mark.toolchains
 

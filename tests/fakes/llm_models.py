@@ -100,7 +100,7 @@ def write_tiny_qwen2(
     context_length: int = 256,
 ) -> Path:
     """A small random qwen2 GGUF (tied embeddings, q/k/v biases) with a made-up vocabulary:
-    milliseconds to write. Its tensors read back with ``runners.gguf_file.read_gguf``."""
+    milliseconds to write. Its tensors read back with ``runners.protocol.gguf.read_gguf``."""
     shape = LlmShape(
         name="tiny-qwen2",
         description="test model",

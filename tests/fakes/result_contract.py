@@ -7,7 +7,7 @@ from typing import Any
 
 import jsonschema
 
-from edgebench.runners.run_result import RunResult, json_schema
+from edgebench.runners.protocol.run_result import RunResult, json_schema
 
 VALIDATOR = jsonschema.Draft202012Validator(json_schema())
 

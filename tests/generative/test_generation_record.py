@@ -69,7 +69,7 @@ def test_the_part_reads_back_as_stored():
 
 
 def runner_part():
-    from edgebench.runners.result_parts import GenerationPart, PrefillRun
+    from edgebench.runners.protocol.result_parts import GenerationPart, PrefillRun
 
     part = GenerationPart("f16", gen_tokens=5, context_depth=0)
     part.prefill = [PrefillRun(100, [1_000_000])]

@@ -24,7 +24,7 @@ from edgebench.planning.generative_workload import (
 from edgebench.planning.limits import check_memory
 from edgebench.planning.modelref import ModelRef, gguf_ref
 from edgebench.planning.sweep_settings import Sweep
-from edgebench.runners.spec import RunSpec
+from edgebench.runners.protocol.spec import RunSpec
 from edgebench.statuses import ErrorKind, Status
 
 

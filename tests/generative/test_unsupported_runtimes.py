@@ -14,7 +14,8 @@ from fakes.llm_models import llm_tiny_gguf  # noqa: F401  # the fixture
 from edgebench import frameworks
 from edgebench.frameworks import folder_name
 from edgebench.runners.backend_loader import load_generative
-from edgebench.runners.backends import BackendError, discover
+from edgebench.runners.backends import discover
+from edgebench.runners.protocol.errors import BackendError
 
 #: framework -> what its one-line reason must name (the model file it runs, why none is made).
 DECLARED = {"litert-lm": (".litertlm", "torch"), "executorch": (".pte", "torch")}

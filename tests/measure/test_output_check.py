@@ -26,8 +26,8 @@ from edgebench.planning.cells import Cell
 from edgebench.planning.checks import input_file, preprocessing
 from edgebench.planning.config import TOLERANCES, CheckConfig, TimingConfig
 from edgebench.results.record_warnings import BLANK_REFERENCE
-from edgebench.runners.backends.base import InputSpec
-from edgebench.runners.backends.tensors import parse_preprocess, read_input_file
+from edgebench.runners.protocol.input_spec import InputSpec
+from edgebench.runners.protocol.tensors import parse_preprocess, read_input_file
 
 FP32 = TOLERANCES["fp32"]
 

@@ -17,8 +17,8 @@ import onnxruntime as ort
 import pytest
 
 from edgebench.converters.toolchains import install_toolchain
-from edgebench.runners.backends.base import InputSpec
-from edgebench.runners.backends.tensors import fit_sample, make_inputs
+from edgebench.runners.protocol.input_spec import InputSpec
+from edgebench.runners.protocol.tensors import fit_sample, make_inputs
 
 MODEL = Path(__file__).resolve().parents[1] / "data" / "silero" / "silero_vad_16k_op15.onnx"
 SHAPES = ["--shape", "input=1,512", "--shape", "state=2,1,128"]

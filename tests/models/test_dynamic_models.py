@@ -11,8 +11,8 @@ import pytest
 from edgebench.models import BUILTIN_MODELS, build_model
 from edgebench.models.detector import ANCHORS, OUTPUTS_PER_ANCHOR, STRIDES
 from edgebench.models.dynamic import RelaxError, build_relaxed, relax_inputs
-from edgebench.runners.backends.base import InputSpec
-from edgebench.runners.backends.tensors import make_inputs
+from edgebench.runners.protocol.input_spec import InputSpec
+from edgebench.runners.protocol.tensors import make_inputs
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -33,7 +33,7 @@ from edgebench.models.llm_writer import (
 )
 from edgebench.paths import exclusive_lock
 from edgebench.runners.backends.reference_llm_backend import ReferenceLlmBackend
-from edgebench.runners.gguf_file import read_gguf
+from edgebench.runners.protocol.gguf import read_gguf
 
 TINY = GENERATIVE_MODELS["llm-tiny"]
 #: Each model's header parsed once for this module (the vocabulary is 300,000 strings).

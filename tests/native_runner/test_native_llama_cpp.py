@@ -23,7 +23,7 @@ from edgebench.builds.libraries import framework_flags, read_library
 from edgebench.builds.native_runner import BuiltRunner, runner_sources
 from edgebench.builds.sources import LLAMA_CPP_SDIST, find_source
 from edgebench.builds.targets import parse_target
-from edgebench.runners.result_parts import GenerationPart
+from edgebench.runners.protocol.result_parts import GenerationPart
 
 pytest.importorskip(
     "llama_cpp", reason="needs llama-cpp-python (pip install 'edgebench[llama-cpp]')"

@@ -18,7 +18,7 @@ from fakes.runner_process import run_runner
 
 from edgebench.builds.native_runner import BuiltRunner
 from edgebench.runners import protocol
-from edgebench.runners.backends.tensors import INPUT_GENERATOR, seeded_values
+from edgebench.runners.protocol.tensors import INPUT_GENERATOR, seeded_values
 
 NATIVE_SOURCES = REPO / "runners" / "native_runner"
 

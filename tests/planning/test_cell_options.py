@@ -10,7 +10,8 @@ from planning.test_backend_axis import cells_for
 from planning.test_nvidia_cells import ORIN_GPU, nvidia_device
 
 from edgebench.compute_backends import ACCELERATORS, captures_cuda_graphs
-from edgebench.runners.spec import RunSpec
+from edgebench.runners.backends import options_type
+from edgebench.runners.protocol.spec import RunSpec
 
 RANGE = {"x": ([1, 3, 8, 8], [4, 3, 16, 16])}
 PROFILE = {"x": {"min": [1, 3, 8, 8], "opt": [1, 3, 8, 8], "max": [4, 3, 16, 16]}}
@@ -38,7 +39,7 @@ def test_every_backends_spec_is_one_the_runner_reads() -> None:
         cell = dynamic(base, captures_cuda_graphs(row.framework, row.name))
         cell = replace(cell, framework=row.framework, backend=row.name)
         sent = cell.spec()
-        options = RunSpec.from_json(sent).options
+        options = RunSpec.from_json(sent, options_type).options
         if row.options is None:
             assert options == {}, row
         else:

@@ -10,7 +10,7 @@ import pytest
 from edgebench.measure.session import _resolve_matrix
 from edgebench.planning.cells import SUSTAINED_MAX_SAMPLES, build_cells
 from edgebench.planning.config import RunConfig, TelemetryConfig, TimingConfig
-from edgebench.runners.spec import RunSpec, TelemetrySpec
+from edgebench.runners.protocol.spec import RunSpec, TelemetrySpec
 
 
 class FakeDevice:

@@ -17,8 +17,8 @@ from edgebench.quantization.calibration import (
     CalibrationUnavailable,
     set_sha256,
 )
-from edgebench.runners.backends.base import InputSpec
-from edgebench.runners.backends.tensors import make_inputs
+from edgebench.runners.protocol.input_spec import InputSpec
+from edgebench.runners.protocol.tensors import make_inputs
 
 INPUTS = [{"name": "x", "shape": [1, 3, 8, 8], "dtype": "float32"}]
 

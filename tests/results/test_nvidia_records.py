@@ -9,8 +9,8 @@ import pytest
 from edgebench.measure.breakdowns import instances_field
 from edgebench.results.accelerator_part import AcceleratorRun
 from edgebench.results.records import Record
-from edgebench.runners.result_parts import InstancesPart
-from edgebench.runners.typed_json import read_object
+from edgebench.runners.protocol.result_parts import InstancesPart
+from edgebench.runners.protocol.typed_json import read_object
 
 
 def _part(raw: dict) -> InstancesPart:

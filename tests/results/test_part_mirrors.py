@@ -1,4 +1,5 @@
-"""The runner's result parts that the host stores as they come (runners/result_parts.py) and
+"""The runner's result parts that the host stores as they come
+(runners/protocol/result_parts.py) and
 the record parts that read them (results/): the same field names both ways, so a field added on
 one side only is caught here, not lost silently in a stored run. The runner cannot import the
 host's parts (it runs on Python 3.8 with nothing of the host), hence the two definitions."""
@@ -8,7 +9,7 @@ import dataclasses
 import pytest
 
 from edgebench.results.records import PARTS
-from edgebench.runners import result_parts
+from edgebench.runners.protocol import result_parts
 
 #: Record part name -> the runner part stored under it as written.
 MIRRORED = {

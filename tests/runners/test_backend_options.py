@@ -1,7 +1,7 @@
-"""Backend options are typed (runners/backend_options.py): read strictly, one line naming the
-key for an option a backend does not take or a value of the wrong type, from the spec reader
-and from the real runner as its ``bad_spec`` error; written back with the spec's key names;
-and each backend module reads the type its host row names."""
+"""Backend options are typed (runners/protocol/backend_options.py): read strictly, one line
+naming the key for an option a backend does not take or a value of the wrong type, from the spec
+reader and from the real runner as its ``bad_spec`` error; written back with the spec's key
+names; and each backend module reads the type its host row names."""
 
 from __future__ import annotations
 
@@ -11,16 +11,18 @@ import pytest
 from fakes.runner_process import run_runner
 
 from edgebench.compute_backends import ACCELERATORS, options_type
-from edgebench.runners.backend_options import (
+from edgebench.runners import backends
+from edgebench.runners.backends import Backend, discover
+from edgebench.runners.protocol import SPEC_SCHEMA
+from edgebench.runners.protocol.backend_options import (
     BackendOptions,
     NvidiaOptions,
     OptionsError,
     OrtGpuOptions,
     TensorRTOptions,
 )
-from edgebench.runners.backends import Backend, BackendError, discover
-from edgebench.runners.protocol import SPEC_SCHEMA
-from edgebench.runners.spec import RunSpec, SpecError
+from edgebench.runners.protocol.errors import BackendError
+from edgebench.runners.protocol.spec import RunSpec, SpecError
 
 PROFILE = {"x": {"min": [1, 3, 8, 8], "opt": [2, 3, 8, 8], "max": [4, 3, 8, 8]}}
 
@@ -79,11 +81,12 @@ def test_the_spec_reader_refuses_a_malformed_option_naming_it(
     framework: str, backend: str, options: dict, words: str
 ) -> None:
     with pytest.raises(SpecError, match=words):
-        RunSpec.from_json(spec(framework, backend, options))
+        RunSpec.from_json(spec(framework, backend, options), backends.options_type)
 
 
 def test_the_options_of_a_framework_no_module_declares_are_the_loaders_to_refuse() -> None:
-    assert RunSpec.from_json(spec("tensorflow-js", "cpu", {"any": 1})).options == {"any": 1}
+    read = RunSpec.from_json(spec("tensorflow-js", "cpu", {"any": 1}), backends.options_type)
+    assert read.options == {"any": 1}
 
 
 def test_a_backend_reading_malformed_options_raises_bad_spec_naming_the_key() -> None:

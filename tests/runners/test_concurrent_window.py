@@ -8,9 +8,9 @@ import threading
 import pytest
 
 from edgebench.measure.breakdowns import instances_field, instances_warning
-from edgebench.runners.result_parts import InstancesPart
+from edgebench.runners.protocol.result_parts import InstancesPart
+from edgebench.runners.protocol.typed_json import read_object
 from edgebench.runners.timing import measure_concurrent
-from edgebench.runners.typed_json import read_object
 
 pytestmark = pytest.mark.load_sensitive
 

@@ -16,8 +16,9 @@ from fakes.runner_process import run_runner
 
 from edgebench.runners import cuda_runtime, protocol
 from edgebench.runners.backend_loader import instantiate, load_backend
-from edgebench.runners.backends import BackendError, declaration
+from edgebench.runners.backends import declaration
 from edgebench.runners.cuda_runtime import CudaError, CudaRuntime, CudaUnavailable
+from edgebench.runners.protocol.errors import BackendError
 
 NO_CUDART = "libcudart is not installed (the CUDA toolkit or pip install nvidia-cuda-runtime-cu12)"
 

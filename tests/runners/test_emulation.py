@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from edgebench.runners.emulation import boot_id, cpuinfo_family, detect
+from edgebench.runners.emulation import cpuinfo_family, detect
+from edgebench.runners.protocol.devices import boot_id
 
 X86_CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD

@@ -18,7 +18,8 @@ from edgebench.lab.device import LocalDevice
 from edgebench.lab.runner_tree import DEVICE_PACKAGE, write_runner_tree
 from edgebench.measure.scheduler import run_cell
 from edgebench.planning.config import TimingConfig
-from edgebench.runners.backends import BackendError, discover
+from edgebench.runners.backends import discover
+from edgebench.runners.protocol.errors import BackendError
 
 # A whole framework: y = 2 * x, with numpy as the "framework module".
 DUMMY_BACKEND = '''

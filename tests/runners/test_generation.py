@@ -14,13 +14,14 @@ import pytest
 from fakes.runner_process import run_runner
 
 from edgebench.runners.backend_loader import load_backend, load_generative
-from edgebench.runners.backends import BackendError, GenerativeBackend
+from edgebench.runners.backends import GenerativeBackend
 from edgebench.runners.cell import CellFacts
 from edgebench.runners.generation import check_material, run_tests, timed_generate
-from edgebench.runners.generation_spec import GenerationSpec
 from edgebench.runners.protocol import SPEC_SCHEMA
-from edgebench.runners.result_parts import GenerationPart
-from edgebench.runners.spec import RunSpec, SpecError
+from edgebench.runners.protocol.errors import BackendError
+from edgebench.runners.protocol.generation_spec import GenerationSpec
+from edgebench.runners.protocol.result_parts import GenerationPart
+from edgebench.runners.protocol.spec import RunSpec, SpecError
 
 PROMPT = list(range(100, 164))
 

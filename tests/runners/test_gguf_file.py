@@ -1,4 +1,4 @@
-"""runners/gguf_file.py against files the real `gguf` package writes (every metadata type and
+"""runners/protocol/gguf.py against files the real `gguf` package writes (every metadata type and
 every dequantized tensor type, checked against gguf.quants), and against malformed files: each
 is one GgufError line naming the file, read without a large allocation."""
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as Q
 
-from edgebench.runners.gguf_file import GGML_TYPES, GgufError, read_gguf
+from edgebench.runners.protocol.gguf import GGML_TYPES, GgufError, read_gguf
 
 RNG = np.random.default_rng(7)
 #: Tensors of every dequantized type: (numpy values written, GGML type).

@@ -15,9 +15,9 @@ from fakes.generative_cells import PROMPT, tiny_generative_spec
 from fakes.result_contract import assert_fits_protocol
 from fakes.runner_process import RUNNER_ARGV
 
-from edgebench.runners.backends import BackendError
 from edgebench.runners.backends.reference_llm_backend import ReferenceLlmBackend
-from edgebench.runners.gguf_file import read_gguf
+from edgebench.runners.protocol.errors import BackendError
+from edgebench.runners.protocol.gguf import read_gguf
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
-"""Which layers of an ncnn .param run in int8 (runners/backends/ncnn_param.py): the switch each
+"""Which layers of an ncnn .param run in int8 (runners/protocol/ncnn_param.py): the switch each
 int8 layer type turns on, as ncnn's layer sources read it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from edgebench.runners.backends.ncnn_param import int8_layers
+from edgebench.runners.protocol.ncnn_param import int8_layers
 
 PARAM = """7767517
 8 9

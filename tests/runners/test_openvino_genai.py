@@ -14,8 +14,8 @@ from fakes.llm_models import write_tiny_qwen2
 from fakes.result_contract import assert_fits_protocol
 from fakes.runner_process import run_runner
 
-from edgebench.runners.backends import BackendError
 from edgebench.runners.backends.openvino_genai_backend import check_gguf
+from edgebench.runners.protocol.errors import BackendError
 
 
 def needs_openvino_genai() -> None:

@@ -12,8 +12,9 @@ import pytest
 from fakes.models import save_conv_model
 
 from edgebench.runners.backend_loader import load_backend
-from edgebench.runners.backend_options import OrtGpuOptions
-from edgebench.runners.backends import BackendError, ort_gpu
+from edgebench.runners.backends import ort_gpu
+from edgebench.runners.protocol.backend_options import OrtGpuOptions
+from edgebench.runners.protocol.errors import BackendError
 
 PROFILE = {"x": {"min": [1, 3, 8, 8], "opt": [4, 3, 8, 8], "max": [8, 3, 8, 8]}}
 

@@ -16,8 +16,8 @@ import pytest
 from fakes.models import save_conv_model
 from onnx import TensorProto, helper
 
-from edgebench.runners.backends import BackendError
 from edgebench.runners.backends import ort_gpu_streams as streams
+from edgebench.runners.protocol.errors import BackendError
 
 
 def _session(path: Path) -> onnxruntime.InferenceSession:

@@ -18,9 +18,9 @@ import pytest
 
 from edgebench.models.llm_shapes import get_generative
 from edgebench.runners.backends import declaration
-from edgebench.runners.backends.base import BackendError
 from edgebench.runners.backends.generative import GenerativeBackend
 from edgebench.runners.backends.reference_llm_backend import ReferenceLlmBackend
+from edgebench.runners.protocol.errors import BackendError
 
 HIDDEN, HEADS, KV_HEADS, FFN, VOCAB, LAYERS = 64, 4, 2, 128, 96, 2
 HEAD_DIM = HIDDEN // HEADS

@@ -13,11 +13,10 @@ import typing
 
 import pytest
 
-from edgebench.runners import result_parts
-from edgebench.runners.protocol import RESULT_SCHEMA
+from edgebench.runners.protocol import RESULT_SCHEMA, result_parts
+from edgebench.runners.protocol.run_result import RunResult, json_schema
+from edgebench.runners.protocol.typed_json import key_of
 from edgebench.runners.result import checked
-from edgebench.runners.run_result import RunResult, json_schema
-from edgebench.runners.typed_json import key_of
 
 
 def _ok_result() -> dict:

@@ -13,6 +13,7 @@ from edgebench.lab.runner_tree import (
     DEVICE_PACKAGE,
     ENTRY_SCRIPT,
     RUNNER_PACKAGE,
+    SUBPACKAGES,
     runner_tree,
     write_runner_tree,
 )
@@ -21,7 +22,7 @@ MODULES = sorted(
     p.stem
     for p in RUNNER_PACKAGE.glob("*.py")
     if p.stem not in ("__init__", "__main__", "launcher")
-)
+) + sorted(f"protocol.{p.stem}" for p in (RUNNER_PACKAGE / "protocol").glob("*.py"))
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,13 @@ def test_the_device_gets_the_entry_script_and_the_package():
     assert where[0] == ENTRY_SCRIPT
     assert f"{DEVICE_PACKAGE}/__init__.py" in where
     assert f"{DEVICE_PACKAGE}/backends/__init__.py" in where
+    assert f"{DEVICE_PACKAGE}/protocol/__init__.py" in where
     assert all(w == ENTRY_SCRIPT or w.startswith(f"{DEVICE_PACKAGE}/") for w in where)
+
+
+def test_every_subpackage_of_the_runner_is_pushed():
+    found = {p.parent.name for p in RUNNER_PACKAGE.glob("*/__init__.py")}
+    assert found == set(SUBPACKAGES)
 
 
 def test_every_runner_module_imports_on_the_device_from_the_pushed_files(pushed):

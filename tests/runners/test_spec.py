@@ -1,9 +1,10 @@
-"""The runner's spec (runners/spec.py): defaults, the checks it makes, and the JSON round trip."""
+"""The runner's spec (runners/protocol/spec.py): defaults, the checks it makes, and the JSON
+round trip."""
 
 import pytest
 
 from edgebench.runners.protocol import SPEC_SCHEMA
-from edgebench.runners.spec import RunSpec, SpecError, TelemetrySpec
+from edgebench.runners.protocol.spec import RunSpec, SpecError, TelemetrySpec
 
 
 def raw(**extra):

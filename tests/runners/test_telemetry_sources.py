@@ -16,9 +16,10 @@ import pytest
 from edgebench.runners import sysfs
 from edgebench.runners.device_state import MAX_ZONES, find_zones, read_state
 from edgebench.runners.energy_source import EnergySource, Reading, TelemetryUnavailable
-from edgebench.runners.energy_sources import AUTO_ORDER, make_source
+from edgebench.runners.energy_sources import make_source
 from edgebench.runners.ina3221 import ina_unconnected
 from edgebench.runners.odpm import parse_odpm
+from edgebench.runners.protocol.telemetry import AUTO_ORDER
 from edgebench.runners.rapl import RAPL_PERMISSION_HINT
 from edgebench.runners.sampler import MIN_PERIOD_S, Sampler, idle_baseline
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from edgebench.runners.conditions import Governor
-from edgebench.runners.spec import TelemetrySpec
+from edgebench.runners.protocol.spec import TelemetrySpec
 from edgebench.runners.telemetry import CellTelemetry
 from edgebench.runners.timing import WindowLimits, run_window
 

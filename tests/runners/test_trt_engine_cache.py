@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from edgebench.runners.backend_options import TensorRTOptions
-from edgebench.runners.backends import BackendError
 from edgebench.runners.backends.trt_engine_cache import (
     ENV_FOLDER,
     EngineCache,
@@ -24,6 +22,8 @@ from edgebench.runners.backends.trt_engine_cache import (
     model_cache_folder,
 )
 from edgebench.runners.backends.trt_profile import covers, engine_profile, is_fixed
+from edgebench.runners.protocol.backend_options import TensorRTOptions
+from edgebench.runners.protocol.errors import BackendError
 
 SHAPE = [1, 3, 224, 224]
 KEY = EngineKey(

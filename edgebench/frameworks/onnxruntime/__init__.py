@@ -2,7 +2,7 @@
 checked against (on the host's CPU)."""
 
 from edgebench.frameworks.rows import NVIDIA_DRIVER, ComputeBackend, Framework
-from edgebench.runners.backend_options import OrtGpuOptions
+from edgebench.runners.protocol.backend_options import OrtGpuOptions
 
 FRAMEWORK = Framework(
     "onnxruntime",

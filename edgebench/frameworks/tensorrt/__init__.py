@@ -2,7 +2,7 @@
 GPU and TensorRT version. It has no CPU backend."""
 
 from edgebench.frameworks.rows import NVIDIA_DRIVER, ComputeBackend, Framework
-from edgebench.runners.backend_options import TensorRTOptions
+from edgebench.runners.protocol.backend_options import TensorRTOptions
 
 FRAMEWORK = Framework(
     "tensorrt",

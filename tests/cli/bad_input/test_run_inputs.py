@@ -22,7 +22,7 @@ from fakes.cli_checks import (
 )
 from fakes.models import save_conv_model, save_sqrt_model
 
-from edgebench.runners.backends.tensors import MAX_IMAGE_SIDE, image_size_problem
+from edgebench.runners.protocol.tensors import MAX_IMAGE_SIDE, image_size_problem
 
 WARNING = "edgebench: warning:"
 ORT = ["--frameworks", "onnxruntime", *FAST]
