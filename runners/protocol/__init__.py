@@ -1,5 +1,5 @@
 """What the host and the on-device runner share, and the only part of the runner the host
-imports. This module: the schema names, the result line, the
+imports (tests/test_protocol_boundary.py). This module: the schema names, the result line, the
 error kinds and statuses a runner result carries, the install hint, and the Linux CPU-list
 syntax. Its submodules: the spec (spec.py), the result and its parts (run_result.py,
 result_parts.py, typed_json.py), backend options, the seeded inputs and input files
