@@ -12,8 +12,9 @@ cancels). The goal: the interval inside 1.00 +- 0.02 and its half-width <= 1%.
 The pairs (edgebench's runner, the tool). benchmark_app and litert-benchmark come with the
 venv's wheels; benchncnn is edgebench's build of it (edgebench.builds.benchncnn, against the
 ncnn edgebench-native links). edgebench builds neither MNN's benchmark.out nor TNNTest: give
-their paths, or put them in a folder of ``<cache>/native-runner/tools/<target>/`` (the newest
-there is used), built against edgebench-native's libraries so both sides run the same code:
+their paths, or build them against edgebench-native's libraries with
+benchmarks/fidelity_tools.py, so both sides run the same code (the newest under
+``<cache>/native-runner/tools/<target>/`` is used):
 
   openvino     Python runner  benchmark_app (the openvino wheel's)   block medians
   tflite       Python runner  litert-benchmark (ai-edge-litert's)     block medians
@@ -21,6 +22,7 @@ there is used), built against edgebench-native's libraries so both sides run the
                (excluded while the wheel's ncnn is another version than benchncnn's)
   ncnn-native  edgebench-native  benchncnn                            block means
   mnn          Python runner  MNN benchmark.out (--mnn-benchmark)     block means
+               (excluded unless --other-builds: the wheel's MNN is another build)
   mnn-native   edgebench-native  MNN benchmark.out                    block means
   tnn-native   edgebench-native  TNNTest (--tnntest)                  block means
 
@@ -65,7 +67,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
 
@@ -115,6 +117,9 @@ class Pair:
     caveat: str = ""
     notes: list[str] | None = None  # set when read back from saved blocks
     seconds_per_pair: float = 0.0  # wall time of one A block and one B block, measured
+    #: tflite: the tool's API over edgebench's (CompiledModel/Interpreter) in one process, with
+    #: its interval; the row's ratio times it compares the two timers on the same work.
+    api_gap: dict[str, float] | None = None
 
 
 def convert(model: str, framework: str) -> Path:
@@ -148,6 +153,14 @@ def make_pair(name: str, model: str, args: argparse.Namespace) -> Pair:
         tool = benchncnn_side(artifact, args.core, args.benchncnn, runner == "native")
         warmup, timer, precision = BENCHNCNN_WARMUP, "iteration", "fp16"
     elif framework == "mnn":
+        if runner != "native" and not args.other_builds:
+            raise MissingTool(
+                f"excluded: the Python runner runs the mnn wheel's MNN {version('mnn')}, "
+                f"benchmark.out links edgebench-native's MNN {built_version('mnn')}, another "
+                "build with its own kernels (+8.7% on mobilenetv2 with a tight interval, so a "
+                "build difference, not a timing one); the mnn-native row compares one library "
+                "(--other-builds runs it anyway)"
+            )
         tool = mnn_benchmark_side(artifact, args.core, args.warmup, args.mnn_benchmark)
     else:
         tool, timer = tnntest_side(artifact, args.core, args.warmup, args.tnntest), "iteration"
@@ -168,6 +181,33 @@ def make_pair(name: str, model: str, args: argparse.Namespace) -> Pair:
             "differ; the mnn-native row runs the same library)"
         )
     return pair
+
+
+def litert_api_gap(pair: Pair, args: argparse.Namespace) -> dict[str, float]:
+    """benchmarks/litert_api_gap.py on the row's artifact and core: CompiledModel/Interpreter."""
+    assert isinstance(pair.a, EdgebenchSide)
+    script = Path(__file__).with_name("litert_api_gap.py")
+    blocks = ["--blocks", str(args.api_gap_blocks), "--block-iterations", str(pair.a.iterations)]
+    argv = [sys.executable, str(script), str(pair.a.artifact), "--core", str(args.core), "--json"]
+    done = subprocess.run(
+        [*argv, *blocks], capture_output=True, text=True, timeout=1800, check=False
+    )
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise BlockFailed(f"litert_api_gap.py (rc {done.returncode}): {last}")
+    return {key: float(value) for key, value in json.loads(lines[-1]).items()}
+
+
+def corrected(interval: RatioInterval, gap: dict[str, float]) -> RatioInterval:
+    """The row's ratio times the API gap: edgebench's timer over the tool's on the same work
+    (the gap's own interval is printed beside it, not folded in)."""
+    return replace(
+        interval,
+        ratio=interval.ratio * gap["ratio"],
+        low=interval.low * gap["ratio"],
+        high=interval.high * gap["ratio"],
+    )
 
 
 def reduce(block: list[float], statistic: str) -> list[float]:
@@ -199,14 +239,16 @@ def measure(pair: Pair, args: argparse.Namespace) -> None:
     pair.seconds_per_pair = (time.monotonic() - measuring) / len(pair.a_blocks)
 
 
-def row(pair: Pair, interval: RatioInterval, args: argparse.Namespace) -> str:
+def row(pair: Pair, interval: RatioInterval, args: argparse.Namespace, judged: bool = True) -> str:
+    """The row's line; ``judged`` False: a figure shown for reference, its goal column blank."""
     ok = interval.meets(args.tolerance, args.max_half_width)
+    goal = ("yes" if ok else "NO") if judged else "-"
     a_ms = statistics.median(x for block in pair.a_blocks for x in block)
     b_ms = statistics.median(x for block in pair.b_blocks for x in block)
     return (
         f"{pair.model:<12} {pair.name:<12} {a_ms:>8.3f} {b_ms:>8.3f} {interval.ratio:>7.4f} "
         f"[{interval.low:.4f}, {interval.high:.4f}] {interval.half_width:>6.2%} "
-        f"{interval.blocks:>4} {'yes' if ok else 'NO':<4}"
+        f"{interval.blocks:>4} {goal:<4}"
     )
 
 
@@ -227,6 +269,17 @@ def parse_args(argv: list[str] | None, default_pairs: str) -> argparse.Namespace
     parser.add_argument("--estimator", choices=ESTIMATORS, default="pooled")
     parser.add_argument("--save-blocks", type=Path, help="write every pair's blocks (JSON)")
     parser.add_argument("--from-blocks", type=Path, help="analyse saved blocks, measure nothing")
+    parser.add_argument(
+        "--other-builds",
+        action="store_true",
+        help="also run the mnn row, whose tool links another MNN build than the wheel's",
+    )
+    parser.add_argument(
+        "--api-gap-blocks",
+        type=int,
+        default=30,
+        help="tflite: block pairs of the in-process CompiledModel/Interpreter comparison",
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: seconds, not minutes")
     parser.add_argument("--benchncnn", type=Path, help="default: edgebench's build of it")
     parser.add_argument("--mnn-benchmark", type=Path, help="MNN's benchmark.out")
@@ -240,7 +293,7 @@ def parse_args(argv: list[str] | None, default_pairs: str) -> argparse.Namespace
         args.pairs = ",".join(default_pairs.split(",")[:2]) if args.quick else default_pairs
     if args.quick:
         args.models, args.budget_s, args.block_iterations, args.min_pairs = "mobilenetv2", 0, 10, 2
-        args.draws = 500
+        args.draws, args.api_gap_blocks = 500, 2
     return args
 
 
@@ -282,6 +335,7 @@ def save_blocks(path: Path, pairs: list[Pair]) -> None:
             "b_label": pair.b.label,
             "notes": [note for note in pair_notes(pair) if note],
             "seconds_per_pair": pair.seconds_per_pair,
+            "api_gap": pair.api_gap,
             "a_blocks": pair.a_blocks,
             "b_blocks": pair.b_blocks,
         }
@@ -307,6 +361,7 @@ def saved_pairs(path: Path) -> dict[tuple[str, str], Pair]:
                 b_blocks=row["b_blocks"],
                 notes=row["notes"],
                 seconds_per_pair=float(row.get("seconds_per_pair") or 0.0),
+                api_gap=row.get("api_gap"),
             )
             for row in rows
         }
@@ -363,6 +418,8 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
             )
             try:
                 measure(pair, args)
+                if name == "tflite":
+                    pair.api_gap = litert_api_gap(pair, args)
             except BlockFailed as exc:
                 pair.error = str(exc)
             results.append((pair, None))
@@ -377,9 +434,24 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
         if interval is None:
             print(f"{pair.model:<12} {pair.name:<12} ERROR: {pair.error}")
             continue
+        if pair.api_gap is not None:
+            gap = pair.api_gap
+            print(row(pair, interval, args, judged=False) + " as measured")
+            interval = corrected(interval, gap)
+            print(row(pair, interval, args) + " corrected for the API")
+        else:
+            print(row(pair, interval, args))
         met += interval.meets(args.tolerance, args.max_half_width)
-        print(row(pair, interval, args))
-        for note in [*pair_notes(pair), spread_note(pair, interval, args)]:
+        notes = [*pair_notes(pair), spread_note(pair, interval, args)]
+        if pair.api_gap is not None:
+            notes.append(
+                f"API: the tool runs CompiledModel.run_by_name, edgebench the Interpreter; in one "
+                f"process, alternating, CompiledModel/Interpreter = {gap['ratio']:.4f} "
+                f"[{gap['low']:.4f}, {gap['high']:.4f}] ({gap['interpreter_ms']:.3f} vs "
+                f"{gap['compiled_ms']:.3f} ms, {gap['blocks']:.0f} block pairs): the corrected "
+                "row is the ratio times it"
+            )
+        for note in notes:
             if note:
                 print(f"    {note}")
     print()

@@ -99,6 +99,16 @@ SMOKE: dict[str, Smoke] = {
         (r"^native fp32\s+fp32\s+{n}", r"^python fp16\s+fp16\s+{n}"),
         fixtures=("native_x86",),
     ),
+    # Builds nothing (a tool's build takes minutes): the libraries the tools would link.
+    "fidelity_tools.py": Smoke(
+        ("--dry-run", "--frameworks", "ncnn"),
+        (r"^  ncnn  links ncnn-\S+; benchncnn: \d+ built$",),
+        fixtures=("native_x86",),
+    ),
+    "litert_api_gap.py": Smoke(
+        (TINY_MODEL, "--blocks", "2", "--block-iterations", "3", "--warmup", "1"),
+        (r"^\S.*\s+{n}\s+{n}\s+{n} \[{n}, {n}\] \(2 block pairs, core \d+\)$",),
+    ),
     "harness_overhead.py": Smoke(
         ("--rounds", "1", "--iters", "5"),
         (r"loop cost {n} ns/iteration", r"ratio {n} \(goal <= 1.02\)"),
