@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes.local_cells import onnxruntime_cells
+from fakes.toolchains import pnnx_or_skip
 
 from edgebench.frameworks import framework_names
 from edgebench.lab.device import LocalDevice
@@ -172,8 +173,17 @@ CONVERTED = {"mnn": "mnn", "ncnn": "ncnn", "openvino": "openvino"}
 
 
 def _installed(frameworks: list[str]) -> list[str]:
+    """Those whose runtime is here and, for ncnn, whose converter can be installed (pnnx, on
+    first use): an ncnn cell of an ONNX model needs it, and with two test processes this test
+    may run before any other installed it."""
     facts = LocalDevice().facts()
-    return [f for f in frameworks if f in framework_names() and facts.framework_available(f)]
+    found = [f for f in frameworks if f in framework_names() and facts.framework_available(f)]
+    if "ncnn" in found:
+        try:
+            pnnx_or_skip()
+        except pytest.skip.Exception:
+            found.remove("ncnn")
+    return found
 
 
 def _records(stdout: str) -> list[dict]:
