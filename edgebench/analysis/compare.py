@@ -59,6 +59,14 @@ class CellVerdict:
     #: What differs between the sides' clock regimes (``ClockRegime.differences``), base ->
     #: new; the cell is then not comparable.
     regime_changes: list[str] = field(default_factory=list)
+    #: The compared metric's unit as this cell's kind means it (a generative cell's energy:
+    #: mJ/tok); "" reads the metric's own.
+    unit: str = ""
+
+    @property
+    def value_unit(self) -> str:
+        """The unit of ``base_value`` and ``new_value``."""
+        return self.unit or get_metric(self.metric).bare_unit
 
 
 def record_p50_ms(record: Record) -> float | None:
@@ -140,6 +148,7 @@ def _judge_cell(
         p_value=None,
         reason="",
         metric=metric.name,
+        unit=metric.bare_unit,
         base_value=metric.value(b),
         new_value=metric.value(n),
         n_base=len(b.samples_ns),
@@ -270,6 +279,7 @@ def compare_runs(
                     None,
                     "only in base run",
                     metric=judged_on.name,
+                    unit=judged_on.bare_unit,
                     base_value=judged_on.value(b),
                     n_base=len(b.samples_ns),
                 )
@@ -291,6 +301,7 @@ def compare_runs(
                     None,
                     "only in new run",
                     metric=judged_on.name,
+                    unit=judged_on.bare_unit,
                     new_value=judged_on.value(n),
                     n_new=len(n.samples_ns),
                 )

@@ -167,9 +167,13 @@ def judged_metric(name: str, frameworks: Iterable[str]) -> Metric:
     """The metric ``name`` means for cells of ``frameworks``: a generative cell's throughput is
     its decode speed (the same figure, counted in generated tokens), so ``--metric throughput``
     on generative records is judged, ranked and labelled as ``decode`` (tok/s, higher is
-    better) by compare, recommend, history and the nightly gate alike."""
-    if name == "throughput" and any(workload_of(f) == "generative" for f in frameworks):
+    better) by compare, recommend, history and the nightly gate alike; its energy is per
+    decoded token (``ENERGY_PER_TOKEN``: the same name and figure, labelled mJ/tok)."""
+    generative = any(workload_of(f) == "generative" for f in frameworks)
+    if name == "throughput" and generative:
         return METRICS[GENERATIVE_DEFAULT_METRIC]
+    if name == "energy" and generative:
+        return ENERGY_PER_TOKEN
     return get_metric(name)
 
 

@@ -99,6 +99,8 @@ class Recommendation:
     refused: dict[str, str] = field(default_factory=dict)
     #: Peak memory budget per device, MB (the chosen cell's peak RSS must not exceed it).
     budget_mb: float | None = None
+    #: The ranked metric's unit as the model's kind means it (generative energy: mJ/tok).
+    unit: str = ""
 
     @property
     def budgeted(self) -> bool:
@@ -211,7 +213,16 @@ def recommend(
             "no recommendation (measure on the real boards)"
         )
         return Recommendation(
-            None, [], refusals, metric, [], model, budget_ms, refused=refused, budget_mb=budget_mb
+            None,
+            [],
+            refusals,
+            metric,
+            [],
+            model,
+            budget_ms,
+            refused=refused,
+            budget_mb=budget_mb,
+            unit=unit,
         )
 
     scores: dict[str, FrameworkScore] = {}
@@ -355,7 +366,7 @@ def recommend(
     if swept:
         reasoning.append("several ok cells (sweep) for " + ", ".join(swept) + ": the best is used")
     return Recommendation(
-        best, table, reasoning, metric, wanted, model, budget_ms, tied, refused, budget_mb
+        best, table, reasoning, metric, wanted, model, budget_ms, tied, refused, budget_mb, unit
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from edgebench.analysis.metrics import RECOMMEND_METRICS, get_metric, judged_metric
+from edgebench.analysis.metrics import RECOMMEND_METRICS, judged_metric
 from edgebench.analysis.ranking import correctness_only
 from edgebench.cli.app import cli
 from edgebench.cli.options import comma_list, metric_option, results_dir_option, setting_option
@@ -288,7 +288,6 @@ def _check_metric_measured(
     cannot be ranked by it: say which figure is missing and how to get it."""
     from edgebench.reporting.tables import shorten
 
-    wanted = get_metric(metric)
     ok = [
         r
         for r in records
@@ -297,6 +296,7 @@ def _check_metric_measured(
         and r.status == Status.OK
         and not correctness_only(r)
     ]
+    wanted = judged_metric(metric, {r.framework for r in ok})
     if not ok or any(wanted.value(r) is not None for r in ok):
         return
     gaps = [unavailable_flag(r.energy.unavailable) for r in ok if r.energy and r.energy.unavailable]
@@ -341,16 +341,17 @@ def history_cmd(
         return
     if not (device and model and framework):
         raise UserError("history of one cell needs --device, --model and --framework together")
-    metric = judged_metric(metric, [framework]).name  # a generative throughput: decode speed
+    # A generative throughput is its decode speed; its energy is per decoded token (mJ/tok).
+    tracked = judged_metric(metric, [framework])
+    metric = tracked.name
     stored: set[tuple[str, str, str]] = set()
     points = history(store, device, model, framework, metric=metric, cells_seen=stored)
     if not points:
         raise UserError(_no_such_cell(store.root, (device, model, framework), stored))
-    click.echo(format_history(points, metric))
+    click.echo(format_history(points, tracked))
     for line in _change_point_lines(store, device, model, framework, metric):
         click.echo(line)
     target = plot or Path("reports") / _plot_name(device, model, framework)
-    tracked = get_metric(metric)
     unit = f"{tracked.label} ({tracked.bare_unit})"
     with _writing("--plot", target):
         plot_history(points, target, title=printable(f"{device}/{model}/{framework}"), unit=unit)

@@ -7,7 +7,6 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from edgebench.analysis.compare import CellVerdict
-from edgebench.analysis.metrics import get_metric
 from edgebench.reporting.tables import fmt_or_dash
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -41,7 +40,7 @@ def junit_xml(verdicts: Sequence[CellVerdict], suite_name: str) -> str:
             fail = ET.SubElement(
                 case, "failure", {"message": _xml_text(v.reason), "type": "regression"}
             )
-            unit = get_metric(v.metric).bare_unit
+            unit = v.value_unit
             base, new = fmt_or_dash(v.base_value, ".4g"), fmt_or_dash(v.new_value, ".4g")
             fail.text = (
                 f"base {v.metric} {base} {unit}, new {v.metric} {new} {unit}"

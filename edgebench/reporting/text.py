@@ -23,15 +23,15 @@ def format_comparison(verdicts: Sequence[CellVerdict]) -> str:
     hold the compared metric, named with its unit in their headings; where cells were judged
     on different metrics (a generative cell's throughput is its decode speed), each value
     carries its own unit instead."""
-    metrics = [get_metric(name) for name in dict.fromkeys(v.metric for v in verdicts) or ["p50"]]
-    one = metrics[0] if len(metrics) == 1 else None
-    heads = [f"{side} {one.name} {one.bare_unit}" if one else side for side in ("base", "new")]
+    judged = list(dict.fromkeys((v.metric, v.value_unit) for v in verdicts)) or [("p50", "ms")]
+    one = judged[0] if len(judged) == 1 else None
+    heads = [f"{side} {one[0]} {one[1]}" if one else side for side in ("base", "new")]
     headers = ["cell", "verdict", *heads, "ratio", "95% CI", "p", "reason"]
     rows = []
     for v in verdicts:
         metric = get_metric(v.metric)
         value_format = ".3f" if metric.sampled else ".4g"
-        unit = "" if one else f" {metric.bare_unit}"
+        unit = "" if one else f" {v.value_unit}"
         ci = "-" if v.ci_low is None else f"{v.ci_low:.3f}..{v.ci_high:.3f}"
         rows.append(
             [
@@ -70,7 +70,7 @@ def format_recommendation(rec: Recommendation) -> str:
     """One table (a row per framework, a column per device showing value, rank and chosen
     cell; * marks the recommendation, ≈ the frameworks of a tie; a refused emulated device
     shows only whether the framework ran ok there), then the reasoning lines."""
-    unit = get_metric(rec.metric).bare_unit
+    unit = rec.unit or get_metric(rec.metric).bare_unit
     headers = ["#", "framework", f"worst {rec.metric}", "mean rank"]
     if rec.budgeted:
         limits = [f"{rec.budget_ms:g}ms"] if rec.budget_ms is not None else []
@@ -109,10 +109,11 @@ def format_recommendation(rec: Recommendation) -> str:
     return printable_lines(out)
 
 
-def format_history(points: list[HistoryPoint], metric: str = "p50") -> str:
-    """One row per run with the metric (headed by its name and unit) and its change from the
-    previous ok run of the same series; one table per series (precision, ...), headed by its
-    name when there are several."""
+def format_history(points: list[HistoryPoint], metric: str | Metric = "p50") -> str:
+    """One row per run with the metric (headed by its name and unit: pass the cell's
+    ``judged_metric`` for its kind's unit) and its change from the previous ok run of the same
+    series; one table per series (precision, ...), headed by its name when there are
+    several."""
     if not points:
         return "no runs with this cell"
     series = list(dict.fromkeys(p.series for p in points))
@@ -120,7 +121,8 @@ def format_history(points: list[HistoryPoint], metric: str = "p50") -> str:
     for name in series:
         if len(series) > 1:
             out += [*([""] if out else []), f"{name}:"]
-        out += _history_table([p for p in points if p.series == name], get_metric(metric))
+        shown = metric if isinstance(metric, Metric) else get_metric(metric)
+        out += _history_table([p for p in points if p.series == name], shown)
     for kind in sorted({p.correctness_only for p in points} - {""}):
         article = "an" if kind == EMULATED_CPU else "a"
         out.append(f"({kind}): measured on {article} {kind}, {EMULATED_RULE}")

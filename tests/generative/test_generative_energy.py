@@ -89,14 +89,10 @@ def run_llm_tiny(run_cli, *extra: str) -> dict:
     return record
 
 
-def test_energy_per_prompt_and_decoded_token_match_the_known_extra_power(
-    run_cli,
-    eb_env,
-    tmp_path,
-    llm_tiny_gguf,  # noqa: F811
-):
-    sysroot = tmp_path / "sysfs"
-    marker = tmp_path / "window.active"
+def run_with_gauge(run_cli, eb_env: dict[str, str], folder: Path) -> dict:
+    """llm-tiny on llama.cpp with the synthetic fuel gauge under ``folder``; its record (the
+    gauge's marker gone after it)."""
+    sysroot, marker = folder / "sysfs", folder / "window.active"
     eb_env["EDGEBENCH_SYSFS_ROOT"] = str(sysroot)
     with MarkerDrivenGauge(sysroot, marker):
         record = run_llm_tiny(
@@ -106,6 +102,17 @@ def test_energy_per_prompt_and_decoded_token_match_the_known_extra_power(
             "--baseline-s", "0.3",
             "--telemetry-period", "0.005",
         )  # fmt: skip
+    assert not marker.exists()
+    return record
+
+
+def test_energy_per_prompt_and_decoded_token_match_the_known_extra_power(
+    run_cli,
+    eb_env,
+    tmp_path,
+    llm_tiny_gguf,  # noqa: F811
+):
+    record = run_with_gauge(run_cli, eb_env, tmp_path)
     generation = record["generation"]
     decode_ms = sum(generation["decode_wall_ms"])
     decoded = len(generation["decode_wall_ms"]) * (GEN - 1)
@@ -128,7 +135,6 @@ def test_energy_per_prompt_and_decoded_token_match_the_known_extra_power(
     # the record's energy per inference is per decoded token, as its samples are
     assert record["energy_mj_per_inf"] == measured_decode
     assert record["energy"]["energy_mj_per_inf"] == measured_decode
-    assert not marker.exists()
 
 
 def test_a_generative_cell_without_an_energy_source_says_so(
