@@ -91,14 +91,22 @@ def runner_sources(frameworks: Iterable[str], folder: Path | None = None) -> lis
     common = sorted(folder.glob("*.cpp"))
     if not common:
         raise BuildError(f"the native runner's sources are missing: no .cpp file in {folder}")
+    stems = {name: re.sub(r"\W", "_", name) for name in FRAMEWORKS}  # llama.cpp: llama_cpp
     backends = []
     for framework in frameworks:
-        stem = re.sub(r"\W", "_", framework)  # llama.cpp: backends/llama_cpp.cpp
+        stem = stems.get(framework, framework)
         backend = folder / "backends" / f"{stem}.cpp"
         if not backend.is_file():
             raise BuildError(f"the native runner has no {framework} backend: {backend} is missing")
-        backends += [backend, *sorted(backend.parent.glob(f"{stem}_*.cpp"))]
-    return common + backends
+        # Another framework's backend is not a part (mnn_llm.cpp is mnn-llm's, not mnn's).
+        others = [s for s in stems.values() if s != stem and s.startswith(f"{stem}_")]
+        parts = [
+            path
+            for path in sorted(backend.parent.glob(f"{stem}_*.cpp"))
+            if not any(path.stem == s or path.stem.startswith(f"{s}_") for s in others)
+        ]
+        backends += [backend, *parts]
+    return common + list(dict.fromkeys(backends))
 
 
 def runner_key(
@@ -153,11 +161,16 @@ def build_runner(
     folder = (runner_folder or runner_dir()).absolute()
     cpp_files = runner_sources(chosen, folder)
     compiler = find_compiler(target, ndk)
-    found = [find_source(name, given.get(name)) for name in chosen]
+    # One source and library per library framework: mnn-llm links MNN's (library_of).
+    owners = {name: library_recipes()[name].library_of or name for name in chosen}
+    given = {owners[name]: path for name, path in given.items()}
+    found = [find_source(name, given.get(name)) for name in dict.fromkeys(owners.values())]
     libraries = [
         build_library(src, target, compiler, jobs, say, features=features, gpu_devices=gpu_devices)
         for src in found
     ]
+    by_framework = {lib.framework: lib for lib in libraries}
+    library_of = {name: by_framework[owners[name]] for name in chosen}
     loads_drivers = any(lib.gpu_apis for lib in libraries)
     link_flags = driver_link_flags(compiler) if loads_drivers else list(compiler.link_flags)
     # The runner's own driver lookups (gpu_devices.cpp) exist only where glibc is shared.
@@ -195,8 +208,8 @@ def build_runner(
                 "schema": SCHEMA,
                 "key": key,
                 "target": target.name,
-                "frameworks": {lib.framework: lib.version for lib in libraries},
-                "libraries": {lib.framework: lib.folder.name for lib in libraries},
+                "frameworks": {name: lib.version for name, lib in library_of.items()},
+                "libraries": {name: lib.folder.name for name, lib in library_of.items()},
                 "compiler": {
                     "kind": compiler.kind,
                     "version": compiler.version,

@@ -57,6 +57,9 @@ class LibraryRecipe:
     #: The folder under the archive's top holding the framework's own top CMakeLists.txt
     #: (llama.cpp: ``vendor/llama.cpp``), used where it is there.
     source_subfolder: str = ""
+    #: The framework whose library (and source) this one links instead of a build of its own
+    #: (mnn-llm: MNN's, which holds its LLM engine): only the runner's backend file differs.
+    library_of: str = ""
 
 
 @functools.cache

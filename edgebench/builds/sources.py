@@ -236,6 +236,9 @@ def find_source(framework: str, given: Path | None = None) -> Source:
     ``<framework>-<version>`` archive in :func:`sources_dir`."""
     if framework not in FRAMEWORKS:
         raise BuildError(f"unknown framework {framework!r}: choose one of {', '.join(FRAMEWORKS)}")
+    library_of = library_recipes()[framework].library_of
+    if library_of:  # mnn-llm: MNN's source, whose library holds it
+        return find_source(library_of, given)
     found_here = given is None
     if given is None:
         given = _newest_archive(framework)

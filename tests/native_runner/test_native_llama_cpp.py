@@ -13,10 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes.adb_fixtures import EmulatedPhone
-from fakes.arm_board import BOARD_PYTHON, board_lab_entry
 from fakes.generative_cells import tiny_generative_spec
 from fakes.llm_models import llm_tiny_gguf  # noqa: F401  # the fixture
 from fakes.native_builds import host_native_lab, run_native, with_framework
+from fakes.native_generative import (
+    PROMPTS,
+    assert_checked_like_python,
+    phone_native_lab,
+    run_records,
+    tiny_settings,
+)
 
 from edgebench.builds import NATIVE_DIR_ENV, BuildError, native_root
 from edgebench.builds.libraries import framework_flags, read_library
@@ -29,13 +35,7 @@ pytest.importorskip(
     "llama_cpp", reason="needs llama-cpp-python (pip install 'edgebench[llama-cpp]')"
 )
 
-PROMPTS, GEN = (8, 16), 6
-NATIVE_RUNNER = 'runner = "edgebench-native"'
-SETTINGS = [
-    *("--models", "llm-tiny", "--frameworks", "llama.cpp"),
-    *("--prompt-tokens", ",".join(map(str, PROMPTS)), "--gen-tokens", str(GEN)),
-    *("--rounds", "1", "--threads", "1"),
-]
+SETTINGS = tiny_settings("llama.cpp")
 
 
 LLAMA_CMAKE = 'cmake_minimum_required(VERSION 3.14)\nproject("llama.cpp" C CXX)\n'
@@ -136,27 +136,6 @@ def native_arm_llama_fixture(native_arm: BuiltRunner) -> BuiltRunner:
     return with_framework(native_arm, "llama.cpp")
 
 
-def run_records(run_cli, eb_env, args: list[str]) -> list[dict]:
-    """`edgebench run` with ``args``; the records of that run (the newest run folder)."""
-    done = run_cli(["run", *args], timeout=1200)
-    assert done.returncode == 0, done.stderr[-3000:]
-    runs = sorted(Path(eb_env["EDGEBENCH_RESULTS"]).iterdir(), key=lambda p: p.stat().st_mtime)
-    lines = (runs[-1] / "records.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
-
-
-def assert_checked_like_python(native: dict, python: dict, prompts: tuple[int, ...]) -> None:
-    assert native["status"] == "ok", native.get("error")
-    assert native["output_check"]["passed"], native["output_check"]
-    generation = native["generation"]
-    assert sorted(set(generation["ttft_prompt_tokens"])) == list(prompts)
-    assert native["n_samples"] == len(generation["decode_wall_ms"]) * (GEN - 1)
-    assert generation["weight_type"] == python["generation"]["weight_type"] == "f16"
-    assert python["status"] == "ok", python.get("error")
-    assert generation["check_tokens"], generation
-    assert generation["check_tokens"] == python["generation"]["check_tokens"]
-
-
 def test_llm_tiny_on_the_host_through_edgebench_native_agrees_with_the_python_runner(
     run_cli,
     eb_env,
@@ -237,9 +216,7 @@ def test_llm_tiny_on_the_emulated_phone_without_python_agrees_with_the_python_ru
     llm_tiny_gguf,  # noqa: F811
 ) -> None:
     python_llama_cpp()
-    entry = board_lab_entry("phone", board_work_dir, phone=board_phone, extra=[NATIVE_RUNNER])
-    lab = tmp_path / "lab.toml"
-    lab.write_text(entry.replace(f'python = "{BOARD_PYTHON}"', 'python = "/system/bin/python3"'))
+    lab = phone_native_lab(tmp_path, board_phone, board_work_dir)
     (native,) = run_records(run_cli, eb_env, ["--lab", str(lab), "--devices", "phone", *SETTINGS])
     assert native["device_info"]["runner"] == "edgebench-native (aarch64-linux)"
     (python,) = run_records(run_cli, eb_env, SETTINGS)

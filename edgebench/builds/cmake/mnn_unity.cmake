@@ -23,3 +23,12 @@ function(edgebench_mnn_unity_skips)
     DIRECTORY ${express} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 endfunction()
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL edgebench_mnn_unity_skips)
+
+# The LLM engine's sources (transformers/llm/engine) share file-level helpers across files
+# (llm.cpp, omni.cpp, the tokenizer's): its own target compiles each file on its own.
+function(edgebench_mnn_llm_no_unity)
+  if(TARGET llm)
+    set_target_properties(llm PROPERTIES UNITY_BUILD OFF)
+  endif()
+endfunction()
+cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL edgebench_mnn_llm_no_unity)

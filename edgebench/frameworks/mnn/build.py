@@ -48,6 +48,21 @@ def mnn_gpu_flags(target: Target, gpu_devices: str) -> list[str]:
     return flags
 
 
+#: MNN's LLM engine (transformers/llm/engine, linked into libMNN.a with the rest): one library
+#: serves both the tensor cells (mnn) and the generative ones (mnn-llm), so the runner links
+#: no duplicate symbols. MNN_BUILD_LLM forces MNN_LOW_MEMORY (the block-quantized int8
+#: weights) and MNN_SUPPORT_TRANSFORMER_FUSE (the fused Attention op the converter's graph
+#: uses); they are named here too so the flags say what the library holds. No demos, and no
+#: HTTP download of models (httplib).
+LLM_FLAGS = (
+    "-DMNN_BUILD_LLM=ON",
+    "-DMNN_LOW_MEMORY=ON",
+    "-DMNN_SUPPORT_TRANSFORMER_FUSE=ON",
+    "-DMNN_LLM_BUILD_DEMO=OFF",
+    "-DLLM_SUPPORT_HTTP_RESOURCE=OFF",
+)
+
+
 def mnn_flags(source: Source, target: Target, lean: bool, gpu_devices: str) -> list[str]:
     flags = [
         "-DMNN_BUILD_SHARED_LIBS=OFF",
@@ -58,6 +73,7 @@ def mnn_flags(source: Source, target: Target, lean: bool, gpu_devices: str) -> l
         "-DMNN_BUILD_CONVERTER=OFF",
         "-DMNN_SEP_BUILD=OFF",
         "-DMNN_USE_THREAD_POOL=ON",
+        *LLM_FLAGS,
         *unity_flags("MNN", "mnn_unity.cmake"),
         *mnn_gpu_flags(target, gpu_devices),
     ]

@@ -12,4 +12,5 @@ FRAMEWORK = Framework(
     converter="mnn-llm",
     converters=(ConverterRow("mnn-llm", "edgebench.converters.mnn_llm.converter:MnnLlmConverter"),),
     workload="generative",
+    build="edgebench.frameworks.mnn_llm.build:BUILD",
 )
