@@ -20,7 +20,7 @@ from pathlib import Path
 
 from edgebench.builds import BuildError, native_root
 from edgebench.builds.compilers import driver_link_flags, find_compiler
-from edgebench.builds.libraries import Progress, build_library
+from edgebench.builds.libraries import Library, Progress, build_library
 from edgebench.builds.logged import first_error, run_logged
 from edgebench.builds.sources import PROJECT_PAGES, find_source
 from edgebench.builds.targets import Target
@@ -54,15 +54,17 @@ def build_benchncnn(
     features: str = "lean",
     progress: Progress | None = None,
     ncnn_source: Path | None = None,
+    library: Library | None = None,
 ) -> Path:
-    """The benchncnn binary for ``target``: compiled now unless this key's is there. Builds
-    ncnn's library (from ``ncnn_source``, else the sources folder's) first when it is not
-    built yet (minutes)."""
+    """The benchncnn binary for ``target``: compiled now unless this key's is there. Against
+    ``library`` when given (an edgebench-native's own), else ncnn's library (from
+    ``ncnn_source``, else the sources folder's), built first when it is not yet (minutes)."""
     say = progress or (lambda _line: None)
     source = find_source("ncnn", ncnn_source)
     cpp = benchncnn_source(source.root, source.version, cpp)
     compiler = find_compiler(target)
-    library = build_library(source, target, compiler, progress=say, features=features)
+    if library is None:
+        library = build_library(source, target, compiler, progress=say, features=features)
     link_flags = driver_link_flags(compiler) if library.gpu_apis else list(compiler.link_flags)
     argv = [str(compiler.cxx), *CXXFLAGS, f"-I{library.include_dir}", str(cpp)]
     argv += [*library.link_args, *link_flags]
