@@ -7,16 +7,11 @@ per repetition the prompt test's and the generation test's tokens per second.
 
 from __future__ import annotations
 
-import ctypes
-import os
-import statistics
+import json
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
 
 from edgebench.framework_tools import ToolParseError, parse_llama_bench_json
 from edgebench.lab.device import LocalDevice
@@ -28,8 +23,6 @@ from edgebench.runners import protocol
 
 BLOCK_TIMEOUT_S = 1800.0
 RUN_TIMEOUT_S = 3600.0
-#: Greedy steps timed to size the correction (each a view and an argmax over the vocabulary).
-GREEDY_LOOPS = 400
 
 
 class BlockFailed(Exception):
@@ -47,23 +40,74 @@ class Block:
     tg_fixed: list[float]
 
 
-def greedy_step_ns(vocab: int, cores: list[int]) -> float:
-    """What the llama.cpp backend adds per token beyond ``llama_decode``: a numpy view of the
-    vocabulary's logits and its argmax (``_greedy``), timed here on the same cores over a
-    float32 buffer of the vocabulary's size; the median in nanoseconds."""
-    buffer = (ctypes.c_float * vocab)(*np.random.default_rng(0).standard_normal(vocab))
-    pointer = ctypes.cast(buffer, ctypes.POINTER(ctypes.c_float))
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, cores)
+#: Run by ``per_token_costs`` in a pinned process: the llama.cpp backend's own loop with its
+#: greedy step and its ``llama_decode`` calls timed apart, per token (medians, ns).
+_PER_TOKEN_PROBE = """
+import json, statistics, sys, time
+from edgebench.runners.backends.llama_cpp_backend import LlamaCppBackend
+
+clock = time.perf_counter_ns
+greedy, decode, stamps = [], [], []
+
+
+class Timed(LlamaCppBackend):
+    def _greedy(self):
+        start = clock()
+        token = super()._greedy()
+        greedy.append(clock() - start)
+        return token
+
+    def _decode(self, batch):
+        start = clock()
+        super()._decode(batch)
+        decode.append(clock() - start)
+
+
+model, threads, tokens, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+backend = Timed()
+backend.load(model, threads, tokens + 8)
+gaps = []
+for run in range(runs + 1):  # the first warms up
+    greedy.clear(), decode.clear(), stamps.clear()
+    backend.generate([1], tokens, lambda token: stamps.append(clock()))
+    if run:
+        gaps += [b - a - d for a, b, d in zip(stamps, stamps[1:], decode[1:])]
+backend.close()
+print(json.dumps({"greedy_ns": statistics.median(greedy), "loop_ns": statistics.median(gaps)}))
+"""
+PROBE_TOKENS, PROBE_RUNS = 48, 3
+
+
+@dataclass(frozen=True)
+class PerToken:
+    """What edgebench's llama.cpp loop adds to each ``llama_decode``, timed in that loop:
+    ``greedy_ns`` the greedy step (a view of the last logits and their argmax: work a
+    deployment does to pick a token, llama-bench does not), ``loop_ns`` the rest of a gap
+    between tokens outside ``llama_decode`` (the greedy step, the Python loop, the ctypes call,
+    the runner's clock)."""
+
+    greedy_ns: float
+    loop_ns: float
+
+
+def per_token_costs(model: Path, threads: int, cores: list[int]) -> PerToken:
+    """The backend's greedy step and its whole per-token time outside ``llama_decode``, timed
+    in its real loop on ``model`` in a process pinned to ``cores``. After a decode has streamed
+    the weights through the caches the logits are read from memory: the same argmax over a
+    buffer kept hot takes a fraction of it, so it is timed here and not on a buffer."""
+    command = [
+        *("taskset", "-c", ",".join(map(str, cores)), sys.executable, "-c", _PER_TOKEN_PROBE),
+        *(str(model), str(threads), str(PROBE_TOKENS), str(PROBE_RUNS)),
+    ]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S, check=False
+    )
     try:
-        times = []
-        for _ in range(GREEDY_LOOPS):
-            start = time.perf_counter_ns()
-            int(np.argmax(np.ctypeslib.as_array(pointer, shape=(vocab,))))
-            times.append(time.perf_counter_ns() - start)
-    finally:
-        os.sched_setaffinity(0, before)
-    return float(statistics.median(times))
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        return PerToken(float(found["greedy_ns"]), float(found["loop_ns"]))
+    except (IndexError, ValueError, KeyError) as exc:
+        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+        raise BlockFailed(f"timing the greedy step (rc {done.returncode}): {tail or exc}") from None
 
 
 @dataclass(frozen=True)
@@ -87,7 +131,7 @@ class EdgebenchLlama:
     work: Workload
     facts: LlmFacts
     seed: int
-    greedy_ns: float
+    per_token: PerToken
     label: str = "edgebench llama.cpp (Python runner)"
     version: str = ""
 
@@ -120,7 +164,8 @@ class EdgebenchLlama:
         generation = result["generation"]
         ttft = [ns for run in generation["prefill"] for ns in run["ttft_ns"]]
         walls = generation["decode_wall_ns"]
-        n, gaps, greedy = self.work.prompt_tokens, self.work.gen_tokens - 1, self.greedy_ns
+        n, gaps = self.work.prompt_tokens, self.work.gen_tokens - 1
+        greedy = self.per_token.greedy_ns
         return Block(
             pp=[n * 1e9 / ns for ns in ttft],
             tg=[gaps * 1e9 / ns for ns in walls],
