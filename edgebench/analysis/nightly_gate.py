@@ -26,7 +26,7 @@ import numpy as np
 
 from edgebench.analysis.change_points import MIN_SEGMENT
 from edgebench.analysis.compare import CellVerdict
-from edgebench.analysis.metrics import Metric, get_metric, judged_metric
+from edgebench.analysis.metrics import Metric, judged_metric
 from edgebench.analysis.night_summary import CellSummary
 from edgebench.analysis.nightly import (
     Night,
@@ -107,7 +107,7 @@ def gate_cells(
 def _judge(
     now: Night, past: list[Night], settings: GateSettings, tracked: Metric
 ) -> CellVerdict | None:
-    metric, lower_is_better = tracked.name, tracked.lower_is_better
+    metric, lower_is_better = tracked, tracked.lower_is_better
     points = [n for n in past if n.trend_point]
     last = points[-1] if points else None
     if now.correctness_only:
@@ -162,26 +162,28 @@ def _verdict(
     last: Night | None,
     word: str,
     reason: str,
-    metric: str,
+    metric: Metric,
     *,
     base: float | None = None,
     ratio: float | None = None,
     step: Step | None = None,
 ) -> CellVerdict:
     base = base if base is not None else (last.value if last is not None else None)
-    latency = get_metric(metric).unit == "ms"
+    latency = metric.unit == "ms" and metric.name == "p50"
     cp = step.change_point if step is not None else None
     return CellVerdict(
         cell_id=now.cell_id,
         verdict=word,
-        base_p50_ms=base if latency and metric == "p50" else None,
-        new_p50_ms=now.value if latency and metric == "p50" else None,
+        base_p50_ms=base if latency else None,
+        new_p50_ms=now.value if latency else None,
         ratio=ratio,
         ci_low=1 + cp.change_low if cp is not None else None,
         ci_high=1 + cp.change_high if cp is not None else None,
         p_value=cp.p_value if cp is not None else None,
         reason=reason,
-        metric=metric,
+        metric=metric.name,
+        # A generative cell's energy is per decoded token: the verdict says mJ/tok.
+        unit=metric.bare_unit,
         base_value=base,
         new_value=now.value,
     )

@@ -38,6 +38,7 @@ def generative(
     run_id: str = "r",
     device: str = "local",
     gen: int = GEN,
+    energy_mj: float | None = None,
 ) -> Record:
     """A generative cell decoding at ``decode`` tokens/s: its per-token latencies (the raw
     samples, three repetitions) around 1/decode, its prefill of 16 tokens in ``ttft_ms``."""
@@ -61,16 +62,24 @@ def generative(
         generation=generation,
         peak_rss_mb=rss_mb,
         throughput_ips=decode,
+        energy_mj_per_inf=energy_mj,
     )
 
 
 def store_run(
-    results: Path, cells: list[tuple[str, float, float, float]], gen: int = GEN, **meta
+    results: Path,
+    cells: list[tuple[str, float, float, float]],
+    gen: int = GEN,
+    energy_mj: float | None = None,
+    **meta,
 ) -> RunDir:
     """A stored run of one generative cell per (framework, decode, ttft, rss) on ``local``."""
     run = ResultsStore(results).create_run({"edgebench_version": "test", **meta})
     for i, (framework, decode, ttft, rss) in enumerate(cells):
-        run.append(generative(framework, decode, ttft, rss, seed=i, run_id=run.run_id, gen=gen))
+        cell = generative(
+            framework, decode, ttft, rss, seed=i, run_id=run.run_id, gen=gen, energy_mj=energy_mj
+        )
+        run.append(cell)
     return run
 
 
@@ -204,6 +213,28 @@ def test_the_nightly_gate_fails_a_plan_whose_decode_dropped(
     assert judged.verdict == verdict and judged.metric == "decode", judged.reason
     assert judged.new_value == pytest.approx(tonight, rel=0.02)
     assert any("judged against their recent good nights" in line for line in progress.lines)
+
+
+def test_the_nightly_gate_judges_a_generative_energy_per_decoded_token(eb_env, tmp_path):
+    from edgebench.reporting.text import format_comparison
+
+    plan_file = tmp_path / "nightly.toml"
+    plan_file.write_text(
+        'name = "nightly"\nmodels = ["llm-tiny"]\n[thresholds]\nmetric = "energy"\n'
+    )
+    config = load_plan(plan_file).apply(RunConfig())
+    results = Path(eb_env["EDGEBENCH_RESULTS"])
+    meta = {"plan": "nightly", "status": "complete", "good": True}
+    for night in range(MIN_NIGHTS + 1):
+        store_run(results, CELLS[:1], energy_mj=2.0 + 0.01 * (night % 3), **meta)
+    run = store_run(results, CELLS[:1], energy_mj=3.0, plan="nightly")
+    output, progress = Verdicts(), Messages()
+    assert gate_run(config, ResultsStore(results), run, run.records(), output, progress) is True
+    (judged,) = output.verdicts
+    assert judged.verdict == "regressed" and judged.metric == "energy", judged.reason
+    assert judged.value_unit == "mJ/tok" and judged.new_value == pytest.approx(3.0)
+    table = format_comparison(output.verdicts)
+    assert "new energy mJ/tok" in table and "mJ/inf" not in table
 
 
 def test_the_dashboard_follows_decode_and_calls_its_drop_a_regression(eb_env, tmp_path):
