@@ -3,6 +3,7 @@ an HTTP server, and a server that accepts and stays silent."""
 
 from __future__ import annotations
 
+import selectors
 import socket
 import subprocess
 import sys
@@ -11,8 +12,6 @@ import time
 import pytest
 
 pytest.importorskip("ray")
-
-from fakes.ssh_fixtures import free_port
 
 pytestmark = pytest.mark.load_sensitive
 
@@ -28,22 +27,34 @@ def cluster_run(env: dict[str, str], address: str) -> subprocess.CompletedProces
     )
 
 
+def served_port(server: subprocess.Popen[str], limit_s: float = 60) -> int:
+    """The port http.server bound (it was given 0): from the line it prints once it listens,
+    "Serving HTTP on 127.0.0.1 port N (...) ...", read within ``limit_s``."""
+    assert server.stdout is not None
+    deadline = time.monotonic() + limit_s
+    with selectors.DefaultSelector() as selector:
+        selector.register(server.stdout, selectors.EVENT_READ)
+        while (left := deadline - time.monotonic()) > 0 and selector.select(left):
+            line = server.stdout.readline()
+            if not line:
+                break
+            words = line.split()
+            if line.startswith("Serving HTTP on") and "port" in words:
+                return int(words[words.index("port") + 1])
+    raise AssertionError(f"http.server did not say its port (exit {server.poll()})")
+
+
 def test_an_http_server_is_not_a_ray_head(eb_env):
-    port = free_port()
+    # Port 0: the server binds a free port itself (one picked here and handed over could be
+    # taken by another test process in between) and says which.
     server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-        stdout=subprocess.DEVNULL,
+        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:  # until it listens (bounded)
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "no http.server"
-                time.sleep(0.1)
+        port = served_port(server)
         done = cluster_run(eb_env, f"127.0.0.1:{port}")
     finally:
         server.terminate()

@@ -28,7 +28,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from typing import Any
 import pytest
 
 from fakes.adb_emulator import AdbDeviceEmulator
+from fakes.listen_ports import free_port, listens_on
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +45,6 @@ SERVER_START_TIMEOUT = 10.0
 ADB_COMMAND_TIMEOUT = 30.0
 DEVICE_ONLINE_TIMEOUT = 10.0
 EMULATOR_SCRIPT = Path(__file__).with_name("adb_emulator.py")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _server_version(port: int) -> bool:
@@ -109,16 +104,22 @@ class AdbServer:
                 self.proc.wait(timeout=5)
 
 
-def start_adb_server(workdir: Path, attempts: int = 3) -> AdbServer:
-    """Start ``adb nodaemon server`` on a free port with its own HOME; wait until it answers.
-    Skips the calling test where adb is not installed."""
+def start_adb_server(
+    workdir: Path, attempts: int = 5, pick_port: Callable[[], int] = free_port
+) -> AdbServer:
+    """Start ``adb nodaemon server`` on a free port (``pick_port`` picks each try's) with its
+    own HOME; wait until it answers. Skips the calling test where adb is not installed.
+
+    ``adb -P`` refuses port 0, so the port is picked free here and not held: another test
+    process may take it first (another adb server even, which answers too). The server counts
+    as up only once its own socket listens on the port; else a fresh port is tried (bounded)."""
     if not os.access(ADB, os.X_OK):
         pytest.skip("adb is not installed")
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
     last_error = ""
     for attempt in range(attempts):
-        port = _free_port()
+        port = pick_port()
         env = dict(os.environ)
         env.update(HOME=str(home), ANDROID_ADB_SERVER_PORT=str(port))
         env.pop("ANDROID_SERIAL", None)
@@ -133,9 +134,10 @@ def start_adb_server(workdir: Path, attempts: int = 3) -> AdbServer:
                 start_new_session=True,
             )
         deadline = time.monotonic() + SERVER_START_TIMEOUT
-        # Bounded poll on an observable state: the server answering host:version.
+        # Bounded poll on an observable state: this process listening on the port and the
+        # server answering host:version there.
         while time.monotonic() < deadline and proc.poll() is None:
-            if _server_version(port):
+            if listens_on(proc.pid, port) and _server_version(port):
                 log.info("adb server pid %d on port %d (HOME=%s)", proc.pid, port, home)
                 return AdbServer(port, home, env, proc, log_path)
             time.sleep(0.02)

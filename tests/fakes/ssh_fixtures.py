@@ -6,15 +6,16 @@ import getpass
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from edgebench.lab.emulated_board import board_command
+from fakes.listen_ports import free_port, listens_on
 
 SSHD = "/usr/sbin/sshd"
 
@@ -40,13 +41,7 @@ class SshServer:
                 self.process.wait(timeout=10)
 
 
-SSHD_START_ATTEMPTS = 3
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+SSHD_START_ATTEMPTS = 5
 
 
 def _keygen(path: Path) -> None:
@@ -58,16 +53,15 @@ def _keygen(path: Path) -> None:
 
 
 def _wait_listening(port: int, process: subprocess.Popen, limit_s: float = 10.0) -> None:
-    """Bounded wait for the port to accept, failing fast if sshd exited."""
+    """Bounded wait until this sshd itself listens on ``port`` (its own socket, not whatever
+    answers there: another test's server may hold the port), failing fast if sshd exited."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             err = process.stderr.read().decode() if process.stderr else ""
             raise RuntimeError(f"sshd exited with {process.returncode}: {err}")
-        with socket.socket() as sock:
-            sock.settimeout(0.2)
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
+        if listens_on(process.pid, port):
+            return
         time.sleep(0.05)
     raise RuntimeError(f"sshd did not listen on {port} within {limit_s} s")
 
@@ -132,10 +126,13 @@ def _launch_sshd(
     return process
 
 
-def start_sshd(folder: Path, chroot: Path | None = None) -> SshServer:
-    """sshd on a free port of 127.0.0.1. With ``chroot`` (an emulated board's root) every
-    session runs chrooted there, from a private mount namespace that binds /proc, /sys and /dev
-    into the root: the login shell and everything it starts are the board's programs."""
+def start_sshd(
+    folder: Path, chroot: Path | None = None, pick_port: Callable[[], int] = free_port
+) -> SshServer:
+    """sshd on a free port of 127.0.0.1 (``pick_port`` picks each try's). With ``chroot`` (an
+    emulated board's root) every session runs chrooted there, from a private mount namespace
+    that binds /proc, /sys and /dev into the root: the login shell and everything it starts
+    are the board's programs."""
     if not os.access(SSHD, os.X_OK):
         pytest.skip("openssh-server is not installed (.ci/run installs it)")
     if shutil.which("ssh-keygen") is None:
@@ -154,10 +151,11 @@ def start_sshd(folder: Path, chroot: Path | None = None) -> SshServer:
     _keygen(client_key)
     authorized = folder / "authorized_keys"
     shutil.copy(client_key.with_suffix(".pub"), authorized)
-    # The port is free when picked but not held: another test process may take it before sshd
-    # binds it, and then sshd exits at once. A fresh port is tried then (bounded).
+    # sshd refuses Port 0, so the port is picked free here and not held: another test process
+    # may take it before sshd binds it, and then sshd exits at once. The server counts as up
+    # only once its own socket listens on the port; else a fresh port is tried (bounded).
     for attempt in range(1, SSHD_START_ATTEMPTS + 1):
-        port = free_port()
+        port = pick_port()
         try:
             process = _launch_sshd(folder, port, host_key, authorized, chroot)
             break
