@@ -128,6 +128,27 @@ def runner_key(
     return digest.hexdigest()[:12]
 
 
+def library_sources(given: Mapping[str, Path]) -> dict[str, Path]:
+    """``given`` (framework -> its source) keyed by the framework whose library each source
+    builds: mnn-llm's is MNN's (library_of). BuildError in one line when two of them give
+    different sources for one library, as ``--source mnn=A --source mnn-llm=B`` do."""
+    out: dict[str, Path] = {}
+    named: dict[str, str] = {}
+    for name, path in given.items():
+        recipe = library_recipes().get(name)
+        owner = (recipe.library_of if recipe else "") or name
+        if owner in out and out[owner] != path:
+            first = named[owner]
+            raise BuildError(
+                f"--source {first}={out[owner]} and --source {name}={path} both give "
+                f"{owner}'s source ({' and '.join(sorted({first, name} - {owner}))} is built "
+                f"into {owner}'s library): give --source {owner}= only"
+            )
+        out[owner] = path
+        named.setdefault(owner, name)
+    return out
+
+
 def build_runner(
     target: Target | str,
     frameworks: Iterable[str] = ("ncnn",),
@@ -152,6 +173,7 @@ def build_runner(
         if name not in FRAMEWORKS:
             raise BuildError(f"unknown framework {name!r}: choose one of {', '.join(FRAMEWORKS)}")
     given = dict(sources or {})
+    by_library = library_sources(given)
     for name in given:
         if name not in chosen:
             raise BuildError(
@@ -163,8 +185,7 @@ def build_runner(
     compiler = find_compiler(target, ndk)
     # One source and library per library framework: mnn-llm links MNN's (library_of).
     owners = {name: library_recipes()[name].library_of or name for name in chosen}
-    given = {owners[name]: path for name, path in given.items()}
-    found = [find_source(name, given.get(name)) for name in dict.fromkeys(owners.values())]
+    found = [find_source(name, by_library.get(name)) for name in dict.fromkeys(owners.values())]
     libraries = [
         build_library(src, target, compiler, jobs, say, features=features, gpu_devices=gpu_devices)
         for src in found
