@@ -1,6 +1,6 @@
-"""The native runner binary: ``runners/native_runner/*.cpp`` plus one ``backends/<fw>.cpp`` per
-framework, compiled and linked in one compiler command against the frameworks' static
-libraries (:mod:`edgebench.builds.libraries`)::
+"""The native runner binary: ``runners/native_runner/*.cpp`` plus each framework's files under
+``backends/`` (its recipe's ``runner_backend``), compiled and linked in one compiler command
+against the frameworks' static libraries (:mod:`edgebench.builds.libraries`)::
 
     <root>/bin/<target>/<key>/edgebench-native   the binary
     <root>/bin/<target>/<key>/manifest.json      what went in and its sha256 (written last)
@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -85,27 +84,23 @@ def bin_dir(target: Target) -> Path:
 
 
 def runner_sources(frameworks: Iterable[str], folder: Path | None = None) -> list[Path]:
-    """The .cpp files one build compiles: every one directly in the folder, then
-    ``backends/<fw>.cpp`` and its parts ``backends/<fw>_*.cpp`` for each framework."""
+    """The .cpp files one build compiles: every one directly in the folder, then each
+    framework's backend files under ``backends/``, as its recipe lists them (runner_backend)."""
     folder = folder or runner_dir()
     common = sorted(folder.glob("*.cpp"))
     if not common:
         raise BuildError(f"the native runner's sources are missing: no .cpp file in {folder}")
-    stems = {name: re.sub(r"\W", "_", name) for name in FRAMEWORKS}  # llama.cpp: llama_cpp
-    backends = []
+    recipes = library_recipes()
+    backends: list[Path] = []
     for framework in frameworks:
-        stem = stems.get(framework, framework)
-        backend = folder / "backends" / f"{stem}.cpp"
-        if not backend.is_file():
-            raise BuildError(f"the native runner has no {framework} backend: {backend} is missing")
-        # Another framework's backend is not a part (mnn_llm.cpp is mnn-llm's, not mnn's).
-        others = [s for s in stems.values() if s != stem and s.startswith(f"{stem}_")]
-        parts = [
-            path
-            for path in sorted(backend.parent.glob(f"{stem}_*.cpp"))
-            if not any(path.stem == s or path.stem.startswith(f"{s}_") for s in others)
-        ]
-        backends += [backend, *parts]
+        recipe = recipes.get(framework)
+        files = [folder / "backends" / name for name in (recipe.runner_backend if recipe else ())]
+        if not files:
+            raise BuildError(f"the native runner has no {framework} backend: no recipe lists one")
+        for path in files:
+            if not path.is_file():
+                raise BuildError(f"the native runner has no {framework} backend: {path} is missing")
+        backends += files
     return common + list(dict.fromkeys(backends))
 
 

@@ -60,6 +60,9 @@ class LibraryRecipe:
     #: The framework whose library (and source) this one links instead of a build of its own
     #: (mnn-llm: MNN's, which holds its LLM engine): only the runner's backend file differs.
     library_of: str = ""
+    #: The runner's C++ files for this framework, under runners/native_runner/backends/: its
+    #: backend first, then that backend's parts. Every file there is one framework's.
+    runner_backend: tuple[str, ...] = ()
 
 
 @functools.cache

@@ -26,6 +26,7 @@ from edgebench.builds.libraries import (
     read_library,
 )
 from edgebench.builds.native_runner import build_runner, find_runner, list_runners
+from edgebench.builds.recipe import library_recipes
 from edgebench.builds.sources import (
     NCNN_SDIST_NAME,
     NCNN_SDIST_SHA256,
@@ -561,7 +562,8 @@ def runner_folder(tmp_path: Path) -> Path:
     (folder / "backends").mkdir(parents=True)
     (folder / "main.cpp").write_text("int main() { return 0; }\n")
     (folder / "seeded.h").write_text("#pragma once\n")
-    (folder / "backends" / "ncnn.cpp").write_text("// ncnn\n")
+    for name in library_recipes()["ncnn"].runner_backend:  # ncnn.cpp and its parts
+        (folder / "backends" / name).write_text(f"// {name}\n")
     return folder
 
 

@@ -103,4 +103,5 @@ BUILD = LibraryRecipe(
     missing_source=missing_llama_cpp_source,
     find_archive=sdist_archive,
     source_subfolder=VENDORED,
+    runner_backend=("llama_cpp.cpp",),
 )

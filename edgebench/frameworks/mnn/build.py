@@ -93,4 +93,5 @@ BUILD = LibraryRecipe(
     page="github.com/alibaba/MNN",
     read_version=mnn_version,
     cmake_flags=mnn_flags,
+    runner_backend=("mnn.cpp", "mnn_gpu.cpp"),
 )

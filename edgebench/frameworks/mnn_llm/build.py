@@ -8,4 +8,4 @@ from dataclasses import replace
 
 from edgebench.frameworks.mnn.build import BUILD as MNN_BUILD
 
-BUILD = replace(MNN_BUILD, library_of="mnn")
+BUILD = replace(MNN_BUILD, library_of="mnn", runner_backend=("mnn_llm.cpp",))

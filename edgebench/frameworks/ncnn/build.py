@@ -102,4 +102,5 @@ BUILD = LibraryRecipe(
     read_version=ncnn_version,
     cmake_flags=ncnn_flags,
     missing_source=missing_ncnn_source,
+    runner_backend=("ncnn.cpp", "ncnn_param.cpp", "ncnn_vulkan.cpp"),
 )

@@ -85,4 +85,5 @@ BUILD = LibraryRecipe(
     runner_defines=RUNNER_DEFINES,
     source_includes=("source",),
     archives_name_commits=True,
+    runner_backend=("tnn.cpp",),
 )
