@@ -19,7 +19,7 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,6 +37,7 @@ from edgebench.builds.libraries import (
     build_library,
     framework_flags,
     key_flag,
+    read_library,
 )
 from edgebench.builds.logged import first_error, run_logged
 from edgebench.builds.recipe import library_recipes
@@ -64,6 +65,19 @@ class BuiltRunner:
     compiler: str  # "aarch64-linux-gnu-g++ 12.2.0"
     seconds: float  # the libraries' builds plus the runner's
     built_at: str  # UTC, ISO 8601
+    #: framework -> the folder (under <native root>/libs) of the library it links, as the
+    #: manifest names it (mnn and mnn-llm name the same one)
+    libraries: dict[str, str] = field(default_factory=dict)
+
+    def linked_libraries(self) -> dict[str, Library]:
+        """framework -> the library this runner links, for each one still built (a library
+        folder removed since is left out)."""
+        found: dict[str, Library] = {}
+        for framework, name in self.libraries.items():
+            library = read_library(native_root() / "libs" / name)
+            if library is not None:
+                found[framework] = library
+        return found
 
     def describe(self) -> str:
         """``2.9 MB, ncnn 1.0.20250428, g++ 12.2.0, built in 312 s``"""
@@ -333,6 +347,7 @@ def read_manifest(target: Target, key: str) -> BuiltRunner | None:
         compiler=str((manifest.get("compiler") or {}).get("short", "")),
         seconds=float(manifest.get("seconds") or 0.0),
         built_at=str(manifest.get("built_at", "")),
+        libraries={str(k): str(v) for k, v in (manifest.get("libraries") or {}).items()},
     )
 
 

@@ -591,6 +591,10 @@ def test_runner_build_manifest_reuse_and_tamper_check(tools, tmp_path, runner_fo
     assert "install/include/ncnn" in command and "install/lib/libncnn.a" in command
     manifest = json.loads((built.path.parent / "manifest.json").read_text())
     assert manifest["sha256"] == built.sha256 and manifest["sources"] == {"ncnn": str(tree)}
+    # The runner carries the manifest's library folders, and reads each library from its own.
+    assert built.libraries == manifest["libraries"] and list(built.libraries) == ["ncnn"]
+    linked = built.linked_libraries()["ncnn"]
+    assert linked.framework == "ncnn" and linked.folder.name == built.libraries["ncnn"]
     assert find_runner(TARGETS["x86_64-linux"]) == built and list_runners() == [built]
 
     # The same inputs: nothing is configured, built or compiled again.
