@@ -13,9 +13,9 @@ and ``--saveExternalData`` (the weights in ``llm.mnn.weight``), plus the weight 
 - Q8_0: the values the file stores, quantized again by MNN's own weight quantization
   (``--weightQuantBits 8 --weightQuantBlock 32``, symmetric): MNN's nearest form, not GGUF's
   blocks bit for bit, and recorded as such;
-- Q4_0: refused (``Q4_0_REFUSAL``). The same at 4 bits (block 32 or 64, symmetric or not)
-  computes something else: first-step logits at cosine 0.4-0.6 with reference-llm's on
-  llm-tiny q4_0, where the same graph converted in float reaches 0.99996.
+- Q4_0: the file's own blocks, bit for bit, in MNN's symmetric 4-bit block-32 form
+  (q4_blocks.py: MNN's own 4-bit quantization of the values would move them onto another grid
+  and compute another model); the head's blocks serve the embedding lookup too where tied.
 
 What ran is written beside the model (``edgebench_weights.json``) for the runner to record.
 """
@@ -34,11 +34,12 @@ from edgebench.converters.base import ConversionError, ConversionOptions, Conver
 from edgebench.runners.protocol.gguf import GgufError
 from edgebench.runners.protocol.llm_shape import ModelError
 
-from ..isolation import convert_in_python_subprocess
 from ..ort_genai.converter import read_source
 from ..subprocess_tools import scratch_dir
 from .decoder import decoder_model
 from .folder import MODEL_FILE, WEIGHT_FILE, write_folder_files
+from .q4_blocks import FIRST_PASS_FLAGS, write_q4_blocks
+from .tool import mnnconvert
 
 #: {"weight_type": what the runner records, "form": how the matrices are held}.
 WEIGHTS_FILE = "edgebench_weights.json"
@@ -53,30 +54,23 @@ WEIGHT_FORMS: dict[str, tuple[str, str, list[str]]] = {
         "MNN weight quantization, 8-bit, block 32, symmetric, of the Q8_0 values",
         ["--weightQuantBits", "8", "--weightQuantBlock", "32", "--weightQuantAsymmetric=0"],
     ),
+    "q4_0": (
+        "q4_0",
+        "Q4_0's blocks as stored (4-bit codes, one scale per 32) in MNN's symmetric 4-bit form",
+        FIRST_PASS_FLAGS,
+    ),
 }
-Q4_0_REFUSAL = (
-    "MNN's 4-bit weight quantization of a Q4_0 file's values does not compute the model "
-    "(first-step logits at cosine ~0.5 with reference-llm's); run q4_0 on another runtime"
-)
+#: mnnconvert's flags for every weight type: MNN-LLM's attention, the weights in their own file.
+FUSED_EXTERNAL = ["--bizCode", "edgebench", "--transformerFuse", "--saveExternalData"]
 #: Where the ONNX graph's weights go when it would pass protobuf's 2 GB.
 ONNX_DATA = "llm.onnx.data"
 EXTERNAL_OVER = 1 << 30
-
-# Not MNN.tools (importing it runs pip and uploads usage logs): the _tools extension itself.
-_SCRIPT = """
-import sys
-import _tools
-args = ["mnnconvert", "-f", "ONNX", "--modelFile", sys.argv[1], "--MNNModel", sys.argv[2],
-        "--bizCode", "edgebench", "--transformerFuse", "--saveExternalData", *sys.argv[3:]]
-ok = _tools.mnnconvert(args)
-sys.exit(0 if ok in (0, True) else 3)
-"""
 
 
 class MnnLlmConverter(Converter):
     format = "mnn-llm"
     framework = "mnn-llm"
-    precisions = (*WEIGHT_FORMS, "q4_0")  # q4_0: refused with its reason
+    precisions = tuple(WEIGHT_FORMS)
     dynamic_note: ClassVar[str] = "the decoder's sequence dims are always symbolic"
     timeout_s = 1800.0
 
@@ -98,35 +92,32 @@ class MnnLlmConverter(Converter):
         gguf, shape, stored = read_source(
             Path(onnx_path), "MNN-LLM", ARCHITECTURES, self.precisions, options.precision
         )
-        if stored == "q4_0":
-            raise ConversionError("unsupported_precision", f"{name}: {Q4_0_REFUSAL}")
         try:
             model = decoder_model(gguf, shape)
         except (GgufError, ModelError, KeyError) as exc:
             raise ConversionError("failed", f"{name}: {exc}") from None
         out_dir = Path(out_dir)
         ran, form, flags = WEIGHT_FORMS[stored]
+        tie = None
         with scratch_dir(out_dir.resolve(), "mnn-llm") as work:
             graph = work / "llm.onnx"
             external = sum(len(t.raw_data) for t in model.graph.initializer) > EXTERNAL_OVER
             onnx.save_model(model, str(graph), save_as_external_data=external, location=ONNX_DATA)
             del model
-            self.last_log = convert_in_python_subprocess(
-                label="mnnconvert",
-                script=_SCRIPT,
-                args=[str(graph), str(out_dir / MODEL_FILE), *flags],
-                out_dir=out_dir,
-                expected=out_dir / WEIGHT_FILE,
-                timeout=self.timeout_s,
-                unsupported_markers=("not support", "unsupported"),
-            ).log
-        if self.last_log.count("Fuse Attention") != shape.layers:
-            raise ConversionError(
-                "failed",
-                f"mnnconvert fused {self.last_log.count('Fuse Attention')} of {shape.layers} "
-                "attention layers into MNN-LLM's cached attention",
-                self.last_log,
-            )
-        written = write_folder_files(gguf, shape, out_dir)
+            target = ["--MNNModel", str(out_dir / MODEL_FILE), *FUSED_EXTERNAL, *flags]
+            args = ["-f", "ONNX", "--modelFile", str(graph), *target]
+            self.last_log = mnnconvert(args, out_dir, out_dir / WEIGHT_FILE, self.timeout_s)
+            fused = self.last_log.count("Fuse Attention")
+            if fused != shape.layers:
+                raise ConversionError(
+                    "failed",
+                    f"mnnconvert fused {fused} of {shape.layers} attention layers into "
+                    "MNN-LLM's cached attention",
+                    self.last_log,
+                )
+            if stored == "q4_0":
+                tie, log = write_q4_blocks(gguf, shape, out_dir, work, self.timeout_s)
+                self.last_log += "\n" + log
+        written = write_folder_files(gguf, shape, out_dir, tie)
         (out_dir / WEIGHTS_FILE).write_text(json.dumps({"weight_type": ran, "form": form}))
         return [MODEL_FILE, WEIGHT_FILE, *written, WEIGHTS_FILE]

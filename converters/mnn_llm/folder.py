@@ -5,7 +5,9 @@
 - ``llm_config.json``, merged into it: ``hidden_size``, ``layer_nums``, the float attention
   mask, and ``tie_embeddings`` pointing the embedding lookup at ``embeddings_f16.bin``
   (quant_bit 16 reads rows of float16, diskembedding.cpp: exactly the GGUF's F16 values, where
-  the default ``embeddings_bf16.bin`` would round them to bfloat16);
+  the default ``embeddings_bf16.bin`` would round them to bfloat16); for a Q4_0 file whose
+  head is its token embedding, at the head's 4-bit blocks in ``llm.mnn.weight`` instead (the
+  file's own codes and scales, q4_blocks.py), and no embeddings file;
 - ``tokenizer.txt`` (tokenizer/tokenizer.cpp, ``Tokenizer::createTokenizer``): magic 430, type
   1 (tiktoken: one base64 line per token), then a line of special, stop and prefix token
   counts, all 0: no stop token, so end of sequence never ends a generation. The runner feeds
@@ -51,8 +53,10 @@ def engine_config() -> dict[str, Any]:
     }
 
 
-def llm_config(shape: DecoderShape) -> dict[str, Any]:
-    return {
+def llm_config(shape: DecoderShape, tie: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``tie``: where the embedding rows lie in the weight file (the head's 4-bit blocks, as
+    q4_blocks.py writes them); None: the float16 embeddings file."""
+    config = {
         "model_type": shape.architecture,
         "hidden_size": shape.hidden,
         "layer_nums": shape.layers,
@@ -62,6 +66,10 @@ def llm_config(shape: DecoderShape) -> dict[str, Any]:
         "embedding_file": EMBEDDINGS_FILE,
         "tie_embeddings": {"weight_offset": 0, "quant_bit": 16, "quant_block": 0},
     }
+    if tie is not None:
+        del config["embedding_file"]
+        config["tie_embeddings"] = tie
+    return config
 
 
 def write_embeddings(gguf: GgufFile, path: Path) -> None:
@@ -84,10 +92,14 @@ def tokenizer_text(metadata: dict[str, Any], vocab: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_folder_files(gguf: GgufFile, shape: DecoderShape, out_dir: Path) -> list[str]:
+def write_folder_files(
+    gguf: GgufFile, shape: DecoderShape, out_dir: Path, tie: dict[str, Any] | None = None
+) -> list[str]:
     vocab = gguf.tensors["token_embd.weight"].shape[0]
     (out_dir / CONFIG_FILE).write_text(json.dumps(engine_config(), indent=2))
-    (out_dir / LLM_CONFIG_FILE).write_text(json.dumps(llm_config(shape), indent=2))
+    (out_dir / LLM_CONFIG_FILE).write_text(json.dumps(llm_config(shape, tie), indent=2))
     (out_dir / TOKENIZER_FILE).write_text(tokenizer_text(gguf.metadata, vocab))
+    if tie is not None:
+        return [CONFIG_FILE, LLM_CONFIG_FILE, TOKENIZER_FILE]
     write_embeddings(gguf, out_dir / EMBEDDINGS_FILE)
     return [CONFIG_FILE, LLM_CONFIG_FILE, TOKENIZER_FILE, EMBEDDINGS_FILE]

@@ -45,8 +45,7 @@ RUNNING = 0
 
 class MnnLlmBackend(GenerativeBackend):
     name = FRAMEWORK
-    #: q4_0: edgebench's converter refuses it (converters/mnn_llm/converter.py says why).
-    weight_types = ("f32", "f16", "q8_0")
+    weight_types = ("f32", "f16", "q8_0", "q4_0")
 
     def __init__(self) -> None:
         import MNN

@@ -1,7 +1,7 @@
 """GGUF -> MNN-LLM folder (converters/mnn_llm), run by MNN's own LLM engine (MNN.llm) and
 checked against reference-llm (runners/llm_math.py) on a small random qwen2 GGUF: first-step
 logits, every decode step's logits against the cache MNN keeps itself, the folder's tokenizer,
-and the weight types it refuses."""
+a Q4_0 file's blocks written bit for bit, and the weight types it refuses."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ mllm = pytest.importorskip("MNN.llm", reason="needs the mnn package (pip install
 
 PROMPT = [5, 17, 3, 44, 60, 2, 9, 11, 30, 71, 8, 23]
 #: Least cosine with the reference's logits, per weight type (q8_0 is MNN's own 8-bit blocks
-#: of the file's values, with int8 activations).
-MIN_COSINE = {"f16": 0.999, "q8_0": 0.995}
-WEIGHT_TYPE_RAN = {"f16": "f16", "q8_0": "mnn-int8-block32"}
+#: of the file's values, q4_0 the file's own blocks; both with int8 activations).
+MIN_COSINE = {"f16": 0.999, "q8_0": 0.995, "q4_0": 0.995}
+WEIGHT_TYPE_RAN = {"f16": "f16", "q8_0": "mnn-int8-block32", "q4_0": "q4_0"}
 
 
 def convert(tmp_path: Path, weight_type: str, asked: str | None = None) -> tuple[Path, Path]:
@@ -48,9 +48,9 @@ def reference_decoder(gguf: Path, room: int) -> llm_math.Decoder:
     )
 
 
-def engine(folder: Path):
+def engine(folder: Path, memory: str = "low"):
     llm = mllm.create(str(folder / "config.json"))
-    llm.set_config({"thread_num": 1})
+    llm.set_config({"thread_num": 1, "memory": memory})
     llm.load()
     llm.generate_init()
     return llm
@@ -60,7 +60,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
-@pytest.mark.parametrize("weight_type", ["f16", "q8_0"])
+@pytest.mark.parametrize("weight_type", ["f16", "q8_0", "q4_0"])
 def test_every_step_s_logits_match_reference_llm(tmp_path, weight_type):
     """The prompt's logits, then each decode step's with MNN-LLM's own key/value cache (the
     graph's attention fused into MNN's Attention op), fed the same tokens as the reference."""
@@ -104,11 +104,32 @@ def test_the_folder_s_tokenizer_holds_the_gguf_s_vocabulary(tmp_path):
     ]
 
 
-def test_q4_0_is_refused_with_its_reason(tmp_path):
-    with pytest.raises(ConversionError) as refused:
-        convert(tmp_path, "q4_0")
-    assert refused.value.kind == "unsupported_precision"
-    assert "4-bit weight quantization" in refused.value.message
+def test_q4_0_runs_the_file_s_own_blocks(tmp_path):
+    """The head's 4-bit codes and scales in llm.mnn.weight are the GGUF's bytes (the embedding
+    lookup reads them there), and with the weights expanded to float (memory normal: no int8
+    activations) MNN-LLM computes the reference's logits to float rounding."""
+    gguf, folder = convert(tmp_path, "q4_0")
+    tie = json.loads((folder / "llm_config.json").read_text())["tie_embeddings"]
+    assert (tie["quant_bit"], tie["quant_block"]) == (4, 32)
+    assert not (folder / "embeddings_f16.bin").exists()
+    file = read_gguf(gguf)
+    info = file.tensors["token_embd.weight"]
+    with open(file.path, "rb") as handle:
+        handle.seek(file.data_offset + info.offset)
+        stored = np.frombuffer(handle.read(info.nbytes), dtype=np.uint8).reshape(-1, 18)
+    blob = (folder / "llm.mnn.weight").read_bytes()
+    codes = np.frombuffer(
+        blob, np.uint8, tie["alpha_offset"] - tie["weight_offset"], tie["weight_offset"]
+    )
+    scales = np.frombuffer(blob, "<f4", tie["alpha_size"] // 4, tie["alpha_offset"])
+    nibbles = stored[:, 2:]  # GGUF: element j in the low nibble of byte j, j + 16 in the high
+    values = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=1)
+    assert codes.tolist() == (values[:, 0::2] << 4 | values[:, 1::2]).reshape(-1).tolist()
+    assert scales.tolist() == stored[:, :2].copy().view("<f2")[:, 0].astype(np.float32).tolist()
+    ref = reference_decoder(gguf, len(PROMPT))
+    llm = engine(folder, memory="normal")  # held: the logits live in the engine's memory
+    got = llm.forward(PROMPT).read().reshape(-1)
+    assert cosine(got, ref.forward(PROMPT)) > 0.99999
 
 
 def test_a_gguf_converts_only_at_the_weight_type_it_holds(tmp_path):
