@@ -105,6 +105,14 @@ SMOKE: dict[str, Smoke] = {
         (r"^  ncnn  links ncnn-\S+; benchncnn: \d+ built$",),
         fixtures=("native_x86",),
     ),
+    "openvino_clock_gap.py": Smoke(
+        (TINY_MODEL, "--blocks", "2", "--block-iterations", "3", "--warmup", "1"),
+        (
+            r"^\S.*\s+{n}\s+{n}\s+{n}\s+{n} \[{n}, {n}\] \(2 blocks, core \d+\)$",
+            r"^the Python side of a call: {n} us \(the wrapper's part, against the binding "
+            r"alone: {n} us\)$",
+        ),
+    ),
     "litert_api_gap.py": Smoke(
         (TINY_MODEL, "--blocks", "2", "--block-iterations", "3", "--warmup", "1"),
         (r"^\S.*\s+{n}\s+{n}\s+{n} \[{n}, {n}\] \(2 block pairs, core \d+\)$",),

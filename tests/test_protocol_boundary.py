@@ -30,6 +30,10 @@ ALLOWED = {
     ("benchmarks/harness_overhead.py", f"{RUNNERS}.timing"): "times the runner's code",
     ("benchmarks/stage_timing.py", f"{RUNNERS}.backend_loader"): "times the runner's code",
     ("benchmarks/stage_timing.py", f"{RUNNERS}.timing"): "times the runner's code",
+    (
+        "benchmarks/openvino_clock_gap.py",
+        f"{RUNNERS}.backend_loader",
+    ): "reads two clocks on the runner's OpenVINO backend",
     # The host's own CUDA check before its GPU benchmarks: the runner's ctypes CUDA runtime,
     # run on the host's GPU.
     ("benchmarks/gpu_check.py", f"{RUNNERS}.cuda_runtime"): "the host's own CUDA check",
