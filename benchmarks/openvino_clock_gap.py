@@ -35,6 +35,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fidelity import convert
 from fidelity_sides import MissingTool
@@ -99,8 +100,9 @@ def main() -> int:
     os.sched_setaffinity(0, {args.core})
     backend = load_backend("openvino")
     backend.load(str(model), 1, "fp32", {"streams": 1})
-    stream = backend.make_stream(make_inputs(backend.model_inputs(), 0))
-    request = stream.compute.__self__  # the backend's compute is the request's bound infer
+    # OpenVINO's backend gives a staged Stream whose compute is the request's bound infer.
+    stream: Any = backend.make_stream(make_inputs(backend.model_inputs(), 0))
+    request = stream.compute.__self__
     binding = binding_alone(request)
     both_clocks(stream, request, args.warmup)
     timed(binding, args.warmup)
