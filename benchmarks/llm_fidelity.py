@@ -60,9 +60,10 @@ one over the square root of the pairs, so that is 1.3 to 1.8 times narrower than
 (a quiet machine). Two model files take about half an hour. ``--quick`` stays 2 pairs on
 llm-tiny.
 
-Part 2, runtimes (on by default, off with ``--no-runtimes`` or ``--quick``): one ``edgebench
-run --models M --weights W --frameworks llama.cpp,openvino-genai --threads 2 --prompt-tokens 512
---gen-tokens 128`` (``--frameworks`` names others) into a results folder, its stored records
+Part 2, runtimes (on by default, off with ``--no-runtimes`` or ``--quick``; alone, without part
+1 or llama-bench, with ``--runtimes-only``): one ``edgebench run --models M --weights W
+--frameworks llama.cpp,openvino-genai --threads 2 --prompt-tokens 512 --gen-tokens 128``
+(``--frameworks`` names others) into a results folder, its stored records
 read back: pp512 and tg128 tokens/s, time to first token at 512, peak RSS, and each cell's
 output check against reference-llm.
 
@@ -73,7 +74,7 @@ Usage: python benchmarks/llm_fidelity.py [--models qwen2.5-0.5b-shape|FILE.gguf,
            [--weights q4_0,q8_0] [--prompt-tokens 512] [--gen-tokens 128] [--repetitions 3]
            [--budget-s 900] [--min-pairs 4] [--max-pairs 60] [--pairs N] [--threads 1]
            [--cores N] [--seed 0] [--estimator pooled|paired]
-           [--save-blocks FILE | --from-blocks FILE] [--no-runtimes] [--quick]
+           [--save-blocks FILE | --from-blocks FILE] [--no-runtimes | --runtimes-only] [--quick]
            [--frameworks llama.cpp,openvino-genai] [--results-dir DIR] [--build-only]
 """
 
@@ -356,6 +357,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--save-blocks", type=Path, help="write every row's blocks (JSON)")
     parser.add_argument("--from-blocks", type=Path, help="analyse saved blocks, measure nothing")
     parser.add_argument("--no-runtimes", action="store_true", help="skip part 2")
+    parser.add_argument("--runtimes-only", action="store_true", help="skip part 1")
     parser.add_argument("--frameworks", default="llama.cpp,openvino-genai", help="of part 2")
     parser.add_argument("--results-dir", type=Path, help="part 2's run (default: a temp folder)")
     parser.add_argument("--quick", action="store_true", help="llm-tiny, seconds")
@@ -378,6 +380,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.no_runtimes = True
     if args.from_blocks:
         args.no_runtimes = True
+    if args.runtimes_only and args.no_runtimes:
+        parser.error("--runtimes-only runs part 2: --no-runtimes, --quick, --from-blocks skip it")
     return args
 
 
@@ -386,12 +390,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         binary = None
-        if not args.from_blocks:
+        if not args.from_blocks and not args.runtimes_only:
             binary = build_llama_bench(lambda line: print(line, file=sys.stderr, flush=True))
         if args.build_only:
             print(binary)
             return 0
-        fidelity(args, binary)
+        if not args.runtimes_only:
+            fidelity(args, binary)
         if not args.no_runtimes:
             runtimes(args)
     except (BuildError, UserError) as exc:
