@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -75,10 +75,16 @@ WHEELS = (
     "protobuf",
     "packaging",
 )
-#: The frameworks those wheels install: the probe demands exactly these. TNN has no wheel (it
-#: runs through edgebench-native) and TensorRT needs an NVIDIA GPU, so a registry framework
-#: outside this list is never a reason to refuse the board.
-FRAMEWORKS = ("onnxruntime", "ncnn", "mnn", "openvino", "tflite")
+#: Wheels added after the recipe's, each installed without its dependencies, and into a board
+#: already built in place (``build_board``), so adding one rebuilds no board.
+#: onnxruntime-genai asks for onnxruntime>=1.31, which crashes under qemu 7.2 (below); it runs
+#: on the onnxruntime the build keeps (1.27.0: llm-tiny's logits pass the output check).
+ADDED_WHEELS = ("onnxruntime-genai==0.18.0",)
+#: The frameworks those wheels install: the probe demands exactly these (mnn-llm is the LLM
+#: engine of the MNN wheel). TNN has no wheel (it runs through edgebench-native), TensorRT
+#: needs an NVIDIA GPU and llama-cpp-python has no aarch64 wheel (llama.cpp runs through
+#: edgebench-native too), so a registry framework outside this list never refuses the board.
+FRAMEWORKS = ("onnxruntime", "ncnn", "mnn", "openvino", "tflite", "mnn-llm", "onnxruntime-genai")
 #: Newest first: the first that runs an inference under this machine's qemu is kept.
 ONNXRUNTIME_CANDIDATES = (
     "1.32.0",
@@ -251,6 +257,8 @@ def build_board(
             shutil.rmtree(stale, ignore_errors=True)
         current = _status(name, building=False)
         if current.state == "installed" and not force:
+            if current.info.get("added_wheels") != list(ADDED_WHEELS):
+                return _add_wheels(current, progress)
             progress(f"{name}: already built ({current.root})")
             return current
         root = stamped_folder(folder, "root")
@@ -308,6 +316,7 @@ def _build(root: Path, build_log: Path, progress: Callable[[str], None]) -> dict
     progress(f"aarch64 wheels: {', '.join(WHEELS[:5])}")
     _pip_target(site, list(WHEELS), build_log)
     runtime, rejected = _choose_onnxruntime(root, build_log, progress)
+    _pip_target(site, list(ADDED_WHEELS), build_log, deps=False)
     progress("checking every framework imports inside the root")
     probe = _probe(root)
     return {
@@ -319,16 +328,38 @@ def _build(root: Path, build_log: Path, progress: Callable[[str], None]) -> dict
         "architecture": "arm64",
         "mirror": mirror,
         "python": probe.get("python"),
-        "frameworks": {
-            k: v.get("version")
-            for k, v in probe.get("frameworks", {}).items()
-            if v.get("available")
-        },
+        "frameworks": _versions(probe),
+        "added_wheels": list(ADDED_WHEELS),
         "onnxruntime": runtime,
         "onnxruntime_rejected": rejected,
         "qemu": _qemu_version(),
         "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _versions(probe: dict) -> dict[str, str | None]:
+    found = probe.get("frameworks", {})
+    return {k: v.get("version") for k, v in found.items() if v.get("available")}
+
+
+def _add_wheels(current: BoardStatus, progress: Callable[[str], None]) -> BoardStatus:
+    """``ADDED_WHEELS`` installed into the built board ``current`` (under the build lock), the
+    probe run again, and board.json rewritten to say so. The wheels only add packages: the
+    board stays usable meanwhile, and if they fail it is left as it was."""
+    assert current.root is not None
+    folder = board_dir(current.name)
+    build_log = folder / "build.log"
+    progress(f"{current.name}: adding {', '.join(ADDED_WHEELS)} to {current.root}")
+    try:
+        _pip_target(current.root / SITE, list(ADDED_WHEELS), build_log, deps=False)
+        probe = _probe(current.root)
+    except (_BuildError, OSError, subprocess.TimeoutExpired) as exc:
+        progress(f"{current.name}: adding wheels failed: {exc} (log: {build_log})")
+        detail = f"adding {', '.join(ADDED_WHEELS)} failed: {exc} (log: {build_log})"
+        return replace(current, state="broken", detail=detail)
+    state = dict(current.info, added_wheels=list(ADDED_WHEELS), frameworks=_versions(probe))
+    _write_state(folder, state)
+    return _status(current.name, building=False)
 
 
 def _run(argv: list[str], build_log: Path, timeout: float = BUILD_TIMEOUT_S) -> str:

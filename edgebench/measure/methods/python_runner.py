@@ -10,6 +10,7 @@ from typing import Any
 
 from edgebench.frameworks import install_hint
 from edgebench.lab.device import Device, RunnerOutcome
+from edgebench.lab.emulation_limits import unsupported_under_emulation
 from edgebench.lab.runner_kinds import RunnerKind
 from edgebench.lab.transports.base import TransportError
 from edgebench.measure.generative_check import check_generation
@@ -47,6 +48,13 @@ class PythonRunner:
 
     def availability(self, device: Device, framework: str) -> Verdict | None:
         facts = device.facts()
+        emulated_out = unsupported_under_emulation(facts, framework)
+        if emulated_out is not None:
+            return (
+                Status.UNSUPPORTED,
+                ErrorKind.UNSUPPORTED,
+                f"{framework} on {device.name}: {emulated_out}",
+            )
         if facts.framework_available(framework):
             return None
         if facts.probe_error and not facts.frameworks:
