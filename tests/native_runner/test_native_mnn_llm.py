@@ -3,7 +3,8 @@
 MNN-LLM folder, measured through `edgebench run` on a lab device whose runner is the static
 binary (this x86 host; the aarch64 build on the emulated phone), its first step checked against
 reference-llm, and its greedy tokens the same as the Python runner's mnn-llm cell on the same
-folder."""
+folder; on this host also at q8_0 (MNN's 8-bit blocks) and q4_0 (the file's own 4-bit blocks),
+the binary's first-step logits the Python runner's."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes.adb_fixtures import EmulatedPhone
-from fakes.generative_cells import tiny_generative_spec
-from fakes.llm_models import llm_tiny_gguf  # noqa: F401  # the fixture
+from fakes.generative_cells import PROMPT, tiny_generative_spec
+from fakes.llm_models import llm_tiny_gguf, llm_tiny_q4_0, llm_tiny_q8_0  # noqa: F401  # fixtures
 from fakes.native_builds import host_native_lab, run_native, source_problem, with_framework
 from fakes.native_generative import (
     PROMPTS,
@@ -25,6 +26,7 @@ from fakes.native_generative import (
     tiny_settings,
 )
 
+from edgebench.agreement import cosine
 from edgebench.builds.libraries import framework_flags, read_library
 from edgebench.builds.native_runner import BuiltRunner, runner_sources
 from edgebench.builds.sources import find_source
@@ -35,6 +37,8 @@ from edgebench.runners.protocol.result_parts import GenerationPart
 
 MNN_WHEEL = "needs the mnn package (pip install 'edgebench[mnn]')"
 SETTINGS = tiny_settings("mnn-llm")
+#: The quantized weight types -> what MNN-LLM runs (the folder's edgebench_weights.json).
+QUANTIZED = {"q8_0": "mnn-int8-block32", "q4_0": "q4_0"}
 
 
 def python_mnn_llm() -> None:
@@ -81,6 +85,14 @@ def llm_tiny_mnn_llm_fixture(
     return Path(artifact.path) / "llm.mnn"
 
 
+def llm_tiny_folder(cache: Path, gguf: Path, weight_type: str) -> Path:
+    """llm-tiny at ``weight_type`` converted by edgebench's converter: the folder's llm.mnn."""
+    python_mnn_llm()
+    converter, options = get_converter("mnn-llm"), ConversionOptions(weight_type)
+    artifact = ArtifactCache(cache).convert(converter, gguf, f"llm-tiny-{weight_type}", options)
+    return Path(artifact.path) / "llm.mnn"
+
+
 def test_the_built_runner_links_libmnn_once_for_mnn_and_mnn_llm(
     native_x86_mnn_llm: BuiltRunner,
 ) -> None:
@@ -121,6 +133,40 @@ def test_the_binary_measures_the_folder_and_saves_its_check(
         assert int(np.argmax(check["logits"])) == generation["check_tokens"][0]
 
 
+@pytest.mark.parametrize("weight_type", sorted(QUANTIZED))
+def test_a_quantized_folder_s_check_from_the_binary_is_the_python_runner_s(
+    native_x86_mnn_llm: BuiltRunner,
+    llm_tiny_q8_0: Path,  # noqa: F811
+    llm_tiny_q4_0: Path,  # noqa: F811
+    tmp_path: Path,
+    weight_type: str,
+) -> None:
+    """The same folder, the same MNN release: the binary's first-step logits and greedy check
+    tokens are the Python runner's (mnn wheel) on the same prompt."""
+    from edgebench.runners.backends.mnn_llm_backend import MnnLlmBackend
+
+    gguf = {"q8_0": llm_tiny_q8_0, "q4_0": llm_tiny_q4_0}[weight_type]
+    model = llm_tiny_folder(tmp_path / "artifacts", gguf, weight_type)
+    saved = tmp_path / "native.npz"
+    spec = tiny_generative_spec(model, "mnn-llm", saved)
+    result = run_native(native_x86_mnn_llm.path, spec)
+    assert result["status"] == "ok", result["error"]
+    assert result["generation"]["weight_type"] == QUANTIZED[weight_type]
+    generation = spec["generation"]
+    assert isinstance(generation, dict)
+    prompt = PROMPT[: generation["check_prompt"]]
+    python = MnnLlmBackend()
+    python.load(str(model.parent), threads=1, context_tokens=64)
+    expected = np.asarray(python.first_logits(prompt), dtype=np.float32)
+    tokens: list[int] = []
+    python.generate(prompt, 4, tokens.append)
+    assert python.weight_type() == QUANTIZED[weight_type]
+    with np.load(saved) as check:
+        assert check["tokens"].tolist() == tokens == result["generation"]["check_tokens"]
+        assert cosine(check["logits"], expected) > 0.9999
+        assert int(np.argmax(check["logits"])) == int(np.argmax(expected))
+
+
 def test_a_folder_without_its_weights_is_one_line_from_the_binary(
     native_x86_mnn_llm: BuiltRunner,
     llm_tiny_mnn_llm: Path,
@@ -157,6 +203,37 @@ def test_llm_tiny_on_the_host_through_edgebench_native_agrees_with_the_python_ru
     assert python["device_info"]["runner"] != native["device_info"]["runner"]
     assert native["framework_version"] == python["framework_version"]
     assert_checked_like_python(native, python, PROMPTS)
+
+
+def test_quantized_llm_tiny_through_edgebench_native_is_checked_like_the_python_runner(
+    run_cli,
+    eb_env,
+    tmp_path: Path,
+    native_x86_mnn_llm: BuiltRunner,
+    llm_tiny_q8_0,  # noqa: F811
+    llm_tiny_q4_0,  # noqa: F811
+) -> None:
+    """`edgebench run --weights q8_0,q4_0` on the host's edgebench-native and on the Python
+    runner: every cell ok, its check against reference-llm passed, the weight type that ran
+    recorded alike and the greedy check tokens the same."""
+    python_mnn_llm()
+    settings = [*SETTINGS, "--weights", ",".join(sorted(QUANTIZED))]
+    lab = host_native_lab(tmp_path)
+    natives = run_records(
+        run_cli, eb_env, ["--lab", str(lab), "--devices", "host-native", *settings]
+    )
+    pythons = {r["precision"]: r for r in run_records(run_cli, eb_env, settings)}
+    assert sorted(r["precision"] for r in natives) == sorted(QUANTIZED)
+    for native in natives:
+        python = pythons[native["precision"]]
+        assert native["device_info"]["runner"] == "edgebench-native (x86_64-linux)"
+        for record in (native, python):
+            assert record["status"] == "ok", record.get("error")
+            assert record["output_check"]["passed"], record["output_check"]
+            assert record["output_check"]["outputs"][0]["cosine"] > 0.99
+            assert record["generation"]["weight_type"] == QUANTIZED[native["precision"]]
+        assert native["generation"]["check_tokens"] == python["generation"]["check_tokens"]
+        assert native["generation"]["check_tokens"]
 
 
 def test_llm_tiny_on_the_emulated_phone_without_python_agrees_with_the_python_runner(

@@ -163,7 +163,7 @@ private:
 
 const RegisterBackend registered({kFramework,
                                   MNN::getVersion(),
-                                  {"f32", "f16", "q8_0"},
+                                  {"f32", "f16", "q8_0", "q4_0"},
                                   nullptr,
                                   {},
                                   [] { return std::unique_ptr<GenerativeBackend>(new MnnLlmBackend()); }});
