@@ -10,16 +10,21 @@ native rows compare one library with itself:
                         tools/cpp/revertMNNModel.cpp, as MNN's benchmark/CMakeLists.txt builds it
   tnn   TNNTest         the archive's test/*.cc with its bundled gflags, as TNN_TEST_ENABLE builds
                         it, but linked to the runner's libTNN.a instead of a second TNN build
+  mnn-llm llm_bench     the archive's transformers/llm/engine/tools/llm_bench.cpp, MNN's own LLM
+                        benchmark (edgebench/builds/llm_bench.py): the framework-tools runner's
+                        tool for mnn-llm cells, against the libMNN.a with the LLM engine in
 
 Each lands in ``<cache>/native-runner/tools/<target>/<tool>-<key>/`` (the key covers the tool's
 sources, the library folder and the compiler), where fidelity.py looks for the newest. A tool
 whose library the runner does not link, or whose source is not given, is skipped with the reason.
 
 ``--dry-run`` builds nothing: it prints the library each tool would link and the tools already
-built for this host.
+built for the target. ``--target`` (default: this host's) builds for another target whose
+edgebench-native is built (aarch64-linux: static binaries a phone or board runs).
 
 Usage: python benchmarks/fidelity_tools.py [--benchncnn-source FILE]
-           [--mnn-benchmark-source FILE] [--frameworks ncnn,mnn,tnn] [--dry-run]
+           [--mnn-benchmark-source FILE] [--frameworks ncnn,mnn,tnn,mnn-llm] [--target T]
+           [--dry-run]
 """
 
 from __future__ import annotations
@@ -35,49 +40,21 @@ from pathlib import Path
 
 from edgebench.builds import BuildError, native_root
 from edgebench.builds.benchncnn import build_benchncnn
-from edgebench.builds.compilers import Compiler, driver_link_flags, find_compiler
-from edgebench.builds.libraries import Library, read_library
+from edgebench.builds.compilers import find_compiler
+from edgebench.builds.libraries import Library
+from edgebench.builds.llm_bench import MNN_INCLUDES, build_llm_bench, link_flags, runner_libraries
 from edgebench.builds.logged import first_error, run_logged
-from edgebench.builds.native_runner import MANIFEST, bin_dir, find_runner
+from edgebench.builds.native_runner import bin_dir
 from edgebench.builds.sources import find_source
-from edgebench.builds.targets import Target, host_target
+from edgebench.builds.targets import Target, host_target, parse_target
 
 COMPILE_TIMEOUT_S = 1200.0
-MNN_INCLUDES = (
-    "include",
-    "source",
-    "express",
-    "tools",
-    "tools/cpp",
-    "schema/current",
-    "3rd_party",
-    "3rd_party/flatbuffers/include",
-    "3rd_party/half",
-)
-TOOLS = {"ncnn": "benchncnn", "mnn": "benchmark.out", "tnn": "TNNTest"}
-
-
-def runner_libraries(target: Target) -> dict[str, Library]:
-    """framework -> the library the target's current edgebench-native links."""
-    runner = find_runner(target)
-    if runner is None:
-        raise BuildError(f"no edgebench-native for {target.name}: run `edgebench runners build`")
-    manifest = json.loads((runner.path.parent / MANIFEST).read_text())
-    found: dict[str, Library] = {}
-    for framework, name in (manifest.get("libraries") or {}).items():
-        library = read_library(native_root() / "libs" / str(name))
-        if library is not None:
-            found[str(framework)] = library
-    return found
+TOOLS = {"ncnn": "benchncnn", "mnn": "benchmark.out", "tnn": "TNNTest", "mnn-llm": "llm_bench"}
 
 
 def tool_folder(target: Target, tool: str, parts: dict[str, object]) -> Path:
     key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:10]
     return native_root() / "tools" / target.name / f"{tool}-{key}"
-
-
-def link_flags(library: Library, compiler: Compiler) -> list[str]:
-    return driver_link_flags(compiler) if library.gpu_apis else list(compiler.link_flags)
 
 
 def run_step(argv: list[str], log: Path, what: str) -> None:
@@ -159,10 +136,11 @@ def main() -> int:
     parser.add_argument("--benchncnn-source", type=Path)
     parser.add_argument("--mnn-benchmark-source", type=Path)
     parser.add_argument("--frameworks", default="ncnn,mnn,tnn")
+    parser.add_argument("--target", default=None, help="default: this host's")
     parser.add_argument("--dry-run", action="store_true", help="build nothing, say what is there")
     args = parser.parse_args()
-    target = host_target()
     try:
+        target = parse_target(args.target) if args.target else host_target()
         libraries = runner_libraries(target)
     except BuildError as exc:
         print(f"fidelity_tools: {exc}", file=sys.stderr)
@@ -172,6 +150,7 @@ def main() -> int:
         "ncnn": lambda lib: build_benchncnn(target, cpp=args.benchncnn_source, library=lib),
         "mnn": lambda lib: mnn_benchmark(target, lib, given(args.mnn_benchmark_source, "mnn")),
         "tnn": lambda lib: tnntest(target, lib),
+        "mnn-llm": lambda lib: build_llm_bench(target, lib),
     }
     failed = 0
     for framework in [name.strip() for name in args.frameworks.split(",") if name.strip()]:

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from edgebench.builds import BuildError, native_root
 from edgebench.builds.compilers import driver_link_flags, find_compiler
 from edgebench.builds.libraries import Library, Progress, build_library
-from edgebench.builds.logged import first_error, run_logged
+from edgebench.builds.logged import compile_into
 from edgebench.builds.sources import PROJECT_PAGES, find_source
 from edgebench.builds.targets import Target
 from edgebench.paths import exclusive_lock
@@ -82,12 +81,5 @@ def build_benchncnn(
         if binary.is_file():
             return binary
         say(f"compiling {TOOL} ({cpp}) against {library.folder.name}")
-        tmp = folder / f".{TOOL}.{os.getpid()}.tmp"
-        log_path = folder / "build.log"
-        code, start = run_logged([*argv, "-o", str(tmp)], log_path, COMPILE_TIMEOUT_S)
-        if code != 0:
-            tmp.unlink(missing_ok=True)
-            why = "timed out" if code is None else first_error(log_path, start) or f"exit {code}"
-            raise BuildError(f"compiling {TOOL} failed ({why}); full log: {log_path}")
-        os.replace(tmp, binary)
+        compile_into(argv, binary, folder / "build.log", COMPILE_TIMEOUT_S, TOOL)
     return binary

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from edgebench import process_group
+from edgebench.builds import BuildError
 
 
 def run_logged(argv: list[str], log_path: Path, timeout: float) -> tuple[int | None, int]:
@@ -50,3 +51,16 @@ def first_error(
                 text = f"{text} {following}".strip()
             return text[:limit]
     return None
+
+
+def compile_into(argv: list[str], binary: Path, log_path: Path, timeout: float, what: str) -> None:
+    """Run the compiler line ``argv`` (without ``-o``) into a file beside ``binary``, then move
+    it to ``binary``, so a half-written one is never found; BuildError naming the first error
+    line and the log when it fails."""
+    tmp = binary.with_name(f".{binary.name}.{os.getpid()}.tmp")
+    code, start = run_logged([*argv, "-o", str(tmp)], log_path, timeout)
+    if code != 0:
+        tmp.unlink(missing_ok=True)
+        why = "timed out" if code is None else first_error(log_path, start) or f"exit {code}"
+        raise BuildError(f"compiling {what} failed ({why}); full log: {log_path}")
+    os.replace(tmp, binary)

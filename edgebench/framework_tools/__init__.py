@@ -1,6 +1,6 @@
 """The framework tools: adapters for the frameworks' own benchmark binaries (benchmark_model,
-benchncnn, MNN's benchmark.out, TNNTest, benchmark_app, trtexec, llama-bench), the runner kind
-"framework-tools".
+benchncnn, MNN's benchmark.out, TNNTest, benchmark_app, trtexec, llama-bench, MNN's
+llm_bench), the runner kind "framework-tools".
 
 Each adapter builds the shell command a device runs for a :class:`ToolCell` and parses the
 tool's output into a :class:`ToolResult` (see docs/framework-tools.md). They run on the host;
@@ -23,6 +23,7 @@ from .base import (
 from .benchncnn import BenchncnnAdapter, ncnn_shape
 from .llama_bench import LlamaBenchAdapter, parse_llama_bench_json
 from .mnn_benchmark import MnnBenchmarkAdapter
+from .mnn_llm_bench import LlmBenchAdapter, parse_llm_bench_table
 from .openvino_benchmark_app import OpenvinoBenchmarkAppAdapter
 from .tflite_benchmark import TfliteBenchmarkAdapter
 from .tnn_test import TnnTestAdapter, parse_tnn_output_file
@@ -49,6 +50,7 @@ __all__ = [
     "ADAPTERS",
     "BenchncnnAdapter",
     "LlamaBenchAdapter",
+    "LlmBenchAdapter",
     "MnnBenchmarkAdapter",
     "OpenvinoBenchmarkAppAdapter",
     "TfliteBenchmarkAdapter",
@@ -62,6 +64,7 @@ __all__ = [
     "clean_lines",
     "ncnn_shape",
     "parse_llama_bench_json",
+    "parse_llm_bench_table",
     "parse_number",
     "parse_tnn_output_file",
 ]

@@ -309,6 +309,11 @@ class ToolAdapter:
         """The adapter for a cell on ``backend`` on a device (``android``: over ADB)."""
         return cls()
 
+    @staticmethod
+    def workload_refusal(work: GenerativeWork | None) -> str | None:
+        """Why the tool cannot run a generative cell's workload (None: it can)."""
+        return None
+
     def locate(self, site: ToolSite) -> str:
         """The tool's path on the device: by default, deployed from ``tools_bin``."""
         return site.deploy(self.binary)

@@ -1,7 +1,7 @@
 """What a generative cell asks a framework's own tool for, and what the tool measured
-(llama-bench: edgebench/framework_tools/llama_bench.py). The record's part is made from it by
-the framework-tools runner kind (measure/methods/framework_tools.py): this stage imports no
-record types."""
+(llama-bench: edgebench/framework_tools/llama_bench.py; MNN's llm_bench: mnn_llm_bench.py).
+The record's part is made from it by the framework-tools runner kind
+(measure/methods/framework_tools.py): this stage imports no record types."""
 
 from __future__ import annotations
 
@@ -39,3 +39,20 @@ class ToolGeneration:
     prefill_prompt_tokens: list[int]
     prefill_ms: list[float]
     unavailable: dict[str, str]
+
+
+class SizedTest:
+    """A tool's test by its sizes, as llama-bench and llm_bench name them: a prompt test
+    (``n_prompt`` tokens, none generated) or a generation test (``n_gen`` tokens, no prompt).
+    A dataclass that has both fields gets these."""
+
+    n_prompt: int
+    n_gen: int
+
+    @property
+    def is_prompt(self) -> bool:
+        return self.n_prompt > 0 and self.n_gen == 0
+
+    @property
+    def is_generation(self) -> bool:
+        return self.n_prompt == 0 and self.n_gen > 0

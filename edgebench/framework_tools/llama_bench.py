@@ -40,7 +40,7 @@ from edgebench.builds.llama_bench import BUILD_COMMAND
 from edgebench.models.llm_shapes import WEIGHT_TYPES
 
 from .base import ToolAdapter, ToolCell, ToolParseError, ToolResult
-from .generative import ToolGeneration
+from .generative import SizedTest, ToolGeneration
 
 TOOL = "llama-bench"
 RESULT_LINE = "JSON array of tests (-o json)"
@@ -56,7 +56,7 @@ NO_PER_TOKEN = (
 
 
 @dataclass(frozen=True)
-class LlamaBenchTest:
+class LlamaBenchTest(SizedTest):
     """One row of llama-bench's JSON: a test's sizes and each repetition's time."""
 
     n_prompt: int
@@ -70,14 +70,6 @@ class LlamaBenchTest:
     model_type: str
     #: The ggml backends the build ran with (``CPU``).
     backends: str = ""
-
-    @property
-    def is_prompt(self) -> bool:
-        return self.n_prompt > 0 and self.n_gen == 0
-
-    @property
-    def is_generation(self) -> bool:
-        return self.n_prompt == 0 and self.n_gen > 0
 
     @property
     def version(self) -> str:

@@ -442,6 +442,14 @@ NATIVE_SAMPLES = {
     "[ INFO ] Latency:\n[ INFO ]    Median:     6.05 ms\n[ INFO ]    Average:    6.31 ms\n"
     "[ INFO ]    Min:        5.42 ms\n[ INFO ]    Max:        9.02 ms\n"
     "[ INFO ] Throughput:   158.43 FPS\n",
+    # tests/data/mnn_llm_bench/llm-tiny-f16.txt, its log line, header and two rows
+    "mnn-llm": "The device supports: i8sdot:0, fp16:0, i8mm: 0, sve2: 0, sme2: 0\n"
+    "| model                          |  modelSize | backend    | threads | precision  | test"
+    "          |        t/s |\n| ------------------------------ | ---------: | ---------- |"
+    " ----: | ---------- | ------------- | ---------: |\n| llm-tiny-f16                   |"
+    "  19.27 MiB | CPU        |     1 | Low        | pp16          | 6112.99 ± 6290.51 |\n"
+    "| llm-tiny-f16                   |  19.27 MiB | CPU        |     1 | Low        | tg8"
+    "           | 223.47 ± 60.37 |\n",
     # tests/data/llama_bench/llm-tiny-q8_0.json, two of its tests with the fields read
     "llama.cpp": '[{"build_commit": "0c1e570", "build_number": 1, "model_type": "qwen2 ?B Q8_0",'
     ' "n_prompt": 16, "n_gen": 0, "n_depth": 0, "avg_ns": 1242918, "samples_ns": [1227891,'

@@ -2,6 +2,7 @@
 as helpers, and as fixtures for the common labs (``ssh_lab``, ``phone_lab``,
 ``phone_and_board_lab``), each written to the test's own tmp_path."""
 
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,20 @@ def write_phone_lab(path: Path, phone, extra_lines: list[str] | None = None) -> 
     ]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def run_tool_cell_on_phone(
+    run_cli, phone, tools_bin: Path, lab: Path, args: list[str]
+) -> tuple[dict, str]:
+    """``edgebench run ARGS --devices emu-phone --format jsonl`` with the phone a
+    framework-tools device whose ``tools_bin`` is ``tools_bin``: the run's one record and its
+    stderr."""
+    write_phone_lab(lab, phone, ['runner = "framework-tools"', f'tools_bin = "{tools_bin}"'])
+    argv = ["run", *args, "--lab", str(lab), "--devices", "emu-phone", "--format", "jsonl"]
+    done = run_cli(argv, timeout=900)
+    assert done.returncode in (0, 1), done.stderr
+    (record,) = [json.loads(line) for line in done.stdout.splitlines()]
+    return record, done.stderr
 
 
 def write_phone_and_board_lab(folder: Path, phone, server) -> Path:

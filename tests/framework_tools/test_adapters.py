@@ -195,7 +195,9 @@ def test_cell_validation():
 
 
 def test_registry():
-    assert set(ADAPTERS) == {"tflite", "ncnn", "mnn", "tnn", "openvino", "tensorrt", "llama.cpp"}
+    assert set(ADAPTERS) == {
+        *("tflite", "ncnn", "mnn", "tnn", "openvino", "tensorrt", "llama.cpp", "mnn-llm"),
+    }
     for framework, cls in ADAPTERS.items():
         adapter = cls()
         assert isinstance(adapter, ToolAdapter)

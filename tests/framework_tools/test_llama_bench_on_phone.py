@@ -5,13 +5,12 @@ the real adb server, the emulated phone, the real llama-bench edgebench builds f
 
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
 from pathlib import Path
 
 import pytest
-from fakes.labs import write_phone_lab
+from fakes.labs import run_tool_cell_on_phone
 from fakes.llm_models import (
     llama_bench_or_skip,
     llm_tiny_gguf,  # noqa: F401  # the fixture
@@ -30,17 +29,9 @@ def llama_bench_built() -> Path:
     return llama_bench_or_skip()
 
 
-def run_on_phone(
-    run_cli, emulated_phone, tools_bin: Path, lab: Path, framework: str = "llama.cpp"
-) -> tuple[dict, str]:
-    write_phone_lab(
-        lab, emulated_phone, ['runner = "framework-tools"', f'tools_bin = "{tools_bin}"']
-    )
-    args = ["run", "--models", "llm-tiny", "--frameworks", framework, "--lab", str(lab)]
-    done = run_cli([*args, "--devices", "emu-phone", *WORKLOAD, "--format", "jsonl"], timeout=600)
-    assert done.returncode in (0, 1), done.stderr
-    (record,) = [json.loads(line) for line in done.stdout.splitlines()]
-    return record, done.stderr
+def run_on_phone(run_cli, emulated_phone, tools_bin: Path, lab: Path) -> tuple[dict, str]:
+    args = ["--models", "llm-tiny", "--frameworks", "llama.cpp", *WORKLOAD]
+    return run_tool_cell_on_phone(run_cli, emulated_phone, tools_bin, lab, args)
 
 
 def test_llama_bench_measures_llm_tiny_on_a_phone_without_python(
@@ -88,10 +79,3 @@ def test_a_phone_without_llama_bench_is_told_how_to_get_it(run_cli, emulated_pho
     assert record["status"] == "skipped" and record["error_kind"] == "not_installed"
     assert f"llama-bench not found in {empty}" in record["error"]
     assert BUILD_COMMAND in record["error"] and "\n" not in record["error"]
-
-
-def test_mnn_llm_has_no_tool_yet_and_says_so(run_cli, emulated_phone, tmp_path):
-    # MNN's llm_bench is not built by edgebench: the cell is refused in one line, not run.
-    record, _ = run_on_phone(run_cli, emulated_phone, tmp_path, tmp_path / "lab.toml", "mnn-llm")
-    assert record["status"] == "unsupported"
-    assert record["error"] == "no native benchmark tool for mnn-llm"

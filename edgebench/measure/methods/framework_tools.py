@@ -86,6 +86,7 @@ class FrameworkTools:
             whole_inference_refusal(cell, "a native benchmark tool")
             or backend_refusal(device, cell.framework, cell.backend)
             or precision_refusal(cell)
+            or workload_refusal(cell)
         )
         if refusal:
             return _not_run(visit.run_id, cell, ErrorKind.UNSUPPORTED, refusal)
@@ -116,6 +117,12 @@ def precision_refusal(cell: Cell) -> str | None:
         f"{tool.binary} runs {', '.join(tool.precisions)} cells, not {cell.precision}; measure "
         f"{cell.precision} with the Python runner or edgebench-native (the lab's runner)"
     )
+
+
+def workload_refusal(cell: Cell) -> str | None:
+    """Why the framework's own tool cannot run the cell's generative workload (None: it can)."""
+    tool = ADAPTERS.get(cell.framework)
+    return tool.workload_refusal(cell.generation) if tool is not None else None
 
 
 def backend_refusal(device: Device, framework: str, backend: str) -> str | None:
