@@ -23,9 +23,9 @@ from pathlib import Path
 
 from edgebench.builds import BuildError, native_root
 from edgebench.builds.compilers import Compiler, driver_link_flags, find_compiler
-from edgebench.builds.libraries import Library, read_library
+from edgebench.builds.libraries import Library
 from edgebench.builds.logged import compile_into
-from edgebench.builds.native_runner import MANIFEST, find_runner
+from edgebench.builds.native_runner import find_runner
 from edgebench.builds.sources import Source, find_source
 from edgebench.builds.targets import Target
 from edgebench.paths import exclusive_lock
@@ -59,13 +59,7 @@ def runner_libraries(target: Target) -> dict[str, Library]:
     runner = find_runner(target)
     if runner is None:
         raise BuildError(f"no edgebench-native for {target.name}: run `edgebench runners build`")
-    manifest = json.loads((runner.path.parent / MANIFEST).read_text())
-    found: dict[str, Library] = {}
-    for framework, name in (manifest.get("libraries") or {}).items():
-        library = read_library(native_root() / "libs" / str(name))
-        if library is not None:
-            found[str(framework)] = library
-    return found
+    return runner.linked_libraries()  # the manifest's, as find_runner read it
 
 
 def mnn_llm_library(target: Target) -> Library:
