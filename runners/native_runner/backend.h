@@ -15,7 +15,7 @@
 
 namespace eb {
 
-// A failure with one of runners/protocol.py's error kinds.
+// A failure with one of runners/protocol/__init__.py's error kinds.
 class BackendError : public std::runtime_error {
 public:
     BackendError(std::string kind, const std::string& message, std::string detail = "")
@@ -119,7 +119,7 @@ struct BackendEntry {
 
 // The result's "accelerator" object with every AcceleratorRun key, those not given as null.
 Json accelerator_object(const std::string& api);
-// A framework asked for an accelerator that ran on the CPU instead (runners/protocol.py's
+// A framework asked for an accelerator that ran on the CPU instead (runners/protocol/__init__.py's
 // "fallback" kind).
 BackendError fallback_error(const std::string& framework, const std::string& backend, const std::string& words);
 

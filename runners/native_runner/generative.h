@@ -1,6 +1,6 @@
 // A generative cell (runners/generation.py and runners/backends/generative.py, in C++): the
-// runtime contract, the spec's "generation" part read as runners/generation_spec.py reads it,
-// and the measurement that fills the result's "generation" part.
+// runtime contract, the spec's "generation" part read as runners/protocol/generation_spec.py
+// reads it, and the measurement that fills the result's "generation" part.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +34,7 @@ public:
     virtual int64_t kv_cache_bytes() { return -1; }
 };
 
-// The spec's "generation" object (runners/generation_spec.py's GenerationSpec), checked.
+// The spec's "generation" object (runners/protocol/generation_spec.py's GenerationSpec), checked.
 struct GenerationSpec {
     std::vector<int32_t> prompt;
     std::vector<int64_t> prompt_tokens = {128, 512};

@@ -1,4 +1,4 @@
-// io.json beside a converted artifact (runners/backends/io_map.py documents it): per input and
+// io.json beside a converted artifact (runners/protocol/io_map.py documents it): per input and
 // output the ONNX name and shape, the artifact's name and shape, and an optional axis order.
 #pragma once
 
@@ -30,7 +30,7 @@ struct IoMap {
     static bool beside(const std::string& model_path, IoMap& out);
 };
 
-// `shape` made concrete for a value of `value_shape` (runners/backends/io_map.py's _fit): fixed
+// `shape` made concrete for a value of `value_shape` (runners/protocol/io_map.py's _fit): fixed
 // dims must hold the value's element count; one -1 takes what is left of it; several take the
 // value's own dims, the value lacking only leading 1s of `shape` (ncnn blobs have no batch).
 bool fit_shape(const std::vector<int64_t>& shape, const std::vector<int64_t>& value_shape,

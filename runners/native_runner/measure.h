@@ -11,7 +11,7 @@
 
 namespace eb {
 
-// When the timed window ends (runners/spec.py documents each); target_ci < 0: none.
+// When the timed window ends (runners/protocol/spec.py documents each); target_ci < 0: none.
 struct Limits {
     int64_t iterations = 100;
     int64_t min_time_ns = 0;

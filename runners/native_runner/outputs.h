@@ -1,4 +1,4 @@
-// Output summaries (as runners/backends/tensors.py's summarize_outputs) and the outputs file.
+// Output summaries (as runners/protocol/tensors.py's summarize_outputs) and the outputs file.
 #pragma once
 
 #include <string>

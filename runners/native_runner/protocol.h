@@ -1,4 +1,4 @@
-// The protocol's names, as runners/protocol.py spells them (a test compares them).
+// The protocol's names, as runners/protocol/__init__.py spells them (a test compares them).
 #pragma once
 
 namespace eb {

@@ -1,4 +1,4 @@
-// The seeded inputs, bit-identical to runners/backends/tensors.py (generator "edgebench.ctr/1").
+// The seeded inputs, bit-identical to runners/protocol/tensors.py (generator "edgebench.ctr/1").
 //
 // Element i of input NAME under SEED takes 64 bits from a counter-based generator:
 //   key  = mix64(seed * GOLDEN + fnv1a64(NAME))       (all arithmetic modulo 2^64)

@@ -1,4 +1,4 @@
-// The runner's input (runners/spec.py's RunSpec), read from its JSON object.
+// The runner's input (runners/protocol/spec.py's RunSpec), read from its JSON object.
 #pragma once
 
 #include <cstdint>
@@ -32,11 +32,11 @@ struct Spec {
     // The timed window, for the host's shell sampler beside the binary: "window_start NS" and
     // "window_end NS" lines (CLOCK_REALTIME, as `date +%s%N`), and a file that exists meanwhile.
     std::string marks_file, sync_marker;
-    // A generative cell's workload (runners/generation_spec.py); null for a tensor cell.
+    // A generative cell's workload (runners/protocol/generation_spec.py); null for a tensor cell.
     Json generation;
 };
 
-// Throws BackendError("bad_spec", ...) with runners/spec.py's messages.
+// Throws BackendError("bad_spec", ...) with runners/protocol/spec.py's messages.
 Spec normalize_spec(const Json& raw);
 
 }  // namespace eb
