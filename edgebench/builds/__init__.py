@@ -4,8 +4,9 @@ One job a module: ``targets`` (what a binary runs on), ``compilers`` (which comp
 for a target), ``sources`` (the frameworks' source trees, from the user or the cache),
 ``libraries`` (each framework's static library, built once per version, target and flags),
 ``native_runner`` (the runner binary linked against them, and finding a built one),
-``benchncnn`` (ncnn's own benchmark tool against the same library, for benchmarks/) and
-``llama_bench`` (llama.cpp's llama-bench from llama-cpp-python's sdist, for benchmarks/).
+``benchncnn`` (ncnn's own benchmark tool against the same library, for benchmarks/),
+``llama_bench`` (llama.cpp's llama-bench from llama-cpp-python's sdist, for benchmarks/) and
+``llm_bench`` (MNN's llm_bench against the runner's MNN library: mnn-llm's framework tool).
 
 Everything lives under :func:`native_root`, ``$EDGEBENCH_NATIVE_DIR`` or
 ``cache_dir()/native-runner``::
@@ -17,6 +18,7 @@ Everything lives under :func:`native_root`, ``$EDGEBENCH_NATIVE_DIR`` or
     bin/<target>/current.json                     the newest key for the target
     tools/<target>/benchncnn-<key>/benchncnn      ncnn's benchmark tool, build.log beside it
     tools/<target>/llama-bench-<key>/llama-bench  llama.cpp's, its CMake tree (build/) beside it
+    tools/<target>/llm_bench-<key>/llm_bench      MNN's LLM benchmark, build.log beside it
 
 Nothing here reaches the network: sources are given by the user or found in the cache.
 """

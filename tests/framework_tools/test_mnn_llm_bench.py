@@ -122,3 +122,37 @@ def test_a_context_depth_is_refused_in_one_line(run_cli, emulated_phone, tmp_pat
     assert record["status"] == "unsupported"
     assert record["error"].startswith("llm_bench has no context depth")
     assert "\n" not in record["error"]
+
+
+@pytest.fixture(scope="module", name="llm_bench_arm")
+def llm_bench_arm_fixture(native_arm_mnn: BuiltRunner) -> Path:
+    """llm_bench compiled against the aarch64 edgebench-native's library: a static binary."""
+    target = parse_target("aarch64-linux")
+    return build_llm_bench(target, mnn_llm_library(target))
+
+
+def test_the_aarch64_tool_measures_llm_tiny_on_the_emulated_phone(
+    run_cli,
+    emulated_phone,
+    tmp_path,
+    llm_bench_arm,
+    llm_tiny_gguf,  # noqa: F811
+):
+    """The binary a phone would run: the emulated phone's shell runs it here through the
+    kernel's qemu-aarch64 handler (seconds for this workload)."""
+    if not Path("/proc/sys/fs/binfmt_misc/qemu-aarch64").exists():
+        pytest.skip("no qemu-aarch64 binfmt handler here: apt-get install qemu-user-static")
+    pytest.importorskip("MNN.llm", reason="the MNN-LLM converter needs the mnn package")
+    tools_bin = tmp_path / "bin"
+    tools_bin.mkdir()
+    shutil.copy2(llm_bench_arm, tools_bin / "llm_bench")
+    args = ["--models", "llm-tiny", "--frameworks", "mnn-llm", "--prompt-tokens", "8"]
+    args += ["--gen-tokens", "4", "--rounds", "1", "--threads", "1", "--timeout", "300"]
+    record, stderr = run_tool_cell_on_phone(
+        run_cli, emulated_phone, tools_bin, tmp_path / "lab.toml", args
+    )
+    assert record["status"] == "ok", (record["error"], stderr[-2000:])
+    generation = record["generation"]
+    assert generation["weight_type"] == "f16" and generation["prefill_prompt_tokens"] == [8]
+    assert generation["prefill_ms"][0] > 0 and generation["decode_wall_ms"][0] > 0
+    assert record["throughput_ips"] > 0 and generation["decode_wall_tokens"] == 4
