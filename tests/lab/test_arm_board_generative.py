@@ -1,11 +1,13 @@
 """Generative cells on the emulated arm64 board over the real sshd: the built-in llm-tiny
 measured by the board's own Python (MNN-LLM from the MNN wheel, ONNX Runtime GenAI from its
-own; OpenVINO GenAI refused in one line, as it cannot run under qemu), each record's first-step
+own; OpenVINO GenAI refused in one line, as it cannot run under qemu) and by the aarch64
+edgebench-native binary (llama.cpp and MNN-LLM, no Python needed), each record's first-step
 logits checked against reference-llm on this host and its greedy check tokens the same as this
 host's own run of the same runtime.
 
 Skipped, with what is missing and the line that fixes it, only where this machine cannot
-emulate aarch64 (fakes/arm_board.py). Under qemu a token takes about 100 to 300 ms, so the
+emulate aarch64 (fakes/arm_board.py) or has no source for a native framework
+(fakes/native_builds.py). Under qemu a token takes about 100 to 300 ms, so the
 workload is small: 4 generated tokens, one round, one thread (an emulated device prefills the
 output check's prompt only).
 """
@@ -17,9 +19,11 @@ from pathlib import Path
 import pytest
 from fakes.arm_board import board_lab_entry
 from fakes.llm_models import llm_tiny_gguf  # noqa: F401  # the fixture
-from fakes.native_generative import run_records
+from fakes.native_builds import host_native_lab, with_framework
+from fakes.native_generative import NATIVE_RUNNER, run_records
 from fakes.ssh_fixtures import SshServer
 
+from edgebench.builds.native_runner import BuiltRunner
 from edgebench.lab.emulation_limits import unsupported_under_emulation
 from edgebench.lab.facts import DeviceFacts
 from edgebench.planning.generative_workload import CHECK_PROMPT_TOKENS
@@ -33,11 +37,13 @@ SETTINGS = [
 BOARD_PYTHON_FRAMEWORKS = ("mnn-llm", "onnxruntime-genai")
 #: Refused on an emulated aarch64 device before anything is sent (lab/emulation_limits.py).
 UNDER_QEMU = "openvino-genai"
+#: What the board's aarch64 edgebench-native runs (llama-cpp-python has no aarch64 wheel).
+NATIVE_FRAMEWORKS = ("llama.cpp", "mnn-llm")
 
 
-def _board_lab(folder: Path, server: SshServer, work_dir: str) -> Path:
+def _board_lab(folder: Path, server: SshServer, work_dir: str, *extra: str) -> Path:
     lab = folder / "lab.toml"
-    lab.write_text(board_lab_entry("arm-ssh", work_dir, server=server))
+    lab.write_text(board_lab_entry("arm-ssh", work_dir, server=server, extra=list(extra)))
     return lab
 
 
@@ -114,3 +120,32 @@ def test_llm_tiny_on_the_board_s_python_over_ssh_agrees_with_the_host(
     reason = refused["error"]
     assert reason.startswith(f"{UNDER_QEMU} on arm-ssh: ") and "\n" not in reason, reason
     assert "emulator" in reason and "real ARM device" in reason, reason
+
+
+def test_llm_tiny_on_the_board_s_edgebench_native_over_ssh_agrees_with_the_host(
+    run_cli,
+    eb_env,
+    tmp_path: Path,
+    native_x86: BuiltRunner,
+    native_arm: BuiltRunner,
+    board_sshd: SshServer,
+    board_work_dir: str,
+    llm_tiny_gguf,  # noqa: F811
+) -> None:
+    pytest.importorskip("MNN.llm", reason="the MNN-LLM converter needs edgebench[mnn] on the host")
+    for framework in NATIVE_FRAMEWORKS:
+        with_framework(native_x86, framework)
+        with_framework(native_arm, framework)
+    lab = _board_lab(tmp_path, board_sshd, board_work_dir, NATIVE_RUNNER)
+    args = [*_frameworks(NATIVE_FRAMEWORKS), *SETTINGS]
+    board = _by_framework(
+        run_records(run_cli, eb_env, ["--lab", str(lab), "--devices", "arm-ssh", *args])
+    )
+    (tmp_path / "host").mkdir()
+    host_lab = host_native_lab(tmp_path / "host")
+    host = _by_framework(
+        run_records(run_cli, eb_env, ["--lab", str(host_lab), "--devices", "host-native", *args])
+    )
+    for framework in NATIVE_FRAMEWORKS:
+        assert board[framework]["device_info"]["runner"] == "edgebench-native (aarch64-linux)"
+        _assert_ran_on_the_board_like_the_host(board[framework], host[framework])
