@@ -33,6 +33,7 @@ import onnx
 from edgebench.converters.base import ConversionError, ConversionOptions, Converter
 from edgebench.runners.protocol.gguf import GgufError
 from edgebench.runners.protocol.llm_shape import ModelError
+from edgebench.runners.protocol.model_folders import WEIGHTS_FILE
 
 from ..ort_genai.converter import read_source
 from ..subprocess_tools import scratch_dir
@@ -41,8 +42,6 @@ from .folder import MODEL_FILE, WEIGHT_FILE, write_folder_files
 from .q4_blocks import FIRST_PASS_FLAGS, write_q4_blocks
 from .tool import mnnconvert
 
-#: {"weight_type": what the runner records, "form": how the matrices are held}.
-WEIGHTS_FILE = "edgebench_weights.json"
 #: Architectures whose decoder this graph computes.
 ARCHITECTURES = ("qwen2", "llama")
 #: The GGUF weight type -> (the weight type that runs, its form, mnnconvert's weight flags).

@@ -25,6 +25,7 @@ from edgebench.runners.protocol.llm_shape import (
     decoder_shape,
     file_weight_type,
 )
+from edgebench.runners.protocol.model_folders import WEIGHTS_FILE
 
 from .decoder import decoder_model
 from .genai_config import MODEL_TYPES, genai_config
@@ -34,8 +35,6 @@ MODEL_FILE = "model.onnx"
 DATA_FILE = "model.onnx.data"
 EXTERNAL_OVER = 1 << 30
 CONFIG_FILE = "genai_config.json"
-#: {"weight_type": what the runner records, "form": how the matrices are held}.
-WEIGHTS_FILE = "edgebench_weights.json"
 #: The GGUF weight type -> (the weight type that runs, its form in the graph).
 WEIGHT_FORMS = {
     "f32": ("f32", "float32 MatMul"),

@@ -50,8 +50,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgebench.builds.llm_bench import BUILD_COMMAND
-from edgebench.runners.backends.mnn_llm_backend import CONFIG_FILE, OWN_FOLDER, MnnLlmBackend
-from edgebench.runners.backends.onnxruntime_genai_backend import read_weight_type
+from edgebench.runners.protocol.model_folders import (
+    FOLDER_WEIGHT_TYPES,
+    MNN_LLM_CONFIG_FILE,
+    MNN_LLM_OWN_FOLDER,
+    read_weight_type,
+)
 
 from .base import NUMBER, ToolAdapter, ToolCell, ToolParseError, ToolResult, streams
 from .generative import GenerativeWork, SizedTest, ToolGeneration
@@ -173,7 +177,7 @@ class LlmBenchAdapter(ToolAdapter):
     binary = TOOL
     result_line = RESULT_LINE
     #: The weight types edgebench's MNN-LLM folders hold (the cell's precision).
-    precisions = MnnLlmBackend.weight_types
+    precisions = FOLDER_WEIGHT_TYPES
     no_op_profile = "llm_bench times whole tests (prompt, generation), not operators"
     how_to_get = (
         f"`{BUILD_COMMAND}` compiles it against this host's edgebench-native's MNN library; "
@@ -182,7 +186,7 @@ class LlmBenchAdapter(ToolAdapter):
 
     #: The folder's weight type (edgebench_weights.json), read from the host's copy by
     #: :meth:`prepare`: llm_bench does not print it.
-    weight_type: str = OWN_FOLDER
+    weight_type: str = MNN_LLM_OWN_FOLDER
     #: The cell's repetitions, for the record's count (llm_bench does not print them).
     repetitions: int = 1
 
@@ -199,7 +203,7 @@ class LlmBenchAdapter(ToolAdapter):
         work = cell.generation
         return dataclasses.replace(
             self,
-            weight_type=read_weight_type(str(model.parent), OWN_FOLDER),
+            weight_type=read_weight_type(str(model.parent), MNN_LLM_OWN_FOLDER),
             repetitions=work.repetitions if work is not None else 1,
         )
 
@@ -212,7 +216,7 @@ class LlmBenchAdapter(ToolAdapter):
             raise ValueError(refusal)
         return [
             binary_path,
-            *("-m", f"{cell.model_dir.rstrip('/')}/{CONFIG_FILE}"),
+            *("-m", f"{cell.model_dir.rstrip('/')}/{MNN_LLM_CONFIG_FILE}"),
             *("-a", "cpu"),
             *("-c", LOW_PRECISION),
             *("-t", str(cell.threads)),

@@ -23,16 +23,21 @@ import os
 from typing import Any, Callable, List, Optional
 
 from ..protocol.errors import BackendError
+from ..protocol.model_folders import (
+    FOLDER_WEIGHT_TYPES,
+    MNN_LLM_CONFIG_FILE,
+    MNN_LLM_OWN_FOLDER,
+    read_weight_type,
+)
 from .generative import GenerativeBackend
-from .onnxruntime_genai_backend import read_weight_type
 
 FRAMEWORK = "mnn-llm"
 REQUIRES = ("MNN",)
 PIP_EXTRA = "mnn"
 
-CONFIG_FILE = "config.json"
+CONFIG_FILE = MNN_LLM_CONFIG_FILE
 #: The weight type of a folder edgebench did not write (llmexport's).
-OWN_FOLDER = "mnn-llm-model"
+OWN_FOLDER = MNN_LLM_OWN_FOLDER
 #: Files the engine reads, by config key -> its default name (llmconfig.hpp).
 NEEDED = {
     "llm_model": "llm.mnn",
@@ -45,7 +50,7 @@ RUNNING = 0
 
 class MnnLlmBackend(GenerativeBackend):
     name = FRAMEWORK
-    weight_types = ("f32", "f16", "q8_0", "q4_0")
+    weight_types = FOLDER_WEIGHT_TYPES
 
     def __init__(self) -> None:
         import MNN

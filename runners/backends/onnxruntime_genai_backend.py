@@ -22,6 +22,7 @@ import os
 from typing import Any, Callable, List, Optional
 
 from ..protocol.errors import BackendError
+from ..protocol.model_folders import FOLDER_WEIGHT_TYPES, read_weight_type
 from .generative import GenerativeBackend
 
 FRAMEWORK = "onnxruntime-genai"
@@ -29,15 +30,13 @@ REQUIRES = ("onnxruntime_genai",)
 PIP_EXTRA = "onnxruntime-genai"
 
 CONFIG_FILE = "genai_config.json"
-#: What edgebench's converter writes beside the model: {"weight_type": ..., "form": ...}.
-WEIGHTS_FILE = "edgebench_weights.json"
 #: The weight type of a folder edgebench did not write (the runtime's own builder's).
 OWN_FOLDER = "ort-genai-model"
 
 
 class OnnxRuntimeGenAiBackend(GenerativeBackend):
     name = FRAMEWORK
-    weight_types = ("f32", "f16", "q8_0", "q4_0")
+    weight_types = FOLDER_WEIGHT_TYPES
 
     def __init__(self) -> None:
         import onnxruntime_genai
@@ -62,7 +61,7 @@ class OnnxRuntimeGenAiBackend(GenerativeBackend):
                 "%s needs a model folder with %s; %s has none (convert the GGUF with edgebench)"
                 % (FRAMEWORK, CONFIG_FILE, folder or "."),
             )
-        self._weights = read_weight_type(folder)
+        self._weights = read_weight_type(folder, OWN_FOLDER)
         options = {"intra_op_num_threads": int(threads), "inter_op_num_threads": 1}
         try:
             config = self._og.Config(folder)
@@ -118,16 +117,6 @@ class OnnxRuntimeGenAiBackend(GenerativeBackend):
     def close(self) -> None:
         self._next = None
         self._model = None
-
-
-def read_weight_type(folder: str, own: str = OWN_FOLDER) -> str:
-    """The weight type edgebench's converter recorded in ``folder``, else ``own`` (a folder
-    the runtime's own tools wrote)."""
-    try:
-        with open(os.path.join(folder, WEIGHTS_FILE)) as handle:
-            return str(json.load(handle)["weight_type"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return own
 
 
 BACKEND = OnnxRuntimeGenAiBackend
