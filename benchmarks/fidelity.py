@@ -16,7 +16,7 @@ their paths, or build them against edgebench-native's libraries with
 benchmarks/fidelity_tools.py, so both sides run the same code (the newest under
 ``<cache>/native-runner/tools/<target>/`` is used):
 
-  openvino     Python runner  benchmark_app (the openvino wheel's)   block medians
+  openvino     Python runner  benchmark_app (the openvino wheel's)   block means (wall clock)
   tflite       Python runner  litert-benchmark (ai-edge-litert's)     block medians
   ncnn         Python runner  benchncnn (edgebench's build of it)     block means
                (excluded while the wheel's ncnn is another version than benchncnn's)
@@ -29,10 +29,11 @@ benchmarks/fidelity_tools.py, so both sides run the same code (the newest under
 What each tool measures, and how edgebench is made to measure the same:
 - benchmark_app runs one untimed first inference it cannot skip (edgebench: warm-up 1), times
   ``infer()`` alone with inputs set once (edgebench: its compute stage), and prints the median
-  at 0.01 ms. Its clock is OpenVINO's ``request.latency``, read inside the binding, while
-  edgebench's is the Python call's: the Python side of a call (the wrapper, the GIL, the
-  return) costs 3-12 us on a hot cache but 50-130 us after a model has flushed it, so the row
-  is also printed corrected by benchmarks/openvino_clock_gap.py, both clocks on the same calls.
+  at 0.01 ms. That median is OpenVINO's ``request.latency``, read inside the binding, while
+  edgebench's clock is the Python call's: the Python side of a call (the wrapper, the GIL, the
+  return) costs 3-12 us on a hot cache but 50-130 us after a model has flushed it
+  (benchmarks/openvino_clock_gap.py reads both clocks on the same calls). So the row takes
+  benchmark_app's own wall clock per call instead, Duration / Count, against edgebench's mean.
 - litert-benchmark times ``run_by_name`` alone on buffers filled once (edgebench: compute stage)
   and prints the median at 0.01 ms.
 - benchncnn runs 8 warm-ups it cannot change (edgebench: warm-up 8), always turns on fp16 storage
@@ -120,8 +121,8 @@ class Pair:
     caveat: str = ""
     notes: list[str] | None = None  # set when read back from saved blocks
     seconds_per_pair: float = 0.0  # wall time of one A block and one B block, measured
-    #: tflite and openvino: the tool's timer over edgebench's on the same work, measured in one
-    #: process (GAP_SCRIPTS), with its interval; the row's ratio times it compares one timer.
+    #: tflite: the tool's API over edgebench's on the same work, measured in one process
+    #: (GAP_SCRIPTS), with its interval; the row's ratio times it compares one code path.
     api_gap: dict[str, float] | None = None
 
 
@@ -149,7 +150,7 @@ def make_pair(name: str, model: str, args: argparse.Namespace) -> Pair:
     warmup, timer, statistic, precision = args.warmup, "compute", "mean", "fp32"
     if framework == "openvino":
         tool: Side = benchmark_app_side(artifact, args.core)
-        warmup, statistic = BENCHMARK_APP_WARMUP, "median"
+        warmup = BENCHMARK_APP_WARMUP
     elif framework == "tflite":
         tool, statistic = litert_side(artifact, args.core, args.warmup), "median"
     elif framework == "ncnn":
@@ -186,17 +187,15 @@ def make_pair(name: str, model: str, args: argparse.Namespace) -> Pair:
     return pair
 
 
-#: Per pair name, the script that measures its clock or API gap in one process, and its label.
+#: Per pair name, the script that measures its API gap in one process, and its label.
 GAP_SCRIPTS = {
     "tflite": ("litert_api_gap.py", "corrected for the API"),
-    "openvino": ("openvino_clock_gap.py", "corrected for the clock"),
 }
 
 
 def measured_gap(pair: Pair, args: argparse.Namespace) -> dict[str, float]:
     """The row's gap script on its artifact and core: the tool's timer over edgebench's on the
-    same work (litert_api_gap.py: CompiledModel/Interpreter; openvino_clock_gap.py:
-    request.latency over the compute stage's wall clock)."""
+    same work (litert_api_gap.py: CompiledModel/Interpreter)."""
     assert isinstance(pair.a, EdgebenchSide)
     script = Path(__file__).with_name(GAP_SCRIPTS[pair.name][0])
     blocks = ["--blocks", str(args.api_gap_blocks), "--block-iterations", str(pair.a.iterations)]
@@ -211,23 +210,8 @@ def measured_gap(pair: Pair, args: argparse.Namespace) -> dict[str, float]:
     return {key: float(value) for key, value in json.loads(lines[-1]).items()}
 
 
-def gap_note(name: str, gap: dict[str, float]) -> str:
+def gap_note(gap: dict[str, float]) -> str:
     interval = f"{gap['ratio']:.4f} [{gap['low']:.4f}, {gap['high']:.4f}]"
-    if "latency_ms" in gap:
-        per_call_us = (gap["wall_ms"] - gap["latency_ms"]) * 1e3
-        wrapper_us = (gap["wall_ms"] - gap["binding_ms"]) * 1e3
-        # The binding-alone calls are other calls than the two clocks read: under load the
-        # split can fall outside the whole, and then says nothing.
-        split = ""
-        if 0 <= wrapper_us <= per_call_us:
-            split = f", {wrapper_us:.0f} us of it the wrapper's"
-        return (
-            f"clock: benchmark_app reports OpenVINO's request.latency (read inside the binding), "
-            f"edgebench's compute stage the Python call's wall time; on the same calls in one "
-            f"process latency/wall = {interval} ({gap['latency_ms']:.3f} vs {gap['wall_ms']:.3f} "
-            f"ms: {per_call_us:.0f} us a call on the Python side{split}, {gap['blocks']:.0f} "
-            "blocks): the corrected row is the ratio times it"
-        )
     return (
         f"API: the tool runs CompiledModel.run_by_name, edgebench the Interpreter; in one "
         f"process, alternating, CompiledModel/Interpreter = {interval} "
@@ -480,7 +464,7 @@ def main(argv: list[str] | None = None, default_pairs: str = ",".join(PAIRS)) ->
         met += interval.meets(args.tolerance, args.max_half_width)
         notes = [*pair_notes(pair), spread_note(pair, interval, args)]
         if pair.api_gap is not None:
-            notes.append(gap_note(pair.name, pair.api_gap))
+            notes.append(gap_note(pair.api_gap))
         for note in notes:
             if note:
                 print(f"    {note}")

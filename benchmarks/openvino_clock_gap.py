@@ -13,10 +13,10 @@ Here edgebench's own OpenVINO backend (the runner's, with the cell's compile set
 model in ONE process pinned to one core, and every call is read by both clocks: the compute
 stage as the runner times it, and ``request.latency`` of the same call. Blocks of calls give
 the ratio latency/wall (the median of the blocks' own ratios, with a 95% bootstrap interval,
-edgebench/analysis/block_ratio.py); fidelity.py multiplies its openvino row (edgebench over
-benchmark_app) by it, so the corrected row compares one clock on both sides. Beside it, each
-block also times the binding alone (``_pyopenvino.InferRequest.infer`` with shared outputs, no
-wrapper), which splits the gap into the wrapper's part and the binding's.
+edgebench/analysis/block_ratio.py). That is why fidelity.py's openvino row compares
+benchmark_app's own wall clock per call (its Duration over its Count), not its median. Beside
+it, each block also times the binding alone (``_pyopenvino.InferRequest.infer`` with shared
+outputs, no wrapper), which splits the gap into the wrapper's part and the binding's.
 
 MODEL is an OpenVINO IR (.xml), or anything ``edgebench convert`` takes (a built-in model's
 name, an ONNX file), converted to OpenVINO first.
