@@ -21,18 +21,15 @@ Usage: python benchmarks/litert_api_gap.py MODEL [--core N] [--blocks 30]
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from fidelity import convert
-from fidelity_sides import MissingTool
+from gap_script import gap_arguments, model_file, timed_block
 
 from edgebench.analysis.block_ratio import bootstrap_ratio
 
@@ -79,35 +76,12 @@ def compiled_model_call(model: Path):
     return lambda: compiled.run_by_name(key, inputs, outputs)
 
 
-def timed_block(call, iterations: int) -> list[float]:
-    out = []
-    for _ in range(iterations):
-        start = time.perf_counter_ns()
-        call()
-        out.append((time.perf_counter_ns() - start) / 1e6)
-    return out
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", help="a .tflite file, a built-in model's name or an ONNX file")
-    parser.add_argument("--core", type=int, default=max(os.sched_getaffinity(0)))
-    parser.add_argument("--blocks", type=int, default=30)
-    parser.add_argument("--block-iterations", type=int, default=50)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--json", action="store_true", help="one JSON line, for fidelity.py")
-    args = parser.parse_args()
-    if args.blocks < 2 or args.block_iterations < 1:
-        parser.error("--blocks must be >= 2 and --block-iterations >= 1")
-    model = Path(args.model)
-    if model.suffix != ".tflite":
-        try:
-            model = convert(args.model, "tflite")
-        except MissingTool as exc:
-            print(f"litert_api_gap: {exc}", file=sys.stderr)
-            return 2
-    elif not model.is_file():
-        print(f"litert_api_gap: {model}: no such file", file=sys.stderr)
+    args = gap_arguments(
+        __doc__.splitlines()[0], "a .tflite file, a built-in model's name or an ONNX file"
+    )
+    model = model_file(args.model, ".tflite", "tflite", "litert_api_gap")
+    if model is None:
         return 2
     os.sched_setaffinity(0, {args.core})
     interpreter, compiled = interpreter_call(model), compiled_model_call(model)

@@ -27,18 +27,15 @@ Usage: python benchmarks/openvino_clock_gap.py MODEL [--core N] [--blocks 30]
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from fidelity import convert
-from fidelity_sides import MissingTool
+from gap_script import gap_arguments, model_file, timed_block
 
 from edgebench.analysis.block_ratio import bootstrap_ratio
 from edgebench.runners.backend_loader import load_backend
@@ -67,35 +64,12 @@ def binding_alone(request) -> Callable[[], object]:
     return lambda: _pyopenvino.InferRequest.infer(request, {}, True, False)
 
 
-def timed(call: Callable[[], object], iterations: int) -> list[float]:
-    out = []
-    for _ in range(iterations):
-        start = time.perf_counter_ns()
-        call()
-        out.append((time.perf_counter_ns() - start) / 1e6)
-    return out
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", help="an OpenVINO .xml, a built-in model's name or an ONNX file")
-    parser.add_argument("--core", type=int, default=max(os.sched_getaffinity(0)))
-    parser.add_argument("--blocks", type=int, default=30)
-    parser.add_argument("--block-iterations", type=int, default=50)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--json", action="store_true", help="one JSON line, for fidelity.py")
-    args = parser.parse_args()
-    if args.blocks < 2 or args.block_iterations < 1:
-        parser.error("--blocks must be >= 2 and --block-iterations >= 1")
-    model = Path(args.model)
-    if model.suffix != ".xml":
-        try:
-            model = convert(args.model, "openvino")
-        except MissingTool as exc:
-            print(f"openvino_clock_gap: {exc}", file=sys.stderr)
-            return 2
-    elif not model.is_file():
-        print(f"openvino_clock_gap: {model}: no such file", file=sys.stderr)
+    args = gap_arguments(
+        __doc__.splitlines()[0], "an OpenVINO .xml, a built-in model's name or an ONNX file"
+    )
+    model = model_file(args.model, ".xml", "openvino", "openvino_clock_gap")
+    if model is None:
         return 2
     os.sched_setaffinity(0, {args.core})
     backend = load_backend("openvino")
@@ -105,13 +79,13 @@ def main() -> int:
     request = stream.compute.__self__
     binding = binding_alone(request)
     both_clocks(stream, request, args.warmup)
-    timed(binding, args.warmup)
+    timed_block(binding, args.warmup)
     wall_blocks, latency_blocks, binding_blocks = [], [], []
     for _ in range(args.blocks):
         wall, latency = both_clocks(stream, request, args.block_iterations)
         wall_blocks.append(wall)
         latency_blocks.append(latency)
-        binding_blocks.append(timed(binding, args.block_iterations))
+        binding_blocks.append(timed_block(binding, args.block_iterations))
     backend.close()
     gap = bootstrap_ratio(latency_blocks, wall_blocks, estimator="paired", draws=2000, seed=0)
     figures = {
